@@ -1,0 +1,27 @@
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: slower end-to-end test on real data (still runs in CI)")
+    config.addinivalue_line("markers", "tfx: needs the primary stack (TFX 1.16)")
+
+
+@pytest.fixture(scope="session")
+def data_root():
+    """The shared datasets: $TFSEQREC_DATA, else ../shared/data beside the repo.
+
+    Missing data skips the test on a workstation but fails it in CI, where the data
+    is always present and a skip would hide a broken path.
+    """
+    root = pathlib.Path(os.environ.get("TFSEQREC_DATA", REPO.parent / "shared" / "data"))
+    if not root.is_dir():
+        message = f"dataset folder {root} not found (set TFSEQREC_DATA)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return root

@@ -1,0 +1,56 @@
+import numpy as np
+
+from tfseqrec.data import ClozeMasking, pipeline, splits
+
+
+def _seqs():
+    return splits.Sequences.from_list(["u", "v"], [[3, 4, 5, 6, 7, 8], [9, 10]])
+
+
+def test_pad_left():
+    out = pipeline.pad_left(_seqs(), 4)
+    np.testing.assert_array_equal(out, [[5, 6, 7, 8], [0, 0, 9, 10]])
+    np.testing.assert_array_equal(pipeline.pad_left(_seqs(), 4, drop_last=1), [[4, 5, 6, 7], [0, 0, 0, 9]])
+
+
+def test_sliding_windows_by_hand():
+    windows, rows = pipeline.sliding_windows(_seqs(), width=3, stride=2, min_length=2)
+    # u: ends at 6, 4, 2 items; v: ends at 2 items.
+    np.testing.assert_array_equal(windows, [[6, 7, 8], [4, 5, 6], [0, 3, 4], [0, 9, 10]])
+    np.testing.assert_array_equal(rows, [0, 0, 0, 1])
+
+
+def test_causal_dataset_shifts_targets():
+    ds = pipeline.causal_dataset(_seqs(), max_sequence_length=4, batch_size=8, shuffle=False)
+    x, y, w = next(iter(ds))
+    np.testing.assert_array_equal(x["item_ids"], [[4, 5, 6, 7], [0, 0, 0, 9]])
+    np.testing.assert_array_equal(y, [[5, 6, 7, 8], [0, 0, 0, 10]])
+    np.testing.assert_array_equal(w, [[1, 1, 1, 1], [0, 0, 0, 1]])
+    np.testing.assert_array_equal(x["padding_mask"], x["item_ids"].numpy() != 0)
+
+
+def test_cloze_dataset_unmasked_and_masked():
+    ds = pipeline.cloze_dataset(_seqs(), max_sequence_length=4, batch_size=8, shuffle=False)
+    x = next(iter(ds))
+    np.testing.assert_array_equal(x["item_ids"], [[5, 6, 7, 8], [0, 0, 9, 10]])
+    masking = ClozeMasking(num_items=20, mask_prob=1.0, mask_token_rate=1.0, random_token_rate=0.0)
+    x, labels, weights = next(iter(pipeline.cloze_dataset(_seqs(), 4, 8, masking=masking, shuffle=False)))
+    np.testing.assert_array_equal(x["item_ids"], [[1, 1, 1, 1], [0, 0, 1, 1]])
+    np.testing.assert_array_equal(labels, [[5, 6, 7, 8], [0, 0, 9, 10]])
+    np.testing.assert_array_equal(x["padding_mask"], [[1, 1, 1, 1], [0, 0, 1, 1]])
+
+
+def test_shuffle_reshuffles_each_epoch():
+    seqs = splits.Sequences.from_list([str(i) for i in range(64)], [[3 + i, 4 + i] for i in range(64)])
+    ds = pipeline.causal_dataset(seqs, 2, batch_size=64, seed=0)
+    a = next(iter(ds))[1].numpy()
+    b = next(iter(ds))[1].numpy()
+    assert not np.array_equal(a, b)
+    assert sorted(a[:, -1].tolist()) == sorted(b[:, -1].tolist())
+
+
+def test_eval_dataset():
+    cases = splits.Cases(_seqs(), np.array([11, 12]))
+    x, y = next(iter(pipeline.eval_dataset(cases, 3, 8)))
+    np.testing.assert_array_equal(x["item_ids"], [[6, 7, 8], [0, 9, 10]])
+    np.testing.assert_array_equal(y, [11, 12])

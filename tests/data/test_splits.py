@@ -1,0 +1,87 @@
+import numpy as np
+
+from tfseqrec.data import readers, splits, vocab
+
+
+def _interactions(rows):
+    users, items, times = zip(*rows)
+    return readers.Interactions(
+        np.array(users, dtype=object), np.array(items, dtype=object), np.array(times, np.int64), has_time=True
+    )
+
+
+def test_sort_by_time_is_stable_on_ties():
+    data = _interactions([("u", "c", 5), ("v", "z", 1), ("u", "a", 1), ("u", "b", 1)])
+    out = splits.sort_by_time(data)
+    assert out.users.tolist() == ["u", "u", "u", "v"]
+    assert out.items.tolist() == ["a", "b", "c", "z"]  # a and b tie: file order
+
+
+def test_k_core_is_iterative_and_reports():
+    # Item "rare" has 1 event; removing it leaves user "w" with 1 event, which then goes.
+    rows = [("u", "x", 1), ("u", "y", 2), ("v", "x", 1), ("v", "y", 2), ("w", "x", 1), ("w", "rare", 2)]
+    out, report = splits.k_core(_interactions(rows), min_user_interactions=2, min_item_interactions=2)
+    assert sorted(set(out.users.tolist())) == ["u", "v"]
+    assert report == {"k_core": [2, 2], "removed_interactions": 2, "removed_users": 1, "removed_items": 1}
+
+
+def test_build_sequences_and_repeats():
+    data = splits.sort_by_time(_interactions([("u", "a", 1), ("u", "a", 2), ("u", "b", 3), ("v", "b", 1)]))
+    seqs, v, report = splits.build_sequences(data)
+    assert v.items == ["a", "b"] or v.items == ["b", "a"]
+    assert [v.to_raw(s) for s in seqs.to_list()] == [["a", "a", "b"], ["b"]]
+    seqs, _, report = splits.build_sequences(data, v, drop_repeats=True)
+    assert [v.to_raw(s) for s in seqs.to_list()] == [["a", "b"], ["b"]]
+    assert report["removed_repeats"] == 1
+
+
+def test_oov_counted():
+    data = splits.sort_by_time(_interactions([("u", "a", 1), ("u", "new", 2)]))
+    seqs, _, report = splits.build_sequences(data, vocab.ItemVocabulary(["a"]))
+    assert seqs[0].tolist() == [3, vocab.OOV_ID]
+    assert report["oov_interactions"] == 1
+
+
+def test_leave_one_out_by_hand():
+    seqs = splits.Sequences.from_list(["u", "v", "w"], [[3, 4, 5, 6], [7, 8], [9, 10, 11]])
+    split = splits.leave_one_out(seqs)
+    assert split.train.to_list()[0].tolist() == [3, 4]
+    assert split.train.to_list()[1].tolist() == [7, 8]  # too short: train only
+    assert split.train.to_list()[2].tolist() == [9]
+    assert split.valid.histories.users.tolist() == ["u", "w"]
+    assert [h.tolist() for h in split.valid.histories.to_list()] == [[3, 4], [9]]
+    assert split.valid.targets.tolist() == [5, 10]
+    assert [h.tolist() for h in split.test.histories.to_list()] == [[3, 4, 5], [9, 10]]
+    assert split.test.targets.tolist() == [6, 11]
+    assert split.report["train_only_users"] == 1
+    assert split.report["test_cases"] == 2
+
+
+def test_sequences_select_and_drop_last():
+    seqs = splits.Sequences.from_list(["a", "b", "c"], [[1, 2, 3], [4], [5, 6]])
+    picked = seqs.select([2, 0])
+    assert [s.tolist() for s in picked.to_list()] == [[5, 6], [1, 2, 3]]
+    assert [s.tolist() for s in seqs.drop_last(1).to_list()] == [[1, 2], [], [5]]
+
+
+def test_cold_start_split():
+    rng = np.random.default_rng(0)
+    seq_list = [rng.choice(np.arange(3, 53), size=rng.integers(2, 15), replace=False) for _ in range(300)]
+    seqs = splits.Sequences.from_list([str(i) for i in range(300)], seq_list)
+    cold = splits.cold_start_split(seqs, cold_item_fraction=0.2, seed=1)
+    assert len(cold.cold_items) == 10
+    assert not np.isin(cold.train.values, cold.cold_items).any()
+    assert np.isin(cold.test_cold.targets, cold.cold_items).all()
+    assert not np.isin(cold.test_warm.targets, cold.cold_items).any()
+    assert len(cold.test_cold) + len(cold.test_warm) == 300
+    assert cold.test_cold.targets.size > 0
+    removed = sum(np.isin(s[:-1], cold.cold_items).sum() for s in seq_list)
+    assert cold.report["removed_interactions"] == removed
+
+
+def test_prepare_on_ml1m_counts(data_root):
+    data = readers.read_interactions(data_root / "ml-1m" / "ml-1m.txt")
+    split, v, report = splits.prepare(data)
+    assert (report["num_users"], report["num_items"], report["num_interactions"]) == (6040, 3416, 999611)
+    assert report["test_cases"] == report["valid_cases"] == 6040
+    assert report["train_interactions"] == 999611 - 2 * 6040

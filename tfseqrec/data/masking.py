@@ -1,0 +1,185 @@
+"""Cloze masking for BERT4Rec, as a Keras layer of dense tensor ops."""
+
+import keras
+from keras import ops
+
+from tfseqrec.data import vocab
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class ClozeMasking(keras.layers.Layer):
+    """Masks items for the Cloze (masked item prediction) task of BERT4Rec.
+
+    Each real item is chosen with probability ``mask_prob``; padding and reserved ids
+    never are. A chosen item becomes ``mask_token_id`` with probability
+    ``mask_token_rate`` (0.8), a uniformly random real item with ``random_token_rate``
+    (0.1), and stays as it was otherwise (0.1). Every non-empty sequence gets at
+    least one chosen item: when the draw picks none, its item with the smallest draw
+    is chosen. With probability ``last_item_only_prob`` a sequence instead has only its
+    last item chosen and replaced by the mask token, the sample the original BERT4Rec
+    and RecBole add so that training sees the inference layout (a mask at the end).
+
+    Everything is elementwise or a row reduction over the dense ``[batch, length]``
+    batch: one uniform float draw decides which items are chosen, one uniform integer
+    draw in ``[0, 10 * num_items)`` decides both the 80/10/10 outcome and the random
+    item, and no Python runs per item and no ragged tensor is built. The layer thus
+    runs inside a compiled training step on whatever device runs it (the GPU when
+    there is one), as well as in a ``tf.data`` map. A hand-written layer rather than
+    keras-hub's ``MaskedLMMaskGenerator`` because that one builds ragged tensors
+    through tensorflow-text, which does not run inside a compiled step on a GPU;
+    ``benchmarks/masking.py`` measures the speed.
+
+    Draws come from a ``keras.random.SeedGenerator``, whose state advances on every
+    call: each epoch sees fresh masks, and a given ``seed`` replays the same masks.
+
+    Args:
+        num_items: number of real items; they hold ids
+            ``[first_item_id, first_item_id + num_items)``.
+        mask_prob: probability that a real item is chosen.
+        mask_token_id: id that replaces chosen items. Defaults to ``vocab.MASK_ID``.
+        first_item_id: smallest real item id. Defaults to ``vocab.NUM_RESERVED``;
+            smaller ids (padding, mask, OOV) are never chosen.
+        mask_token_rate: share of chosen items replaced by the mask token.
+        random_token_rate: share of chosen items replaced by a random item.
+        last_item_only_prob: share of sequences where only the last item is masked.
+        seed: int seed for reproducible masks.
+
+    Call arguments:
+        item_ids: int tensor ``[batch, length]``, ``vocab.PAD_ID`` (0) for padding, on
+            either side.
+
+    Returns:
+        ``(masked_ids, labels, sample_weight)``: ``masked_ids`` same dtype and shape
+        as the input; ``labels`` the original id where chosen, else 0;
+        ``sample_weight`` float32, 1.0 where chosen, else 0.0.
+
+    Example:
+
+    >>> masking = ClozeMasking(num_items=100, mask_prob=0.2, seed=1)
+    >>> ids = keras.ops.convert_to_tensor([[0, 0, 5, 6, 7, 8]])
+    >>> masked, labels, weights = masking(ids)
+    >>> int(keras.ops.sum(weights)) >= 1
+    True
+
+    Reference:
+        Sun et al., "BERT4Rec: Sequential Recommendation with Bidirectional Encoder
+        Representations from Transformer", CIKM 2019.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        mask_prob=0.2,
+        mask_token_id=vocab.MASK_ID,
+        first_item_id=vocab.NUM_RESERVED,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        last_item_only_prob=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if num_items < 1:
+            raise ValueError(f"num_items must be positive, got {num_items}")
+        if 10 * num_items >= 2**31:
+            raise ValueError(f"num_items={num_items} is too large for int32 draws (max 214,748,364)")
+        if not 0.0 <= mask_prob <= 1.0:
+            raise ValueError(f"mask_prob must be in [0, 1], got {mask_prob}")
+        if not 0.0 <= last_item_only_prob <= 1.0:
+            raise ValueError(f"last_item_only_prob must be in [0, 1], got {last_item_only_prob}")
+        if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
+            raise ValueError(
+                "mask_token_rate and random_token_rate must be non-negative with a sum <= 1, "
+                f"got {mask_token_rate} and {random_token_rate}"
+            )
+        if first_item_id <= mask_token_id < first_item_id + num_items:
+            raise ValueError(f"mask_token_id={mask_token_id} lies inside the item id range")
+        # Outcomes are decided in 1/buckets steps of one integer draw; 1000 buckets
+        # (rates to 0.001) while 1000 * num_items fits in int32, else 10.
+        self._buckets = 1000 if 1000 * num_items < 2**31 else 10
+        for name, rate in (("mask_token_rate", mask_token_rate), ("random_token_rate", random_token_rate)):
+            if abs(rate * self._buckets - round(rate * self._buckets)) > 1e-6:
+                raise ValueError(f"{name} must be a multiple of {1 / self._buckets}, got {rate}")
+
+        # === Config ===
+        self.num_items = num_items
+        self.mask_prob = mask_prob
+        self.mask_token_id = mask_token_id
+        self.first_item_id = first_item_id
+        self.mask_token_rate = mask_token_rate
+        self.random_token_rate = random_token_rate
+        self.last_item_only_prob = last_item_only_prob
+        self.seed = seed
+
+        # === State ===
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.built = True
+
+    def call(self, item_ids):
+        ids = ops.convert_to_tensor(item_ids)
+        if len(ids.shape) != 2:
+            raise ValueError(f"ClozeMasking expects item ids of shape [batch, length], got {ids.shape}")
+        shape = ops.shape(ids)
+        real = ids >= self.first_item_id
+
+        # Which items are chosen. Rows with none pick their smallest draw.
+        u = keras.random.uniform(shape, seed=self.seed_generator)
+        chosen = ops.logical_and(real, u < self.mask_prob)
+        u_real = ops.where(real, u, 2.0)
+        least = ops.equal(u_real, ops.min(u_real, axis=1, keepdims=True))
+        none_chosen = ops.logical_not(ops.any(chosen, axis=1, keepdims=True))
+        chosen = ops.logical_or(chosen, ops.logical_and(none_chosen, ops.logical_and(least, real)))
+
+        # Outcome and random item from one integer draw r in [0, buckets * num_items):
+        # r // num_items is a uniform bucket, r % num_items a uniform item, independent.
+        buckets = self._buckets
+        r = keras.random.randint(shape, 0, buckets * self.num_items, dtype="int32", seed=self.seed_generator)
+        outcome = r // self.num_items
+        to_mask = outcome < round(self.mask_token_rate * buckets)
+        to_random = ops.logical_and(
+            ops.logical_not(to_mask),
+            outcome < round((self.mask_token_rate + self.random_token_rate) * buckets),
+        )
+        random_ids = ops.cast(r % self.num_items + self.first_item_id, ids.dtype)
+
+        if self.last_item_only_prob > 0:
+            # Last real item of each row: the real position with the largest index.
+            positions = ops.arange(shape[1], dtype="int32")[None, :]
+            last_pos = ops.max(ops.where(real, positions, -1), axis=1, keepdims=True)
+            is_last = ops.logical_and(ops.equal(positions, last_pos), real)
+            row_u = keras.random.uniform((shape[0], 1), seed=self.seed_generator)
+            last_only = row_u < self.last_item_only_prob
+            chosen = ops.where(last_only, is_last, chosen)
+            to_mask = ops.logical_or(to_mask, last_only)
+            to_random = ops.logical_and(to_random, ops.logical_not(last_only))
+
+        mask_ids = ops.full_like(ids, self.mask_token_id)
+        replaced = ops.where(to_mask, mask_ids, ops.where(to_random, random_ids, ids))
+        masked_ids = ops.where(chosen, replaced, ids)
+        labels = ops.where(chosen, ids, ops.zeros_like(ids))
+        sample_weight = ops.cast(chosen, "float32")
+        return masked_ids, labels, sample_weight
+
+    def compute_output_spec(self, item_ids):
+        weights = keras.KerasTensor(item_ids.shape, dtype="float32")
+        return (
+            keras.KerasTensor(item_ids.shape, dtype=item_ids.dtype),
+            keras.KerasTensor(item_ids.shape, dtype=item_ids.dtype),
+            weights,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_items": self.num_items,
+                "mask_prob": self.mask_prob,
+                "mask_token_id": self.mask_token_id,
+                "first_item_id": self.first_item_id,
+                "mask_token_rate": self.mask_token_rate,
+                "random_token_rate": self.random_token_rate,
+                "last_item_only_prob": self.last_item_only_prob,
+                "seed": self.seed,
+            }
+        )
+        return config

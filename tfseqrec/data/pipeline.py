@@ -1,0 +1,147 @@
+"""``tf.data`` pipelines that feed the models.
+
+Every pipeline yields ``(x, y, sample_weight)`` as Keras ``fit`` takes it, with
+``x = {"item_ids": int32 [batch, length], "padding_mask": bool [batch, length]}``.
+Histories are left-padded with ``vocab.PAD_ID`` so the newest item is always at the
+last position, where the next-item prediction and BERT4Rec's inference [MASK] sit.
+
+Windows are cut in NumPy once (vectorized over the flat ``Sequences`` arrays), then
+served by ``from_tensor_slices``; the random parts (shuffling, Cloze masking) run
+fresh on every pass.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec.data import vocab
+
+
+def pad_left(sequences, length, drop_last=0):
+    """The last ``length`` items of each sequence, left-padded: int32 ``[n, length]``.
+
+    Args:
+        sequences: ``splits.Sequences``.
+        length: output width.
+        drop_last: ignore each sequence's last ``drop_last`` items first.
+    """
+    ends = sequences.row_splits[1:] - drop_last
+    starts = np.maximum(sequences.row_splits[:-1], ends - length)
+    return _gather_windows(sequences.values, starts, ends, length)
+
+
+def sliding_windows(sequences, width, stride=None, min_length=1):
+    """Windows of up to ``width`` items over each sequence, left-padded.
+
+    With ``stride=None`` a sequence gives one window, its last ``width`` items. With
+    a stride, windows end at ``n, n - stride, n - 2 * stride, ...`` while they hold at
+    least ``min_length`` items, so the early part of long histories is trained on too
+    (the newest window always comes first for a user).
+
+    Returns:
+        int32 ``[num_windows, width]`` and the int64 row index of each window.
+    """
+    lengths = sequences.lengths
+    if stride is None:
+        rows = np.flatnonzero(lengths >= min_length)
+        ends = sequences.row_splits[1:][rows]
+    else:
+        if stride < 1:
+            raise ValueError(f"stride must be positive, got {stride}")
+        # Windows per row: ends n, n-stride, ... >= min_length.
+        counts = np.where(lengths >= min_length, (lengths - min_length) // stride + 1, 0)
+        rows = np.repeat(np.arange(len(lengths)), counts)
+        k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        ends = sequences.row_splits[1:][rows] - k * stride
+    starts = np.maximum(sequences.row_splits[:-1][rows], ends - width)
+    return _gather_windows(sequences.values, starts, ends, width), rows
+
+
+def causal_dataset(
+    sequences,
+    max_sequence_length,
+    batch_size,
+    shuffle=True,
+    seed=None,
+    window_stride=None,
+    drop_remainder=False,
+):
+    """Next-item training data for SASRec.
+
+    Each window of ``max_sequence_length + 1`` items gives inputs ``w[:-1]`` and
+    targets ``w[1:]``: every position predicts the item after it. Targets after a
+    padded input, and reserved-id targets, are 0 with ``sample_weight`` 0.
+
+    Args:
+        sequences: training ``splits.Sequences``.
+        max_sequence_length: model input length ``N``.
+        batch_size: batch size.
+        shuffle: reshuffle windows every epoch.
+        seed: shuffle seed.
+        window_stride: ``None`` for the last ``N + 1`` items of each user; an int to
+            also train on earlier windows of long histories.
+        drop_remainder: drop the last partial batch.
+    """
+    windows, _ = sliding_windows(sequences, max_sequence_length + 1, window_stride, min_length=2)
+    inputs, targets = windows[:, :-1], windows[:, 1:]
+    # A target counts only after a real input: the first item has no history to
+    # predict it from (as in the SASRec sampler).
+    targets = np.where(inputs != vocab.PAD_ID, targets, vocab.PAD_ID).astype(np.int32)
+    weights = (targets >= vocab.NUM_RESERVED).astype(np.float32)
+    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": inputs != vocab.PAD_ID}, targets, weights))
+    return _finish(ds, len(inputs), batch_size, shuffle, seed, drop_remainder)
+
+
+def cloze_dataset(
+    sequences,
+    max_sequence_length,
+    batch_size,
+    masking=None,
+    shuffle=True,
+    seed=None,
+    window_stride=None,
+    drop_remainder=False,
+):
+    """Masked-item training data for BERT4Rec.
+
+    Without ``masking`` the elements are unmasked ``x`` dicts: the model masks them
+    inside its compiled training step (on the GPU when there is one). With a
+    ``ClozeMasking`` layer the masks are drawn in the input pipeline instead, and the
+    elements are ``(x, labels, sample_weight)``. Either way they are fresh each pass.
+    """
+    windows, _ = sliding_windows(sequences, max_sequence_length, window_stride, min_length=1)
+    ds = tf.data.Dataset.from_tensor_slices(windows)
+    ds = _finish(ds, len(windows), batch_size, shuffle, seed, drop_remainder, prefetch=False)
+    if masking is None:
+        ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": ids != vocab.PAD_ID})
+    else:
+
+        def mask(ids):
+            masked, labels, weights = masking(ids)
+            return {"item_ids": masked, "padding_mask": ids != vocab.PAD_ID}, labels, weights
+
+        ds = ds.map(mask)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def eval_dataset(cases, max_sequence_length, batch_size):
+    """Evaluation data: ``(x, target)`` with the last ``N`` history items as input."""
+    inputs = pad_left(cases.histories, max_sequence_length)
+    targets = cases.targets.astype(np.int32)
+    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": inputs != vocab.PAD_ID}, targets))
+    return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _gather_windows(values, starts, ends, width):
+    lengths = np.clip(ends - starts, 0, width)
+    offsets = np.arange(width)[None, :] - (width - lengths)[:, None]
+    index = starts[:, None] + offsets
+    valid = offsets >= 0
+    out = np.where(valid, values[np.where(valid, index, 0)] if len(values) else 0, vocab.PAD_ID)
+    return out.astype(np.int32)
+
+
+def _finish(ds, size, batch_size, shuffle, seed, drop_remainder, prefetch=True):
+    if shuffle:
+        ds = ds.shuffle(size, seed=seed, reshuffle_each_iteration=True)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds

@@ -1,0 +1,452 @@
+"""Readers for interaction logs and item text.
+
+Interaction formats (``format=`` names one; ``None`` detects it from the path):
+
+    ``sasrec``     "user item" per line, lines in time order per user (the SASRec /
+                   BERT4Rec ``ml-1m.txt``); plain or ``.gz``. No timestamps: the line
+                   number orders events.
+    ``movielens``  MovieLens raw ratings: ``u.data`` (tab separated) or
+                   ``ratings.dat`` (``::`` separated): user, item, rating, timestamp.
+    ``csv``/``tsv`` a header row with user, item and timestamp columns (names set by
+                   ``user_col``, ``item_col``, ``time_col``; ``time_col=None`` orders by
+                   line). Timestamps are numbers or ISO-8601 dates.
+    ``inter_json`` LC-Rec ``*.inter.json``: ``{"user": [item, item, ...]}`` in time order.
+
+A directory is accepted where it holds one obvious interaction file (see
+``resolve_interactions_path``).
+
+Item text formats (``read_item_text``): LC-Rec ``*.item.json``, MovieLens ``movies.dat``
+(ML-1M) and ``u.item`` (ML-100K), both latin-1.
+
+Every problem is reported as ``DataError`` naming the file, the line and what was
+wrong. Nothing is dropped without being counted.
+"""
+
+import csv
+import dataclasses
+import datetime
+import glob
+import gzip
+import json
+import os
+
+import numpy as np
+
+FORMATS = ("sasrec", "movielens", "csv", "tsv", "inter_json")
+
+
+class DataError(ValueError):
+    """Bad input data; the message starts with ``file:line:``."""
+
+    def __init__(self, path, line, problem):
+        self.path, self.line, self.problem = path, line, problem
+        where = f"{path}:{line}" if line else f"{path}"
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclasses.dataclass
+class Interactions:
+    """A flat interaction log: parallel arrays, one entry per event.
+
+    Attributes:
+        users: raw user ids (str), shape ``[n]``.
+        items: raw item ids (str), shape ``[n]``.
+        timestamps: int64 or float64 event times, shape ``[n]``; for formats without
+            times, the event's line (or list position) index.
+        has_time: whether ``timestamps`` are real times.
+        path: the file read.
+        format: the format it was read as.
+    """
+
+    users: np.ndarray
+    items: np.ndarray
+    timestamps: np.ndarray
+    has_time: bool = False
+    path: str = ""
+    format: str = ""
+
+    def __len__(self):
+        return len(self.users)
+
+    @property
+    def num_users(self):
+        return len(np.unique(self.users))
+
+    @property
+    def num_items(self):
+        return len(np.unique(self.items))
+
+    def select(self, keep):
+        """The events where the boolean array ``keep`` is true."""
+        return dataclasses.replace(
+            self, users=self.users[keep], items=self.items[keep], timestamps=self.timestamps[keep]
+        )
+
+
+def resolve_interactions_path(path):
+    """Picks the interaction file of a dataset directory.
+
+    Returns ``(file, format)``. A directory qualifies when it holds one ``*.inter.json``,
+    a ``ratings.dat``, a ``u.data``, a ``<directory name>.txt`` (the SASRec convention),
+    or one ``*.csv`` / ``*.tsv``. A file is returned as is with ``format=None``.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return path, None
+    name = os.path.basename(os.path.normpath(path))
+    rules = [
+        ("*.inter.json", "inter_json"),
+        ("ratings.dat", "movielens"),
+        ("u.data", "movielens"),
+        (f"{name}.txt", "sasrec"),
+        ("*.csv", "csv"),
+        ("*.tsv", "tsv"),
+    ]
+    for pattern, fmt in rules:
+        found = sorted(glob.glob(os.path.join(path, pattern)))
+        if len(found) == 1:
+            return found[0], fmt
+        if len(found) > 1:
+            raise DataError(path, 0, f"several files match {pattern}: {found}; name one")
+    listing = sorted(os.listdir(path))
+    raise DataError(
+        path, 0, f"no interaction file found (looked for {[r[0] for r in rules]}); it holds {listing}"
+    )
+
+
+def detect_format(path):
+    """Guesses the format of an interaction file from its name and first line."""
+    base = os.path.basename(path).lower()
+    if base.endswith(".inter.json") or base.endswith(".json"):
+        return "inter_json"
+    if base in ("u.data", "ratings.dat") or base.endswith(".dat"):
+        return "movielens"
+    if base.endswith(".csv") or base.endswith(".csv.gz"):
+        return "csv"
+    if base.endswith(".tsv") or base.endswith(".tsv.gz"):
+        return "tsv"
+    first = _first_line(path)
+    fields = first.split()
+    if len(fields) == 2:
+        return "sasrec"
+    if "::" in first or (len(fields) == 4 and all(_is_number(f) for f in fields)):
+        return "movielens"
+    raise DataError(
+        path,
+        1,
+        f"cannot tell the format from the name or first line {first!r}; pass format= one of {FORMATS}",
+    )
+
+
+def read_interactions(
+    path,
+    format=None,
+    user_col="user_id",
+    item_col="item_id",
+    time_col="timestamp",
+    encoding="utf-8",
+    progress=None,
+):
+    """Reads an interaction log.
+
+    Args:
+        path: a file, or a dataset directory (see ``resolve_interactions_path``).
+        format: one of ``FORMATS``; ``None`` detects it.
+        user_col, item_col, time_col: column names for ``csv``/``tsv``; ``time_col=None``
+            orders events by line.
+        encoding: text encoding; a decoding failure names the line and suggests another.
+        progress: show a progress bar; ``None`` shows one on a terminal.
+
+    Returns:
+        ``Interactions``, in file order (sort with ``splits.sort_by_time``).
+
+    Raises:
+        DataError: empty file, wrong field count, non-numeric ids or timestamps,
+            missing columns, bad encoding; the message names file and line.
+    """
+    path, dir_format = resolve_interactions_path(path)
+    if not os.path.exists(path):
+        raise DataError(path, 0, "no such file")
+    format = format or dir_format or detect_format(path)
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
+    if format == "inter_json":
+        users, items, times = _read_inter_json(path, encoding)
+        has_time = False
+    elif format == "sasrec":
+        users, items, times = _read_sasrec(path, encoding, progress)
+        has_time = False
+    elif format == "movielens":
+        users, items, times = _read_movielens(path, encoding, progress)
+        has_time = True
+    else:
+        users, items, times, has_time = _read_csv(
+            path, "\t" if format == "tsv" else ",", user_col, item_col, time_col, encoding, progress
+        )
+    if not users:
+        raise DataError(path, 0, "no interactions: the file is empty")
+    return Interactions(
+        users=np.asarray(users, dtype=object),
+        items=np.asarray(items, dtype=object),
+        timestamps=np.asarray(times),
+        has_time=has_time,
+        path=path,
+        format=format,
+    )
+
+
+def read_item_text(path, encoding=None):
+    """Reads item attributes as ``{raw_item_id: {attribute: text}}``, attribute order kept.
+
+    Supports ``*.item.json`` (LC-Rec: title, description, brand, categories),
+    MovieLens ``movies.dat`` (title, genres; latin-1) and ``u.item`` (title, genres;
+    latin-1, genre names from the ``u.genre`` beside it, else ML-100K's fixed list).
+    """
+    path = os.fspath(path)
+    base = os.path.basename(path)
+    if base.endswith(".json"):
+        data = _load_json(path, encoding or "utf-8")
+        out = {}
+        for key, value in data.items():
+            if not isinstance(value, dict):
+                raise DataError(path, 0, f"item {key!r}: expected an object of attributes, got {value!r:.60}")
+            out[str(key)] = {str(k): _text(v) for k, v in value.items()}
+        return out
+    if base == "movies.dat":
+        out = {}
+        for line_no, line in _lines(path, encoding or "latin-1"):
+            parts = line.split("::")
+            if len(parts) != 3:
+                raise DataError(path, line_no, f"expected MovieID::Title::Genres, got {line!r}")
+            out[parts[0]] = {"title": parts[1], "genres": parts[2].replace("|", ", ")}
+        return out
+    if base == "u.item":
+        genre_names = _ml100k_genres(os.path.join(os.path.dirname(path), "u.genre"))
+        out = {}
+        for line_no, line in _lines(path, encoding or "latin-1"):
+            parts = line.split("|")
+            if len(parts) != 5 + len(genre_names):
+                raise DataError(
+                    path, line_no, f"expected {5 + len(genre_names)} '|'-separated fields, got {len(parts)}"
+                )
+            flags = parts[5:]
+            genres = [g for g, flag in zip(genre_names, flags) if flag == "1"]
+            out[parts[0]] = {"title": parts[1], "genres": ", ".join(genres)}
+        return out
+    raise DataError(path, 0, "unknown item-text file; expected *.item.json, movies.dat or u.item")
+
+
+def read_id_map(path):
+    """Reads a two-column ``"from to"`` id map (e.g. ``sas_to_original_items.txt``)."""
+    path = os.fspath(path)
+    out = {}
+    for line_no, line in _lines(path, "utf-8"):
+        parts = line.split()
+        if len(parts) != 2:
+            raise DataError(path, line_no, f"expected two ids, got {line!r}")
+        if parts[0] in out:
+            raise DataError(path, line_no, f"id {parts[0]} is mapped twice")
+        out[parts[0]] = parts[1]
+    return out
+
+
+# --- internals ---------------------------------------------------------------------
+
+
+def _open_binary(path):
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _lines(path, encoding, progress=False):
+    """Yields ``(line_no, line)`` without the newline; blank lines are skipped.
+
+    Decodes line by line so an encoding error names its line.
+    """
+    path = os.fspath(path)
+    size = os.path.getsize(path)
+    bar = _progress_bar(size, path, progress)
+    with _open_binary(path) as f:
+        for line_no, raw in enumerate(f, start=1):
+            if bar is not None:
+                bar.update(len(raw))
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as e:
+                raise DataError(
+                    path,
+                    line_no,
+                    f"not valid {encoding} ({e.reason} at byte {e.start}); pass encoding='latin-1' "
+                    "or the file's real encoding",
+                ) from None
+            line = line.rstrip("\r\n")
+            if line.strip():
+                yield line_no, line
+    if bar is not None:
+        bar.close()
+
+
+def _progress_bar(size, path, progress):
+    if progress is False or (progress is None and size < 32 * 2**20):
+        return None
+    try:
+        import tqdm
+    except ImportError:
+        return None
+    return tqdm.tqdm(
+        total=size, unit="B", unit_scale=True, desc=os.path.basename(path), disable=None if progress is None else False
+    )
+
+
+def _first_line(path):
+    for _, line in _lines(path, "utf-8"):
+        return line
+    raise DataError(path, 0, "no interactions: the file is empty")
+
+
+def _read_sasrec(path, encoding, progress):
+    users, items = [], []
+    for line_no, line in _lines(path, encoding, progress):
+        parts = line.split()
+        if len(parts) != 2:
+            raise DataError(path, line_no, f"expected 'user item', got {len(parts)} fields: {line!r}")
+        users.append(parts[0])
+        items.append(parts[1])
+    return users, items, np.arange(len(users), dtype=np.int64)
+
+
+def _read_movielens(path, encoding, progress):
+    users, items, times = [], [], []
+    sep = None
+    for line_no, line in _lines(path, encoding, progress):
+        if sep is None:
+            sep = "::" if "::" in line else "\t"
+        parts = line.split(sep)
+        if len(parts) != 4:
+            raise DataError(
+                path, line_no, f"expected user{sep}item{sep}rating{sep}timestamp, got {len(parts)} fields: {line!r}"
+            )
+        if not parts[3].strip().lstrip("-").isdigit():
+            raise DataError(path, line_no, f"timestamp {parts[3]!r} is not an integer")
+        users.append(parts[0].strip())
+        items.append(parts[1].strip())
+        times.append(int(parts[3]))
+    return users, items, np.asarray(times, dtype=np.int64)
+
+
+def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress):
+    lines = _lines(path, encoding, progress)
+    try:
+        header_no, header_line = next(lines)
+    except StopIteration:
+        raise DataError(path, 0, "no interactions: the file is empty") from None
+    header = next(csv.reader([header_line], delimiter=delimiter))
+    header = [h.strip() for h in header]
+    wanted = [c for c in (user_col, item_col, time_col) if c is not None]
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise DataError(
+            path,
+            header_no,
+            f"missing column(s) {missing}; the header has {header} "
+            "(set user_col/item_col/time_col, or --user-col/--item-col/--time-col)",
+        )
+    ui, ii = header.index(user_col), header.index(item_col)
+    ti = header.index(time_col) if time_col is not None else None
+    users, items, times = [], [], []
+    parse_time = None
+    for line_no, line in lines:
+        row = next(csv.reader([line], delimiter=delimiter))
+        if len(row) != len(header):
+            raise DataError(path, line_no, f"expected {len(header)} fields as in the header, got {len(row)}")
+        users.append(row[ui].strip())
+        items.append(row[ii].strip())
+        if ti is not None:
+            value = row[ti].strip()
+            if parse_time is None:
+                parse_time = float if _is_number(value) else _iso_seconds
+            try:
+                times.append(parse_time(value))
+            except ValueError:
+                raise DataError(
+                    path, line_no, f"column {time_col!r}: cannot parse timestamp {value!r} (expected a number or ISO-8601)"
+                ) from None
+        if not users[-1] or not items[-1]:
+            raise DataError(path, line_no, f"empty {user_col if not users[-1] else item_col!r}")
+    if ti is None:
+        return users, items, np.arange(len(users), dtype=np.int64), False
+    times = np.asarray(times, dtype=np.float64)
+    if np.all(times == np.round(times)):
+        times = times.astype(np.int64)
+    return users, items, times, True
+
+
+def _iso_seconds(value):
+    if _is_number(value):
+        raise ValueError(value)  # a number after ISO dates: mixed column
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _read_inter_json(path, encoding):
+    data = _load_json(path, encoding)
+    if not isinstance(data, dict):
+        raise DataError(path, 0, f"expected an object mapping user -> item list, got {type(data).__name__}")
+    users, items, times = [], [], []
+    for user, seq in data.items():
+        if not isinstance(seq, list):
+            raise DataError(path, 0, f"user {user!r}: expected a list of items, got {seq!r:.60}")
+        for pos, item in enumerate(seq):
+            if isinstance(item, (dict, list)) or item is None or item == "":
+                raise DataError(path, 0, f"user {user!r}, position {pos}: bad item {item!r:.60}")
+            users.append(str(user))
+            items.append(str(item))
+            times.append(pos)
+    return users, items, np.asarray(times, dtype=np.int64)
+
+
+def _load_json(path, encoding):
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    if not raw.strip():
+        raise DataError(path, 0, "the file is empty")
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise DataError(path, line, f"not valid {encoding} ({e.reason})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(path, e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
+
+
+def _ml100k_genres(path):
+    if os.path.exists(path):
+        names = []
+        for line_no, line in _lines(path, "latin-1"):
+            name, _, index = line.partition("|")
+            if not index.isdigit() or int(index) != len(names):
+                raise DataError(path, line_no, f"expected 'name|index' in order, got {line!r}")
+            names.append(name)
+        return names
+    return [
+        "unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
+        "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery",
+        "Romance", "Sci-Fi", "Thriller", "War", "Western",
+    ]  # fmt: skip
+
+
+def _text(value):
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(v) for v in value)
+    return str(value)
+
+
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False

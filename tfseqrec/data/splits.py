@@ -1,0 +1,297 @@
+"""From an interaction log to per-user sequences and evaluation splits.
+
+The steps, each reporting what it removed:
+
+    sort_by_time      events in time order per user, stable on ties (file order wins)
+    k_core            drop users and items with too few events, until none remain
+    build_sequences   one integer sequence per user, through an ``ItemVocabulary``
+    leave_one_out     last item test, second-last validation, the rest training
+    cold_start_split  test cases whose target item never appears in training
+
+Sequences are stored flat (``values`` plus ``row_splits``, as ``tf.RaggedTensor``
+stores them) so a million events cost two NumPy arrays, not a million lists.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from tfseqrec.data import vocab as vocab_lib
+
+
+@dataclasses.dataclass
+class Sequences:
+    """Per-user integer item sequences, oldest first.
+
+    Attributes:
+        users: raw user ids, ``[num_users]``.
+        values: all item ids back to back, int64 ``[total]``.
+        row_splits: int64 ``[num_users + 1]``; user ``u`` owns
+            ``values[row_splits[u]:row_splits[u + 1]]``.
+    """
+
+    users: np.ndarray
+    values: np.ndarray
+    row_splits: np.ndarray
+
+    def __len__(self):
+        return len(self.users)
+
+    def __getitem__(self, u):
+        return self.values[self.row_splits[u] : self.row_splits[u + 1]]
+
+    @property
+    def lengths(self):
+        return np.diff(self.row_splits)
+
+    @property
+    def num_events(self):
+        return int(self.row_splits[-1])
+
+    def to_list(self):
+        return [self[u] for u in range(len(self))]
+
+    @classmethod
+    def from_list(cls, users, seqs):
+        lengths = np.asarray([len(s) for s in seqs], np.int64)
+        splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        values = np.concatenate([np.asarray(s, np.int64) for s in seqs]) if seqs else np.zeros(0, np.int64)
+        return cls(np.asarray(users, dtype=object), values.astype(np.int64), splits)
+
+    def drop_last(self, n):
+        """Each sequence without its last ``n`` items (empty when shorter)."""
+        lengths = np.maximum(self.lengths - n, 0)
+        keep = _ragged_mask(self.row_splits, lengths)
+        splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return Sequences(self.users, self.values[keep], splits)
+
+    def select(self, rows):
+        """The sequences of the given row indices (or boolean mask), in that order."""
+        rows = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows, np.int64)
+        lengths = self.lengths[rows]
+        starts = self.row_splits[rows]
+        splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        index = np.repeat(starts - splits[:-1], lengths) + np.arange(splits[-1])
+        return Sequences(self.users[rows], self.values[index], splits)
+
+
+@dataclasses.dataclass
+class Cases:
+    """Evaluation cases: a history and the held-out next item per user."""
+
+    histories: Sequences
+    targets: np.ndarray
+
+    def __len__(self):
+        return len(self.targets)
+
+
+@dataclasses.dataclass
+class Split:
+    """A train / validation / test split of sequences.
+
+    ``train`` holds every user's training items (for users too short to evaluate,
+    their whole sequence). ``valid`` and ``test`` are ``Cases``; a test history
+    includes the validation item. ``report`` counts what each step did.
+    """
+
+    train: Sequences
+    valid: Cases
+    test: Cases
+    report: dict
+
+
+@dataclasses.dataclass
+class ColdStartSplit:
+    """Training sequences without the held-out items, and test cases split by target.
+
+    ``test_cold`` cases predict an item that never occurs in ``train``;
+    ``test_warm`` cases predict one that does. ``cold_items`` are the held-out ids.
+    """
+
+    train: Sequences
+    test_warm: Cases
+    test_cold: Cases
+    cold_items: np.ndarray
+    report: dict
+
+
+def sort_by_time(interactions):
+    """Events grouped by user (users in first-appearance order), in time order.
+
+    Ties in time keep file order (a stable sort), so the SASRec text format, whose
+    "timestamps" are line numbers, is left exactly as written.
+    """
+    _, first_seen, user_codes = np.unique(interactions.users, return_index=True, return_inverse=True)
+    user_rank = np.argsort(np.argsort(first_seen, kind="stable"), kind="stable")[user_codes]
+    order = np.lexsort((np.arange(len(interactions)), interactions.timestamps, user_rank))
+    return interactions.select(order)
+
+
+def k_core(interactions, min_user_interactions=5, min_item_interactions=5):
+    """Repeatedly drops users and items with too few events until none remain.
+
+    Returns:
+        ``(filtered, report)``; ``report`` counts removed events, users and items.
+    """
+    keep = np.ones(len(interactions), bool)
+    users, items = interactions.users, interactions.items
+    _, u_codes = np.unique(users, return_inverse=True)
+    _, i_codes = np.unique(items, return_inverse=True)
+    while True:
+        u_counts = np.bincount(u_codes[keep], minlength=u_codes.max() + 1)
+        i_counts = np.bincount(i_codes[keep], minlength=i_codes.max() + 1)
+        bad = keep & ((u_counts[u_codes] < min_user_interactions) | (i_counts[i_codes] < min_item_interactions))
+        if not bad.any():
+            break
+        keep &= ~bad
+    report = {
+        "k_core": [min_user_interactions, min_item_interactions],
+        "removed_interactions": int((~keep).sum()),
+        "removed_users": int(len(np.unique(u_codes)) - len(np.unique(u_codes[keep]))),
+        "removed_items": int(len(np.unique(i_codes)) - len(np.unique(i_codes[keep]))),
+    }
+    return interactions.select(keep), report
+
+
+def build_sequences(interactions, vocabulary=None, drop_repeats=False):
+    """One id sequence per user, in the order of ``interactions`` (sort it first).
+
+    Args:
+        interactions: ``Interactions`` sorted by ``sort_by_time``.
+        vocabulary: an ``ItemVocabulary``; ``None`` builds one from these events.
+        drop_repeats: drop an event equal to the user's previous one.
+
+    Returns:
+        ``(sequences, vocabulary, report)``; ``report["oov_interactions"]`` counts events
+        whose item the vocabulary does not know (kept as ``OOV_ID``).
+    """
+    if vocabulary is None:
+        vocabulary = vocab_lib.ItemVocabulary.from_items(interactions.items)
+    ids = vocabulary.lookup(interactions.items)
+    users = interactions.users
+    boundary = np.ones(len(users), bool)
+    boundary[1:] = users[1:] != users[:-1]
+    starts = np.flatnonzero(boundary)
+    report = {"oov_interactions": int((ids == vocab_lib.OOV_ID).sum()), "removed_repeats": 0}
+    if len(np.unique(users[starts])) != len(starts):
+        raise ValueError("events of a user are not contiguous: call sort_by_time first")
+    if drop_repeats:
+        repeat = ~boundary
+        repeat[1:] &= ids[1:] == ids[:-1]
+        repeat[0] = False
+        report["removed_repeats"] = int(repeat.sum())
+        ids, users, boundary = ids[~repeat], users[~repeat], boundary[~repeat]
+        starts = np.flatnonzero(boundary)
+    splits = np.append(starts, len(ids)).astype(np.int64)
+    return Sequences(users[starts], ids.astype(np.int64), splits), vocabulary, report
+
+
+def leave_one_out(sequences, min_length=3):
+    """The standard SASRec / BERT4Rec protocol.
+
+    Users with at least ``min_length`` items: last item test, second-last validation,
+    the rest training. Shorter users contribute their whole sequence to training and
+    no evaluation case (counted in ``report["train_only_users"]``).
+    """
+    lengths = sequences.lengths
+    evaluable = lengths >= min_length
+    train_lengths = np.where(evaluable, lengths - 2, lengths)
+    keep = _ragged_mask(sequences.row_splits, train_lengths)
+    train = Sequences(
+        sequences.users, sequences.values[keep], np.concatenate([[0], np.cumsum(train_lengths)]).astype(np.int64)
+    )
+    ev = sequences.select(evaluable)
+    last = ev.row_splits[1:] - 1
+    valid = Cases(ev.drop_last(2), ev.values[last - 1])
+    test = Cases(ev.drop_last(1), ev.values[last])
+    report = {
+        "train_users": len(train),
+        "train_interactions": train.num_events,
+        "valid_cases": len(valid),
+        "test_cases": len(test),
+        "train_only_users": int((~evaluable).sum()),
+    }
+    return Split(train, valid, test, report)
+
+
+def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
+    """Holds items out of training entirely, to test recommending unseen items.
+
+    A random ``cold_item_fraction`` of items (seeded) is removed from every training
+    sequence. Each user with at least ``min_length`` items gives one test case, the
+    last item given the rest of the history (cold items stay in histories: a text
+    model can read them, an id model sees ids it never trained). A case whose target
+    is a cold item lands in ``test_cold``, else in ``test_warm``.
+    """
+    rng = np.random.default_rng(seed)
+    item_ids = np.unique(sequences.values[sequences.values >= vocab_lib.NUM_RESERVED])
+    n_cold = int(round(cold_item_fraction * len(item_ids)))
+    cold_items = np.sort(rng.choice(item_ids, size=n_cold, replace=False)) if n_cold else np.zeros(0, np.int64)
+    lengths = sequences.lengths
+    evaluable = lengths >= min_length
+    train_lengths = np.where(evaluable, lengths - 1, lengths)
+    in_train = _ragged_mask(sequences.row_splits, train_lengths)
+    is_cold = np.isin(sequences.values, cold_items)
+    keep = in_train & ~is_cold
+    row_of = np.repeat(np.arange(len(sequences)), lengths)
+    kept_lengths = np.bincount(row_of[keep], minlength=len(sequences))
+    train = Sequences(
+        sequences.users, sequences.values[keep], np.concatenate([[0], np.cumsum(kept_lengths)]).astype(np.int64)
+    )
+    ev = sequences.select(evaluable)
+    targets = ev.values[ev.row_splits[1:] - 1]
+    histories = ev.drop_last(1)
+    cold_case = np.isin(targets, cold_items)
+    report = {
+        "cold_items": int(n_cold),
+        "removed_interactions": int((in_train & is_cold).sum()),
+        "test_warm_cases": int((~cold_case).sum()),
+        "test_cold_cases": int(cold_case.sum()),
+        "train_only_users": int((~evaluable).sum()),
+    }
+    return ColdStartSplit(
+        train,
+        Cases(histories.select(~cold_case), targets[~cold_case]),
+        Cases(histories.select(cold_case), targets[cold_case]),
+        cold_items,
+        report,
+    )
+
+
+def prepare(interactions, min_user_interactions=0, min_item_interactions=0, vocabulary=None):
+    """Interactions to a leave-one-out ``Split``: sort, k-core, vocabulary, split.
+
+    Returns:
+        ``(split, vocabulary, report)``; ``report`` merges every step's counts, so
+        each removed row is accounted for.
+    """
+    report = {"input_interactions": len(interactions)}
+    events = sort_by_time(interactions)
+    if min_user_interactions > 1 or min_item_interactions > 1:
+        events, core = k_core(events, min_user_interactions, min_item_interactions)
+        report.update(core)
+    sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
+    report.update(seq_report)
+    split = leave_one_out(sequences)
+    report.update(split.report)
+    lengths = sequences.lengths
+    report.update(
+        num_users=len(sequences),
+        num_items=vocabulary.num_items,
+        num_interactions=sequences.num_events,
+        sequence_length={
+            "mean": round(float(lengths.mean()), 2),
+            "median": float(np.median(lengths)),
+            "min": int(lengths.min()),
+            "max": int(lengths.max()),
+        },
+    )
+    return split, vocabulary, report
+
+
+def _ragged_mask(row_splits, keep_lengths):
+    """Boolean mask over flat values keeping the first ``keep_lengths[u]`` of each row."""
+    lengths = np.diff(row_splits)
+    position = np.arange(row_splits[-1]) - np.repeat(row_splits[:-1], lengths)
+    return position < np.repeat(keep_lengths, lengths)
