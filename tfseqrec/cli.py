@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 
 DATA_HELP = (
@@ -11,6 +12,8 @@ DATA_HELP = (
 
 
 def main(argv=None):
+    # TensorFlow's C++ start-up chatter (CUDA probing on CPU machines) is not for CLI users.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
@@ -57,8 +60,6 @@ def _add_format_flags(p):
 
 
 def _load(args):
-    import os
-
     from tfseqrec.data import readers, splits
 
     path = args.path
@@ -108,8 +109,6 @@ def _data_stats(args):
 
 
 def _data_tfrecord(args):
-    import os
-
     from tfseqrec.data import tfrecord
 
     _, split, vocabulary, report = _load(args)
