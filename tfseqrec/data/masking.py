@@ -21,7 +21,7 @@ class ClozeMasking(keras.layers.Layer):
 
     Everything is elementwise or a row reduction over the dense ``[batch, length]``
     batch: one uniform float draw decides which items are chosen, one uniform integer
-    draw in ``[0, 10 * num_items)`` decides both the 80/10/10 outcome and the random
+    draw in ``[0, 1000 * num_items)`` decides both the 80/10/10 outcome and the random
     item, and no Python runs per item and no ragged tensor is built. The layer thus
     runs inside a compiled training step on whatever device runs it (the GPU when
     there is one), as well as in a ``tf.data`` map. A hand-written layer rather than
@@ -122,24 +122,25 @@ class ClozeMasking(keras.layers.Layer):
         shape = ops.shape(ids)
         real = ids >= self.first_item_id
 
-        # Which items are chosen. Rows with none pick their smallest draw.
+        # Which items are chosen: u <= max(mask_prob, the row's smallest u). A row
+        # where no u fell below mask_prob thus chooses its smallest-u item, and only
+        # that one; padding draws 2.0 and is never below the threshold (capped at 1).
         u = keras.random.uniform(shape, seed=self.seed_generator)
-        chosen = ops.logical_and(real, u < self.mask_prob)
-        u_real = ops.where(real, u, 2.0)
-        least = ops.equal(u_real, ops.min(u_real, axis=1, keepdims=True))
-        none_chosen = ops.logical_not(ops.any(chosen, axis=1, keepdims=True))
-        chosen = ops.logical_or(chosen, ops.logical_and(none_chosen, ops.logical_and(least, real)))
+        u = ops.where(real, u, 2.0)
+        row_min = ops.min(u, axis=1, keepdims=True)
+        chosen = u <= ops.minimum(ops.maximum(row_min, self.mask_prob), 1.0)
 
         # Outcome and random item from one integer draw r in [0, buckets * num_items):
-        # r // num_items is a uniform bucket, r % num_items a uniform item, independent.
-        buckets = self._buckets
-        r = keras.random.randint(shape, 0, buckets * self.num_items, dtype="int32", seed=self.seed_generator)
-        outcome = r // self.num_items
-        to_mask = outcome < round(self.mask_token_rate * buckets)
-        to_random = ops.logical_and(
-            ops.logical_not(to_mask),
-            outcome < round((self.mask_token_rate + self.random_token_rate) * buckets),
+        # r below mask_cut means [MASK], below random_cut a random item, else the item
+        # stays. The random band spans whole multiples of num_items, so within it
+        # r % num_items is an exactly uniform item index.
+        mask_cut = round(self.mask_token_rate * self._buckets) * self.num_items
+        random_cut = mask_cut + round(self.random_token_rate * self._buckets) * self.num_items
+        r = keras.random.randint(
+            shape, 0, self._buckets * self.num_items, dtype="int32", seed=self.seed_generator
         )
+        to_mask = r < mask_cut
+        to_random = r < random_cut  # only read where to_mask is false
         random_ids = ops.cast(r % self.num_items + self.first_item_id, ids.dtype)
 
         if self.last_item_only_prob > 0:
@@ -151,12 +152,10 @@ class ClozeMasking(keras.layers.Layer):
             last_only = row_u < self.last_item_only_prob
             chosen = ops.where(last_only, is_last, chosen)
             to_mask = ops.logical_or(to_mask, last_only)
-            to_random = ops.logical_and(to_random, ops.logical_not(last_only))
 
-        mask_ids = ops.full_like(ids, self.mask_token_id)
-        replaced = ops.where(to_mask, mask_ids, ops.where(to_random, random_ids, ids))
+        replaced = ops.where(to_mask, self.mask_token_id, ops.where(to_random, random_ids, ids))
         masked_ids = ops.where(chosen, replaced, ids)
-        labels = ops.where(chosen, ids, ops.zeros_like(ids))
+        labels = ops.where(chosen, ids, 0)
         sample_weight = ops.cast(chosen, "float32")
         return masked_ids, labels, sample_weight
 
