@@ -8,7 +8,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: slower end-to-end test on real data (still runs in CI)")
-    config.addinivalue_line("markers", "tfx: needs the primary stack (TFX 1.16)")
+    config.addinivalue_line("markers", "tfx: needs the primary stack (TFX 1.16); tests under tests/components get it")
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +25,9 @@ def data_root():
             pytest.fail(message)
         pytest.skip(message)
     return root
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/components/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.tfx)

@@ -1,0 +1,33 @@
+# Two commands do all set-up: `make main` and `make test`. Each creates the
+# environment it needs when missing (scripts/ensure_env.sh) and reuses it after.
+
+SHELL := /bin/bash
+TFSEQREC_DATA ?= $(abspath ../shared/data)
+export TFSEQREC_DATA
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+PYTEST_FLAGS ?= -q -p no:cacheprovider
+
+.PHONY: main test test-primary test-latest bench-masking env clean-env
+
+# The main job: statistics of ML-1M (grows into train + evaluate + export).
+main: env
+	.venv/bin/tfseqrec data stats $(TFSEQREC_DATA)/ml-1m/ml-1m.txt
+
+# The whole suite on the primary stack, then the library tests on the latest stack.
+test: test-primary test-latest
+
+test-primary: env
+	.venv/bin/python -m pytest $(PYTEST_FLAGS) tests
+
+test-latest:
+	scripts/ensure_env.sh latest
+	.venv-latest/bin/python -m pytest $(PYTEST_FLAGS) -m "not tfx" tests
+
+bench-masking: env
+	.venv/bin/python benchmarks/masking.py
+
+env:
+	scripts/ensure_env.sh primary
+
+clean-env:
+	rm -rf .venv .venv-latest
