@@ -1,0 +1,233 @@
+"""What SASRec and BERT4Rec share: training loss, validation, scoring, recommending."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec import losses as losses_lib
+from tfseqrec.data import pipeline, vocab
+
+
+class SequentialRecommender(keras.Model):
+    """Base class of the id-based models.
+
+    A subclass builds its layers and implements ``call(inputs) -> hidden`` (the
+    sequence output ``[batch, length, hidden_dim]`` after the output head),
+    ``output_table()`` and, where inference needs another input layout,
+    ``inference_inputs``.
+
+    Training (``fit``) takes ``(x, y, sample_weight)`` with
+    ``x = {"item_ids", "padding_mask"}``, ``y`` the target id of every position
+    ``[batch, length]`` and ``sample_weight`` 0 where nothing is predicted; the loss
+    object scores only positions with non-zero weight. Validation data are
+    ``(x, y)`` with ``y`` the next item ``[batch]``: the model scores every item and
+    updates the compiled ranking metrics (``tfseqrec.metrics``), full-catalogue.
+
+    Scores and recommendations address items by vocabulary id; column ``j`` of a
+    score matrix is id ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
+    """
+
+    def __init__(self, num_items, max_sequence_length, loss=None, exclude_seen_in_validation=True, **kwargs):
+        super().__init__(**kwargs)
+        self.num_items = num_items
+        self.max_sequence_length = max_sequence_length
+        self.loss_fn = losses_lib.get(loss)
+        self.exclude_seen_in_validation = exclude_seen_in_validation
+        self._score_fn = None
+
+    # --- to implement --------------------------------------------------------------
+
+    def output_table(self):
+        """``(item_embeddings [num_items, d], bias [num_items] or None)``."""
+        raise NotImplementedError
+
+    def inference_inputs(self, inputs):
+        """Inputs for predicting the item after the history (default: unchanged)."""
+        return inputs
+
+    # --- inputs --------------------------------------------------------------------
+
+    @staticmethod
+    def unpack_inputs(inputs):
+        """``(item_ids, padding_mask)`` from a dict or a bare id tensor."""
+        if isinstance(inputs, dict):
+            ids = inputs["item_ids"]
+            mask = inputs.get("padding_mask")
+        else:
+            ids, mask = inputs, None
+        ids = tf.convert_to_tensor(ids)
+        if mask is None:
+            mask = tf.not_equal(ids, vocab.PAD_ID)
+        return ids, tf.cast(mask, "bool")
+
+    def positions(self, length):
+        """Position ids: the newest item (last slot) always gets ``max_sequence_length - 1``."""
+        return tf.range(length) + (self.max_sequence_length - length)
+
+    # --- training and validation ---------------------------------------------------
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y = tf.convert_to_tensor(y)
+        if len(y.shape) == 1:  # validation: the next item at the last position
+            hidden = y_pred[:, -1]
+            positives = tf.cast(y, "int32") - vocab.NUM_RESERVED
+        else:
+            weight = (
+                tf.cast(y, "int32") >= vocab.NUM_RESERVED if sample_weight is None else tf.greater(sample_weight, 0)
+            )
+            hidden = tf.boolean_mask(y_pred, weight)
+            positives = tf.cast(tf.boolean_mask(y, weight), "int32") - vocab.NUM_RESERVED
+        table, bias = self.output_table()
+        loss = self.loss_fn.from_embeddings(
+            tf.cast(hidden, table.dtype), positives, table, None if bias is None else bias
+        )
+        if self.losses:
+            loss += tf.add_n(self.losses)
+        return loss
+
+    def compile(self, optimizer="adam", metrics=None, **kwargs):
+        """Like ``keras.Model.compile``; ``metrics`` are ranking metrics for validation.
+
+        The loss is the model's own (``loss=`` at construction). ``metrics`` default to
+        ``tfseqrec.metrics.default_metrics()`` (NDCG@10, HR@10, MRR), updated on
+        validation data only, over the full catalogue.
+        """
+        from tfseqrec import metrics as metrics_lib
+
+        if "loss" in kwargs:
+            raise ValueError("pass the loss to the model constructor (loss=...), not to compile")
+        # Held outside Keras's state tracking (the model is built already) and listed
+        # through the public `metrics` property, so fit/evaluate reset them as usual.
+        object.__setattr__(
+            self, "_ranking_metrics", list(metrics) if metrics is not None else metrics_lib.default_metrics()
+        )
+        super().compile(optimizer=optimizer, **kwargs)
+
+    @property
+    def metrics(self):
+        return super().metrics + list(getattr(self, "_ranking_metrics", []))
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        # Training batches report the loss alone: ranking metrics are for validation.
+        return {m.name: m.result() for m in self.metrics if m.name == "loss"}
+
+    def test_step(self, data):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        ids, _ = self.unpack_inputs(x)
+        hidden = self(self.inference_inputs(x), training=False)
+        scores = self.scores_from_hidden(hidden[:, -1])
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y, "int32") - vocab.NUM_RESERVED, scores)
+        )
+        if self.exclude_seen_in_validation:
+            scores = exclude_items(scores, ids)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+        for metric in getattr(self, "_ranking_metrics", []):
+            metric.update_state(y, scores, sample_weight)
+        return {m.name: m.result() for m in self.metrics}
+
+    # --- scoring -------------------------------------------------------------------
+
+    def scores_from_hidden(self, hidden):
+        """Float32 scores ``[..., num_items]`` of hidden states ``[..., d]``."""
+        table, bias = self.output_table()
+        scores = tf.matmul(tf.cast(hidden, table.dtype), table, transpose_b=True)
+        if bias is not None:
+            scores += bias
+        return tf.cast(scores, "float32")
+
+    def score(self, inputs, exclude_seen=False):
+        """Scores of every item as the next one: float32 ``[batch, num_items]``.
+
+        Args:
+            inputs: int ids ``[batch, length]`` (left-padded, newest last) or a dict
+                with ``item_ids``.
+            exclude_seen: give the items in ``inputs`` a score of ``-inf``.
+        """
+        ids, _ = self.unpack_inputs(inputs)
+        hidden = self(self.inference_inputs(inputs), training=False)
+        scores = self.scores_from_hidden(hidden[:, -1])
+        return exclude_items(scores, ids) if exclude_seen else scores
+
+    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256):
+        """Top-``k`` next items for each history.
+
+        Args:
+            histories: int vocabulary ids ``[batch, length]`` (left-padded with 0), or
+                a list of id lists of any lengths (the last ``max_sequence_length``
+                are used; all of them are excluded when ``exclude_seen``).
+            k: number of items.
+            exclude_seen: never recommend an item of the history.
+            batch_size: histories scored at once.
+
+        Returns:
+            ``(ids, scores)``: int64 ``[batch, k]`` vocabulary ids and float32 scores,
+            best first.
+        """
+        if not isinstance(histories, np.ndarray):
+            from tfseqrec.data import splits
+
+            seqs = splits.Sequences.from_list(range(len(histories)), [list(h) for h in histories])
+            full = pipeline.pad_left(seqs, max(1, int(seqs.lengths.max(initial=1))))
+        else:
+            full = histories.astype(np.int32)
+        window = full[:, -self.max_sequence_length :]
+        fn = self._compiled_top_k()
+        ids_out, scores_out = [], []
+        for start in range(0, len(full), batch_size):
+            top_scores, top_index = fn(
+                tf.constant(window[start : start + batch_size]),
+                tf.constant(full[start : start + batch_size]),
+                tf.constant(min(k, self.num_items)),
+                tf.constant(exclude_seen),
+            )
+            ids_out.append(top_index.numpy().astype(np.int64) + vocab.NUM_RESERVED)
+            scores_out.append(top_scores.numpy())
+        return np.concatenate(ids_out), np.concatenate(scores_out)
+
+    def _compiled_top_k(self):
+        if self._score_fn is None:
+
+            @tf.function(reduce_retracing=True)
+            def top_k(window, full, k, exclude):
+                scores = self.score(window)
+                scores = tf.cond(exclude, lambda: exclude_items(scores, full), lambda: scores)
+                return tf.math.top_k(scores, k)
+
+            self._score_fn = top_k
+        return self._score_fn
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_items": self.num_items,
+                "max_sequence_length": self.max_sequence_length,
+                "loss": keras.saving.serialize_keras_object(self.loss_fn),
+                "exclude_seen_in_validation": self.exclude_seen_in_validation,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
+        return cls(**config)
+
+
+def exclude_items(scores, item_ids):
+    """``scores`` ``[batch, num_items]`` with each row's ``item_ids`` set to ``-inf``.
+
+    Padding and reserved ids in ``item_ids`` are ignored. A scatter, not a one-hot
+    ``[batch, length, num_items]`` tensor, so it costs O(batch * length).
+    """
+    ids = tf.cast(item_ids, "int32")
+    valid = ids >= vocab.NUM_RESERVED
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
+    index = tf.stack([tf.boolean_mask(rows, valid), tf.boolean_mask(ids, valid) - vocab.NUM_RESERVED], axis=1)
+    return tf.tensor_scatter_nd_update(
+        scores, index, tf.fill(tf.shape(index)[:1], tf.constant(-np.inf, scores.dtype))
+    )

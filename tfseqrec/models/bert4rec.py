@@ -1,0 +1,163 @@
+"""BERT4Rec: bidirectional self-attention trained with the Cloze task."""
+
+import keras
+import tensorflow as tf
+
+from tfseqrec.data import masking as masking_lib
+from tfseqrec.data import vocab
+from tfseqrec.layers import TransformerBlock
+from tfseqrec.models import base
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class BERT4Rec(base.SequentialRecommender):
+    """Bidirectional Encoder Representations from Transformer for recommendation.
+
+    Item plus position embeddings, layer norm and dropout feed ``num_layers``
+    bidirectional post-LN blocks with GELU feed-forward layers. The output head is a
+    GELU projection and layer norm, scored against the item embeddings (tied) plus a
+    per-item bias.
+
+    Training uses the Cloze task: when ``fit`` gets batches without labels, the
+    model masks them itself inside the compiled training step with its
+    ``ClozeMasking`` layer (``mask_prob`` of the items; 80% [MASK], 10% random, 10%
+    kept; fresh each step), and the loss covers masked positions only. At inference
+    the history is shifted left by one and a [MASK] appended, and the scores of that
+    last position rank the next item.
+
+    Args:
+        num_items: number of real items.
+        max_sequence_length: input length including the inference [MASK].
+        hidden_dim: model width (64 in the paper for ML-1M).
+        num_layers: transformer blocks (2).
+        num_heads: attention heads (2).
+        intermediate_dim: feed-forward width; defaults to ``4 * hidden_dim``.
+        dropout: dropout rate (0.1).
+        activation: feed-forward activation (``"gelu"``).
+        normalize_first: pre-LN instead of BERT's post-LN.
+        mask_prob: Cloze masking probability (0.2 for ML-1M in the paper).
+        last_item_only_prob: share of training sequences with only the last item masked.
+        seed: masking seed.
+        loss: a ``tfseqrec.losses`` object or name; default full softmax.
+
+    Example:
+
+    >>> model = BERT4Rec(num_items=20, max_sequence_length=6, hidden_dim=8)
+    >>> model.score([[0, 0, 3, 4, 5, 6]]).shape
+    TensorShape([1, 20])
+
+    Reference:
+        Sun et al., "BERT4Rec: Sequential Recommendation with Bidirectional Encoder
+        Representations from Transformer", CIKM 2019.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length=200,
+        hidden_dim=64,
+        num_layers=2,
+        num_heads=2,
+        intermediate_dim=None,
+        dropout=0.1,
+        activation="gelu",
+        normalize_first=False,
+        mask_prob=0.2,
+        last_item_only_prob=0.0,
+        seed=None,
+        loss=None,
+        **kwargs,
+    ):
+        super().__init__(num_items, max_sequence_length, loss=loss, **kwargs)
+        # === Layers ===
+        init = keras.initializers.TruncatedNormal(stddev=0.02)
+        self.item_embedding = keras.layers.Embedding(
+            vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init, name="item_embedding"
+        )
+        self.position_embedding = keras.layers.Embedding(
+            max_sequence_length, hidden_dim, embeddings_initializer=init, name="position_embedding"
+        )
+        self.embedding_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="embedding_norm")
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.blocks = [
+            TransformerBlock(
+                num_heads,
+                intermediate_dim or 4 * hidden_dim,
+                dropout=dropout,
+                activation=activation,
+                normalize_first=normalize_first,
+                causal=False,
+                layer_norm_epsilon=1e-12,
+                name=f"block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.head_dense = keras.layers.Dense(hidden_dim, activation="gelu", kernel_initializer=init, name="head_dense")
+        self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="head_norm")
+        self.output_bias = self.add_weight(shape=(num_items,), initializer="zeros", name="output_bias")
+        self.masking = masking_lib.ClozeMasking(
+            num_items, mask_prob=mask_prob, last_item_only_prob=last_item_only_prob, seed=seed, name="cloze_masking"
+        )
+
+        # === Config ===
+        self.hidden_dim = hidden_dim
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.activation = activation
+        self.normalize_first = normalize_first
+        self.mask_prob = mask_prob
+        self.last_item_only_prob = last_item_only_prob
+        self.seed = seed
+        self(tf.zeros((1, max_sequence_length), "int32"))
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        ids, mask = self.unpack_inputs(inputs)
+        x = self.item_embedding(ids) + self.position_embedding(self.positions(tf.shape(ids)[1]))[None]
+        x = self.embedding_dropout(self.embedding_norm(x), training=training)
+        attention = []
+        for block in self.blocks:
+            if return_attention_scores:
+                x, scores = block(x, padding_mask=mask, training=training, return_attention_scores=True)
+                attention.append(scores)
+            else:
+                x = block(x, padding_mask=mask, training=training)
+        x = self.head_norm(self.head_dense(x))
+        return (x, attention) if return_attention_scores else x
+
+    def train_step(self, data):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        if y is None:
+            ids, mask = self.unpack_inputs(x)
+            masked, y, sample_weight = self.masking(ids)
+            x = {"item_ids": masked, "padding_mask": mask}
+        return super().train_step((x, y, sample_weight))
+
+    def inference_inputs(self, inputs):
+        """Drops the oldest slot and appends [MASK]: the model fills in the next item."""
+        ids, _ = self.unpack_inputs(inputs)
+        mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
+        ids = tf.concat([ids[:, 1:], mask_col], axis=1)
+        return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
+
+    def output_table(self):
+        return self.item_embedding.embeddings[vocab.NUM_RESERVED :], self.output_bias
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "activation": self.activation,
+                "normalize_first": self.normalize_first,
+                "mask_prob": self.mask_prob,
+                "last_item_only_prob": self.last_item_only_prob,
+                "seed": self.seed,
+            }
+        )
+        return config

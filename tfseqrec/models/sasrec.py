@@ -1,0 +1,139 @@
+"""SASRec: causal self-attention over the item history."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from tfseqrec.data import vocab
+from tfseqrec.layers import TransformerBlock
+from tfseqrec.models import base
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class SASRec(base.SequentialRecommender):
+    """Self-Attentive Sequential Recommendation.
+
+    Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learnable position
+    embeddings go through ``num_layers`` causal pre-LN transformer blocks and a final
+    layer norm. Every position predicts the next item; scores are dot products with
+    the same item embeddings (tied weights). Padding (id 0) is masked out of attention
+    and its outputs are zeroed.
+
+    Args:
+        num_items: number of real items (ids ``NUM_RESERVED ..``).
+        max_sequence_length: longest history the model reads (positions learned).
+        hidden_dim: embedding and model width.
+        num_layers: transformer blocks.
+        num_heads: attention heads (the paper uses 1).
+        intermediate_dim: feed-forward width; defaults to ``hidden_dim`` (the paper).
+        dropout: dropout rate (0.2 for ML-1M in the paper).
+        activation: feed-forward activation (``"relu"`` in the paper).
+        normalize_first: pre-LN blocks (the paper) or post-LN.
+        loss: a ``tfseqrec.losses`` object or name; default full softmax.
+
+    Call arguments:
+        inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded, newest
+            last) and optional ``padding_mask``; or the id tensor alone.
+        training: dropout switch.
+
+    Returns:
+        Hidden states ``[batch, length, hidden_dim]``: row ``i`` predicts item ``i + 1``.
+
+    Example:
+
+    >>> model = SASRec(num_items=20, max_sequence_length=5, hidden_dim=8)
+    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
+    >>> ids.shape
+    (1, 2)
+
+    Reference:
+        Kang & McAuley, "Self-Attentive Sequential Recommendation", ICDM 2018.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length=200,
+        hidden_dim=64,
+        num_layers=2,
+        num_heads=1,
+        intermediate_dim=None,
+        dropout=0.2,
+        activation="relu",
+        normalize_first=True,
+        loss=None,
+        **kwargs,
+    ):
+        super().__init__(num_items, max_sequence_length, loss=loss, **kwargs)
+        # === Layers ===
+        self.item_embedding = keras.layers.Embedding(
+            vocab.NUM_RESERVED + num_items,
+            hidden_dim,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5),
+            name="item_embedding",
+        )
+        self.position_embedding = keras.layers.Embedding(
+            max_sequence_length,
+            hidden_dim,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=0.02),
+            name="position_embedding",
+        )
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.blocks = [
+            TransformerBlock(
+                num_heads,
+                intermediate_dim or hidden_dim,
+                dropout=dropout,
+                activation=activation,
+                normalize_first=normalize_first,
+                causal=True,
+                layer_norm_epsilon=1e-8,
+                name=f"block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-8, name="final_norm")
+
+        # === Config ===
+        self.hidden_dim = hidden_dim
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.activation = activation
+        self.normalize_first = normalize_first
+        self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        ids, mask = self.unpack_inputs(inputs)
+        x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
+        x += self.position_embedding(self.positions(tf.shape(ids)[1]))[None]
+        x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
+        attention = []
+        for block in self.blocks:
+            if return_attention_scores:
+                x, scores = block(x, padding_mask=mask, training=training, return_attention_scores=True)
+                attention.append(scores)
+            else:
+                x = block(x, padding_mask=mask, training=training)
+        x = self.final_norm(x)
+        return (x, attention) if return_attention_scores else x
+
+    def output_table(self):
+        return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "activation": self.activation,
+                "normalize_first": self.normalize_first,
+            }
+        )
+        return config
