@@ -46,7 +46,62 @@ def build_parser():
     _add_format_flags(convert)
     convert.add_argument("--output", required=True, help="directory for train/valid/test .tfrecord.gz and the vocabulary")
     convert.set_defaults(func=_data_tfrecord)
+
+    train = sub.add_parser("train", help="train SASRec or BERT4Rec on leave-one-out splits")
+    train.add_argument("--model", choices=["sasrec", "bert4rec"], default="sasrec")
+    train.add_argument("--data", required=True, help=DATA_HELP)
+    train.add_argument("--output", required=True, help="model directory (an unfinished run there resumes)")
+    train.add_argument("--config", help="JSON object or file of training options (flags override it)")
+    _add_format_flags(train)
+    for name, kind, help_text in TRAIN_FLAGS:
+        train.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, help=help_text)
+    train.add_argument("--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU")
+    train.add_argument("--xla", dest="jit_compile", action="store_true", default=None, help="compile steps with XLA")
+    train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
+    train.set_defaults(func=_train)
+
+    evaluate = sub.add_parser("evaluate", help="full-catalogue ranking metrics of a trained model, as JSON")
+    evaluate.add_argument("--model-dir", required=True)
+    evaluate.add_argument("--data", required=True, help=DATA_HELP)
+    evaluate.add_argument("--split", choices=["test", "valid"], default="test")
+    evaluate.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True,
+                          help="remove each user's history from the candidates (default: yes)")
+    evaluate.add_argument("--batch-size", type=int, default=256)
+    evaluate.add_argument("--sampled-negatives", type=int, default=None,
+                          help="also report sampled_* metrics against N negatives")
+    evaluate.add_argument("--sampler", choices=["uniform", "popularity"], default="uniform")
+    _add_format_flags(evaluate)
+    evaluate.set_defaults(func=_evaluate)
+
+    recommend = sub.add_parser("recommend", help="top-k next items for a history")
+    recommend.add_argument("--model-dir", required=True)
+    recommend.add_argument("--history", required=True, help='raw item ids, oldest first: "id1 id2 ..."')
+    recommend.add_argument("--k", type=int, default=10)
+    recommend.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True)
+    recommend.add_argument("--json", action="store_true", help="print one JSON object")
+    recommend.set_defaults(func=_recommend)
     return parser
+
+
+TRAIN_FLAGS = [
+    ("epochs", int, "maximum epochs (default 200; early stopping on validation NDCG@10)"),
+    ("patience", int, "epochs without improvement before stopping (default 10)"),
+    ("max_sequence_length", int, "history length the model reads (default 200)"),
+    ("hidden_dim", int, "model width (default 64)"),
+    ("num_layers", int, "transformer blocks (default 2)"),
+    ("num_heads", int, "attention heads (SASRec 1, BERT4Rec 2)"),
+    ("intermediate_dim", int, "feed-forward width"),
+    ("dropout", float, "dropout (SASRec 0.2, BERT4Rec 0.1)"),
+    ("loss", str, "softmax (default), bce, sampled_softmax or gbce"),
+    ("num_negatives", int, "negatives for sampled losses"),
+    ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2)"),
+    ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),
+    ("batch_size", int, "training batch size (default 128)"),
+    ("learning_rate", float, "Adam learning rate (default 1e-3)"),
+    ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
+    ("max_train_minutes", float, "stop after the first epoch past this much training time"),
+    ("seed", int, "random seed (default 0)"),
+]
 
 
 def _add_format_flags(p):
@@ -59,13 +114,26 @@ def _add_format_flags(p):
     p.add_argument("--encoding", default="utf-8")
 
 
-def _load(args):
-    from tfseqrec.data import readers, splits
-
-    path = args.path
+def _resolve(path):
     root = os.environ.get("TFSEQREC_DATA")
     if not os.path.exists(path) and root and os.path.exists(os.path.join(root, path)):
-        path = os.path.join(root, path)
+        return os.path.join(root, path)
+    return path
+
+
+def _read_kwargs(args):
+    return {
+        "user_col": args.user_col,
+        "item_col": args.item_col,
+        "time_col": args.time_col or None,
+        "encoding": args.encoding,
+    }
+
+
+def _load(args, vocabulary=None):
+    from tfseqrec.data import readers, splits
+
+    path = _resolve(args.path if hasattr(args, "path") else args.data)
     interactions = readers.read_interactions(
         path,
         format=args.format,
@@ -78,6 +146,7 @@ def _load(args):
         interactions,
         getattr(args, "min_user_interactions", 0),
         getattr(args, "min_item_interactions", 0),
+        vocabulary,
     )
     return interactions, split, vocabulary, report
 
@@ -118,6 +187,81 @@ def _data_tfrecord(args):
         counts[name] = tfrecord.write_examples(os.path.join(args.output, f"{name}.tfrecord.gz"), part, vocabulary, "GZIP")
     vocabulary.save(args.output)
     print(json.dumps({"output": args.output, "records": counts, "num_items": vocabulary.num_items}))
+    return 0
+
+
+def _train(args):
+    from tfseqrec import evaluation, training
+
+    options = {}
+    if args.config:
+        text = open(args.config).read() if os.path.exists(args.config) else args.config
+        try:
+            options = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--config: not valid JSON ({e})") from None
+    options["model"] = args.model
+    for name in [f[0] for f in TRAIN_FLAGS] + ["mixed_precision", "jit_compile"]:
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    model, history, split, vocabulary = training.train(
+        _resolve(args.data), args.output, options, format=args.format,
+        verbose=2 if args.quiet else "auto", **_read_kwargs(args)
+    )
+    result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
+    result["model_dir"] = args.output
+    result["epochs"] = len(history.history.get("loss", []))
+    print(json.dumps(result))
+    return 0
+
+
+def _evaluate(args):
+    import numpy as np
+
+    from tfseqrec import evaluation, training
+    from tfseqrec.data import splits, vocab
+
+    model, vocabulary, _ = training.load(args.model_dir)
+    _, split, _, report = _load(args, vocabulary)
+    cases = split.test if args.split == "test" else split.valid
+    known = cases.targets != vocab.OOV_ID
+    if not known.all():
+        print(f"tfseqrec: {int((~known).sum())} cases predict an item the model's vocabulary lacks; "
+              "they cannot be ranked and are left out (counted as skipped_unknown_targets)", file=sys.stderr)
+        cases = splits.Cases(cases.histories.select(known), cases.targets[known])
+    sampled = None
+    if args.sampled_negatives:
+        sampled = {"num_negatives": args.sampled_negatives, "sampler": args.sampler}
+    result = evaluation.evaluate(
+        model, cases, exclude_seen=args.exclude_seen, batch_size=args.batch_size, sampled=sampled,
+        item_counts=vocabulary.counts,
+    )
+    result["split"] = args.split
+    result["skipped_unknown_targets"] = int((~known).sum())
+    result["oov_interactions"] = report["oov_interactions"]
+    print(json.dumps(result))
+    return 0 if np.isfinite(result["mrr"]) else 1
+
+
+def _recommend(args):
+    from tfseqrec import training
+    from tfseqrec.data import vocab
+
+    model, vocabulary, _ = training.load(args.model_dir)
+    raw = args.history.split()
+    ids = vocabulary.lookup(raw)
+    unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
+    if unknown:
+        print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
+    history = [int(i) for i in ids if i != vocab.OOV_ID]
+    top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen)
+    items = vocabulary.to_raw(top_ids[0])
+    scores = [float(s) for s in top_scores[0]]
+    if args.json:
+        print(json.dumps({"item_ids": items, "scores": scores}))
+    else:
+        for rank, (item, score) in enumerate(zip(items, scores), start=1):
+            print(f"{rank}\t{item}\t{score:.6f}")
     return 0
 
 

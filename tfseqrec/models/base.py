@@ -94,7 +94,7 @@ class SequentialRecommender(keras.Model):
         """
         from tfseqrec import metrics as metrics_lib
 
-        if "loss" in kwargs:
+        if kwargs.pop("loss", None) is not None:
             raise ValueError("pass the loss to the model constructor (loss=...), not to compile")
         # Held outside Keras's state tracking (the model is built already) and listed
         # through the public `metrics` property, so fit/evaluate reset them as usual.
@@ -102,6 +102,16 @@ class SequentialRecommender(keras.Model):
             self, "_ranking_metrics", list(metrics) if metrics is not None else metrics_lib.default_metrics()
         )
         super().compile(optimizer=optimizer, **kwargs)
+
+    def compile_from_config(self, config):
+        """Restores the optimizer (and its state, when loading) of a saved model."""
+        config = keras.saving.deserialize_keras_object(config)
+        metrics = config.pop("metrics", None)
+        for key in ("loss", "loss_weights", "weighted_metrics"):
+            config.pop(key, None)
+        self.compile(metrics=metrics, **config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     @property
     def metrics(self):
@@ -186,6 +196,12 @@ class SequentialRecommender(keras.Model):
             ids_out.append(top_index.numpy().astype(np.int64) + vocab.NUM_RESERVED)
             scores_out.append(top_scores.numpy())
         return np.concatenate(ids_out), np.concatenate(scores_out)
+
+    def compiled_score(self, window):
+        """``score`` of an int ``[batch, length]`` window, compiled once per model."""
+        if getattr(self, "_score_graph", None) is None:
+            object.__setattr__(self, "_score_graph", tf.function(lambda w: self.score(w), reduce_retracing=True))
+        return self._score_graph(window)
 
     def _compiled_top_k(self):
         if self._score_fn is None:

@@ -1,0 +1,198 @@
+"""From a data file to a trained, saved model: the wiring behind ``tfseqrec train``.
+
+``train`` reads and splits the data, builds the model, fits it with the standard
+callbacks, and writes a model directory:
+
+    model.keras       the best model by validation NDCG@10 (ModelCheckpoint)
+    item_vocab.tsv    the item vocabulary (raw ids <-> ids)
+    train_config.json the ``TrainConfig`` and the data it was trained on
+    history.csv       per-epoch loss and validation metrics (CSVLogger)
+    logs/             TensorBoard
+    backup/           BackupAndRestore state: rerunning a killed run resumes it
+
+``load`` reads such a directory back.
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+import keras
+import tensorflow as tf
+
+from tfseqrec import losses as losses_lib
+from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import pipeline, readers, splits
+from tfseqrec.data import vocab as vocab_lib
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "train_config.json"
+MONITOR = "val_ndcg_10"
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Hyper-parameters of a training run; ``None`` means the model's own default."""
+
+    model: str = "sasrec"
+    max_sequence_length: int = 200
+    hidden_dim: int = 64
+    num_layers: int = 2
+    num_heads: int = None
+    intermediate_dim: int = None
+    dropout: float = None
+    loss: str = "softmax"
+    num_negatives: int = None
+    mask_prob: float = 0.2
+    last_item_only_prob: float = 0.0
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    epochs: int = 200
+    patience: int = 10
+    window_stride: int = None
+    validation_batch_size: int = 512
+    max_train_minutes: float = None
+    mixed_precision: bool = False
+    jit_compile: bool = False
+    seed: int = 0
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown training options {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+def build_model(config, num_items):
+    """The model of ``config`` for a catalogue of ``num_items``."""
+    from tfseqrec import models
+
+    if config.model not in models.MODELS:
+        raise ValueError(f"unknown model {config.model!r}; expected one of {sorted(models.MODELS)}")
+    kwargs = {
+        "num_items": num_items,
+        "max_sequence_length": config.max_sequence_length,
+        "hidden_dim": config.hidden_dim,
+        "num_layers": config.num_layers,
+        "loss": _loss(config),
+    }
+    for name in ("num_heads", "intermediate_dim", "dropout"):
+        if getattr(config, name) is not None:
+            kwargs[name] = getattr(config, name)
+    if config.model == "bert4rec":
+        kwargs.update(mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed)
+    return models.MODELS[config.model](**kwargs)
+
+
+def train(data_path, output_dir, config=None, format=None, strategy=None, callbacks=(), verbose="auto", **read_kwargs):
+    """Trains ``config.model`` on leave-one-out splits of ``data_path``.
+
+    Args:
+        data_path: interaction file or dataset directory (see ``readers``).
+        output_dir: model directory (created; an unfinished run there resumes).
+        config: ``TrainConfig`` or dict.
+        format: input format (``None`` detects it).
+        strategy: a ``tf.distribute`` strategy to build and train under.
+        callbacks: extra Keras callbacks.
+        verbose: ``fit``'s verbosity (progress bar on a terminal).
+        **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
+
+    Returns:
+        ``(model, history, split, vocabulary)``; ``model`` holds the best weights.
+    """
+    config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    keras.utils.set_random_seed(config.seed)
+    if config.mixed_precision:
+        keras.mixed_precision.set_global_policy(
+            "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+        )
+    events = readers.read_interactions(data_path, format=format, **read_kwargs)
+    split, vocabulary, report = splits.prepare(events)
+    os.makedirs(output_dir, exist_ok=True)
+    vocabulary.save(output_dir)
+    with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
+        json.dump(
+            {"config": dataclasses.asdict(config), "data": os.path.abspath(events.path), "format": events.format,
+             "report": report},
+            f,
+            indent=2,
+        )
+
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        model = build_model(config, vocabulary.num_items)
+        model.compile(
+            optimizer=keras.optimizers.Adam(config.learning_rate),
+            metrics=metrics_lib.default_metrics(),
+            jit_compile=config.jit_compile,
+        )
+    train_ds = training_dataset(config, split.train)
+    valid_ds = pipeline.eval_dataset(split.valid, config.max_sequence_length, config.validation_batch_size)
+    cbs = [
+        keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
+        keras.callbacks.ModelCheckpoint(
+            os.path.join(output_dir, MODEL_FILE), monitor=MONITOR, mode="max", save_best_only=True
+        ),
+        keras.callbacks.EarlyStopping(
+            monitor=MONITOR, mode="max", patience=config.patience, restore_best_weights=True
+        ),
+        keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv"), append=True),
+        keras.callbacks.TensorBoard(os.path.join(output_dir, "logs")),
+        *callbacks,
+    ]
+    if config.max_train_minutes:
+        cbs.append(TimeLimit(config.max_train_minutes * 60))
+    history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs, callbacks=cbs, verbose=verbose)
+    model.save(os.path.join(output_dir, MODEL_FILE))
+    return model, history, split, vocabulary
+
+
+def training_dataset(config, sequences):
+    """The ``tf.data`` training pipeline of ``config.model``."""
+    if config.model == "bert4rec":
+        return pipeline.cloze_dataset(
+            sequences, config.max_sequence_length, config.batch_size, seed=config.seed, window_stride=config.window_stride
+        )
+    return pipeline.causal_dataset(
+        sequences, config.max_sequence_length, config.batch_size, seed=config.seed, window_stride=config.window_stride
+    )
+
+
+def load(model_dir):
+    """``(model, vocabulary, info)`` of a directory written by ``train``."""
+    path = os.path.join(model_dir, MODEL_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?")
+    model = keras.saving.load_model(path)
+    vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
+    with open(os.path.join(model_dir, CONFIG_FILE)) as f:
+        info = json.load(f)
+    return model, vocabulary, info
+
+
+class TimeLimit(keras.callbacks.Callback):
+    """Stops training at the end of the first epoch past ``seconds`` of fit time."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds = seconds
+
+    def on_train_begin(self, logs=None):
+        self.start = time.monotonic()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if time.monotonic() - self.start >= self.seconds:
+            self.model.stop_training = True
+
+
+def _loss(config):
+    name = config.loss
+    if name not in losses_lib.LOSSES:
+        raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
+    cls = losses_lib.LOSSES[name]
+    if config.num_negatives is not None and name != "softmax":
+        return cls(num_negatives=config.num_negatives, seed=config.seed)
+    return cls(seed=config.seed) if name != "softmax" else cls()
