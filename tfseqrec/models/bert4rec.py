@@ -22,8 +22,8 @@ class BERT4Rec(base.SequentialRecommender):
     model masks them itself inside the compiled training step with its
     ``ClozeMasking`` layer (``mask_prob`` of the items; 80% [MASK], 10% random, 10%
     kept; fresh each step), and the loss covers masked positions only. At inference
-    the history is shifted left by one and a [MASK] appended, and the scores of that
-    last position rank the next item.
+    the last ``max_sequence_length - 1`` items get a [MASK] appended, and the scores
+    of that last position rank the next item.
 
     Args:
         num_items: number of real items.
@@ -135,10 +135,17 @@ class BERT4Rec(base.SequentialRecommender):
         return super().train_step((x, y, sample_weight))
 
     def inference_inputs(self, inputs):
-        """Drops the oldest slot and appends [MASK]: the model fills in the next item."""
+        """The last ``max_sequence_length - 1`` items, left-padded, then a [MASK].
+
+        The model fills in the masked slot: the next item. Histories shorter than the
+        window lose nothing; longer ones keep their newest items.
+        """
         ids, _ = self.unpack_inputs(inputs)
+        keep = self.max_sequence_length - 1
+        pad = tf.maximum(keep - tf.shape(ids)[1], 0)
+        ids = tf.pad(ids, [[0, 0], [pad, 0]])[:, -keep:] if keep > 0 else ids[:, :0]
         mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
-        ids = tf.concat([ids[:, 1:], mask_col], axis=1)
+        ids = tf.concat([ids, mask_col], axis=1)
         return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
 
     def output_table(self):

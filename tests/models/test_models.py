@@ -1,0 +1,129 @@
+"""Behaviour shared by SASRec and BERT4Rec, and what is particular to each."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import test_case
+from tfseqrec import losses, metrics
+from tfseqrec.data import pipeline, splits, vocab
+from tfseqrec.models import BERT4Rec, SASRec
+
+NUM_ITEMS = 12
+LENGTH = 6
+
+
+def _tiny(cls, **kwargs):
+    keras.utils.set_random_seed(0)
+    return cls(num_items=NUM_ITEMS, max_sequence_length=LENGTH, hidden_dim=8, num_layers=2, **kwargs)
+
+
+def _sequences(n=32, seed=0):
+    rng = np.random.default_rng(seed)
+    # Each user walks the catalogue in order from a random start: a learnable pattern.
+    starts = rng.integers(0, NUM_ITEMS, size=n)
+    seqs = [[vocab.NUM_RESERVED + (s + j) % NUM_ITEMS for j in range(int(rng.integers(3, 9)))] for s in starts]
+    return splits.Sequences.from_list([str(i) for i in range(n)], seqs)
+
+
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+class TestBothModels:
+    def test_score_shape_and_reserved_ids_never_recommended(self, cls):
+        model = _tiny(cls)
+        scores = model.score(np.array([[0, 0, 3, 4, 5, 6]]))
+        assert tuple(scores.shape) == (1, NUM_ITEMS)
+        ids, top = model.recommend([[3, 4, 5], [7]], k=NUM_ITEMS - 3)  # all unseen items of user 0
+        assert ids.shape == (2, NUM_ITEMS - 3) and ids.min() >= vocab.NUM_RESERVED
+        assert np.all(np.isfinite(top))
+        assert not {3, 4, 5} & set(ids[0].tolist())  # seen items excluded
+        assert np.all(np.diff(top, axis=1) <= 0)  # best first
+        ids, _ = model.recommend([[3, 4, 5]], k=NUM_ITEMS, exclude_seen=False)
+        assert {3, 4, 5} <= set(ids[0].tolist())
+
+    def test_left_padding_does_not_change_the_prediction(self, cls):
+        model = _tiny(cls)
+        short = model.score(np.array([[3, 4, 5]]))
+        padded = model.score(np.array([[0, 0, 0, 3, 4, 5]]))
+        np.testing.assert_allclose(short, padded, atol=1e-5)
+
+    def test_config_round_trip_and_keras_save_load(self, cls, tmp_path):
+        model = _tiny(cls, loss=losses.GBCE(num_negatives=4, t=0.5))
+        clone = cls.from_config(model.get_config())
+        assert clone.get_config() == model.get_config()
+        assert isinstance(clone.loss_fn, losses.GBCE) and clone.loss_fn.t == 0.5
+        model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        if cls is SASRec:
+            model.fit(pipeline.causal_dataset(_sequences(8), LENGTH, 8), epochs=1, verbose=0)
+        else:
+            model.fit(pipeline.cloze_dataset(_sequences(8), LENGTH, 8), epochs=1, verbose=0)
+        path = os.path.join(tmp_path, "m.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path)
+        history = np.array([[0, 3, 4, 5, 6, 7]])
+        np.testing.assert_allclose(loaded.score(history), model.score(history), atol=1e-6)
+
+    def test_fit_learns_a_sequential_pattern(self, cls):
+        model = _tiny(cls, dropout=0.0)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), metrics=metrics.default_metrics((1,)))
+        seqs = _sequences(64)
+        split = splits.leave_one_out(seqs)
+        if cls is SASRec:
+            train = pipeline.causal_dataset(split.train, LENGTH, 16, seed=0)
+        else:
+            train = pipeline.cloze_dataset(split.train, LENGTH, 16, seed=0)
+        valid = pipeline.eval_dataset(split.valid, LENGTH, 64)
+        before = model.evaluate(valid, return_dict=True, verbose=0)
+        history = model.fit(train, validation_data=valid, epochs=30, verbose=0)
+        after = model.evaluate(valid, return_dict=True, verbose=0)
+        assert history.history["loss"][-1] < history.history["loss"][0]
+        # Chance is 1/12 ~ 0.08; a working model gets far above it.
+        assert after["hr_1"] > max(before["hr_1"] + 0.2, 0.3)
+        assert set(after) >= {"loss", "ndcg_1", "hr_1", "mrr"}
+
+
+@pytest.mark.parametrize("loss", ["bce", "sampled_softmax", "gbce"])
+def test_sasrec_trains_with_every_loss(loss):
+    model = _tiny(SASRec, loss=losses.LOSSES[loss](num_negatives=4, seed=0))
+    model.compile(optimizer="adam")
+    ds = pipeline.causal_dataset(_sequences(), LENGTH, 8, seed=0)
+    history = model.fit(ds, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+
+
+def test_sasrec_is_causal():
+    model = _tiny(SASRec)
+    a = model(np.array([[3, 4, 5, 6, 7, 8]]))
+    b = model(np.array([[3, 4, 5, 9, 10, 11]]))
+    np.testing.assert_allclose(a[:, :3], b[:, :3], atol=1e-6)
+
+
+def test_sasrec_loss_ignores_unweighted_positions():
+    model = _tiny(SASRec, dropout=0.0)
+    x = {"item_ids": tf.constant([[0, 3, 4]]), "padding_mask": tf.constant([[False, True, True]])}
+    hidden = model(x)
+    y = tf.constant([[0, 4, 5]])
+    base = model.compute_loss(x, y, hidden, tf.constant([[0.0, 1.0, 1.0]]))
+    other = model.compute_loss(x, tf.constant([[9, 4, 5]]), hidden, tf.constant([[0.0, 1.0, 1.0]]))
+    np.testing.assert_allclose(base, other)  # the weight-0 target does not matter
+
+
+def test_bert4rec_inference_appends_mask():
+    model = _tiny(BERT4Rec)
+    x = model.inference_inputs(np.array([[0, 3, 4, 5, 6, 7]], np.int32))
+    np.testing.assert_array_equal(x["item_ids"], [[3, 4, 5, 6, 7, vocab.MASK_ID]])
+    np.testing.assert_array_equal(x["padding_mask"], [[True] * 6])
+
+
+def test_bert4rec_masks_inside_the_train_step():
+    model = _tiny(BERT4Rec, mask_prob=0.5, seed=3)
+    model.compile(optimizer="adam")
+    ds = pipeline.cloze_dataset(_sequences(), LENGTH, 8, seed=0)  # unlabeled batches
+    element = next(iter(ds))
+    assert isinstance(element, dict)
+    history = model.fit(ds, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert model.masking.mask_token_id == vocab.MASK_ID
+    assert isinstance(model.output_bias, keras.Variable) and model.output_bias.shape == (NUM_ITEMS,)

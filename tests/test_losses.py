@@ -1,0 +1,100 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import test_case
+from tfseqrec import losses
+
+
+def softplus(x):
+    return math.log1p(math.exp(x))
+
+
+class LossesTest(test_case.TestCase):
+    def test_full_softmax_by_hand(self):
+        loss = losses.FullSoftmaxCrossEntropy()
+        expected = -math.log(math.exp(3) / (math.exp(1) + math.exp(2) + math.exp(3)))
+        self.assertAllClose(loss([2], [[1.0, 2.0, 3.0]]), expected)
+
+    def test_full_softmax_from_embeddings_equals_logits(self):
+        rng = np.random.default_rng(0)
+        hidden, table, bias = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=6)
+        hidden, table, bias = (tf.constant(a, tf.float32) for a in (hidden, table, bias))
+        positives = tf.constant([0, 5, 2, 2])
+        loss = losses.FullSoftmaxCrossEntropy()
+        self.assertAllClose(
+            loss.from_embeddings(hidden, positives, table, bias),
+            loss(positives, tf.matmul(hidden, table, transpose_b=True) + bias),
+        )
+
+    def test_bce_by_hand(self):
+        loss = losses.BinaryCrossEntropy()
+        self.assertAllClose(loss([0], [[2.0, -1.0]]), softplus(-2.0) + softplus(-1.0))
+
+    def test_bce_drops_accidental_hits(self):
+        # One item only: every negative is the positive, so only the positive term is left.
+        table = tf.constant([[1.0, 0.0]])
+        hidden = tf.constant([[0.5, 0.0]])
+        loss = losses.BinaryCrossEntropy(num_negatives=3, seed=0)
+        self.assertAllClose(loss.from_embeddings(hidden, tf.constant([0]), table), softplus(-0.5))
+
+    def test_gbce_beta_limits(self):
+        g0 = losses.GBCE(num_negatives=10, t=0.0)
+        self.assertAllClose(g0.beta(101), 1.0)  # plain BCE
+        g1 = losses.GBCE(num_negatives=10, t=1.0)
+        self.assertAllClose(g1.beta(101), 0.1)  # alpha = 10 / 100
+        g1.num_items = 101
+        self.assertAllClose(g1([0], [[2.0, -1.0]]), 0.1 * softplus(-2.0) + softplus(-1.0))
+        with pytest.raises(ValueError, match="t must be"):
+            losses.GBCE(t=2.0)
+
+    def test_sampled_softmax_uniform_logq_is_a_constant_shift(self):
+        rng = np.random.default_rng(1)
+        hidden = tf.constant(rng.normal(size=(5, 4)), tf.float32)
+        table = tf.constant(rng.normal(size=(50, 4)), tf.float32)
+        positives = tf.constant([1, 2, 3, 4, 5])
+        with_q = losses.SampledSoftmaxCrossEntropy(num_negatives=20, sampler="uniform", seed=3)
+        without = losses.SampledSoftmaxCrossEntropy(num_negatives=20, sampler="uniform", logq_correction=False, seed=3)
+        self.assertAllClose(
+            with_q.from_embeddings(hidden, positives, table), without.from_embeddings(hidden, positives, table)
+        )
+
+    def test_log_uniform_sampler_is_a_distribution(self):
+        loss = losses.SampledSoftmaxCrossEntropy(num_negatives=1000, sampler="log_uniform", seed=0)
+        negatives, log_q = loss.sample(100)
+        self.assertAllInRange(negatives.numpy(), 0, 99)
+        self.assertAllClose(tf.reduce_sum(tf.exp(log_q(tf.range(100)))), 1.0, atol=1e-5)
+        # Popular (small) ids are drawn more often.
+        counts = np.bincount(negatives.numpy(), minlength=100)
+        self.assertGreater(counts[:10].sum(), counts[-50:].sum())
+
+    def test_sampled_softmax_masks_accidental_hits(self):
+        table = tf.constant([[1.0], [2.0]])
+        hidden = tf.constant([[1.0]])
+        loss = losses.SampledSoftmaxCrossEntropy(num_negatives=50, sampler="uniform", logq_correction=False, seed=0)
+        # Item 1 is the positive; every draw of item 1 among negatives is ignored, so the
+        # softmax is over {pos: 2} and the draws of item 0 (logit 1).
+        value = float(loss.from_embeddings(hidden, tf.constant([1]), table))
+        negatives, _ = losses.SampledSoftmaxCrossEntropy(
+            num_negatives=50, sampler="uniform", logq_correction=False, seed=0
+        ).sample(2)
+        n0 = int(np.sum(negatives.numpy() == 0))
+        self.assertAllClose(value, -math.log(math.exp(2) / (math.exp(2) + n0 * math.exp(1))), atol=1e-5)
+
+    def test_serialization_and_lookup(self):
+        for loss in (
+            losses.FullSoftmaxCrossEntropy(),
+            losses.BinaryCrossEntropy(num_negatives=2, seed=1),
+            losses.GBCE(num_negatives=8, t=0.5),
+            losses.SampledSoftmaxCrossEntropy(num_negatives=16, sampler="uniform", logq_correction=False),
+        ):
+            revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(loss))
+            self.assertEqual(type(revived), type(loss))
+            self.assertEqual(revived.get_config(), loss.get_config())
+        self.assertIsInstance(losses.get("gbce"), losses.GBCE)
+        self.assertIsInstance(losses.get(None), losses.FullSoftmaxCrossEntropy)
+        with pytest.raises(ValueError, match="unknown loss"):
+            losses.get("hinge")

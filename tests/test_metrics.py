@@ -1,0 +1,108 @@
+import math
+
+import numpy as np
+import pytest
+
+from tests import test_case
+from tfseqrec import evaluation, metrics
+from tfseqrec.data import splits
+
+
+class RankingMetricsTest(test_case.TestCase):
+    # Vocabulary ids start at 3: column j of the scores is id j + 3.
+
+    def test_ties_count_against_the_true_item(self):
+        self.assertAllEqual(metrics.ranks([3, 4], [[1.0, 1.0, 1.0], [0.0, 5.0, 5.0]]), [2, 1])
+
+    def test_hand_computed_values(self):
+        y_true = [3, 5, 4]
+        y_pred = [[0.9, 0.1, 0.5], [0.9, 0.1, 0.5], [0.2, -np.inf, 0.7]]
+        # ranks: 0, 1, 2 (the -inf item is excluded and ranks below everything)
+        ndcg = metrics.NDCG(k=2)
+        ndcg.update_state(y_true, y_pred)
+        self.assertAllClose(ndcg.result(), (1.0 + 1.0 / math.log2(3)) / 3)
+        hr = metrics.HitRate(k=2)
+        hr.update_state(y_true, y_pred)
+        self.assertAllClose(hr.result(), 2 / 3)
+        mrr = metrics.MRR()
+        mrr.update_state(y_true, y_pred)
+        self.assertAllClose(mrr.result(), (1 + 1 / 2 + 1 / 3) / 3)
+
+    def test_streaming_over_batches(self):
+        m = metrics.HitRate(k=1)
+        m.update_state([3], [[1.0, 0.0]])
+        m.update_state([3, 3, 3], [[0.0, 1.0]] * 3)
+        self.assertAllClose(m.result(), 0.25)
+
+    def test_metrics_from_ranks_matches_keras_metrics(self):
+        ranks = np.array([0, 1, 4, 9, 10, 100])
+        out = evaluation.metrics_from_ranks(ranks, ks=(10,))
+        self.assertAllClose(out["hr@10"], 4 / 6)
+        self.assertAllClose(out["ndcg@10"], np.mean([1, 1 / math.log2(3), 1 / math.log2(6), 1 / math.log2(11), 0, 0]))
+        self.assertAllClose(out["mrr"], np.mean(1 / (ranks + 1)))
+
+    def test_config_round_trip(self):
+        self.assertEqual(metrics.NDCG.from_config(metrics.NDCG(k=5).get_config()).k, 5)
+        self.assertEqual(metrics.NDCG(k=20).name, "ndcg_20")
+
+
+class _FixedScores:
+    """A stand-in recommender whose scores are a fixed table, to test evaluate itself."""
+
+    max_sequence_length = 3
+
+    def __init__(self, table):
+        self.table = np.asarray(table, np.float32)
+        self.calls = 0
+
+    def score(self, window):
+        self.calls += 1
+        return self.table[: len(window)]
+
+
+def test_evaluate_excludes_whole_history_and_counts_ties():
+    # 4 items (ids 3..6). User 0 saw ids 3 and 6; target 4.
+    histories = splits.Sequences.from_list(["u0", "u1"], [[6, 3, 3, 3], [5]])
+    cases = splits.Cases(histories, np.array([4, 3]))
+    table = [[9.0, 1.0, 0.0, 8.0], [2.0, 2.0, 2.0, 2.0]]
+    with_filter = evaluation.evaluate(_FixedScores(table), cases, ks=(1,), progress=False)
+    # u0: ids 3 and 6 removed (6 lies outside the 3-item window but is still seen) -> rank 0.
+    # u1: all tied; id 5 removed -> two others tie at 2.0 -> rank 2.
+    assert with_filter["hr@1"] == 0.5
+    assert with_filter["mrr"] == pytest.approx((1 + 1 / 3) / 2)
+    without = evaluation.evaluate(_FixedScores(table), cases, ks=(1,), exclude_seen=False, progress=False)
+    assert without["mrr"] == pytest.approx((1 / 3 + 1 / 4) / 2)
+    assert without["num_users"] == 2 and not without["exclude_seen"]
+
+
+def test_evaluate_batches_and_sampled_negatives_avoid_history():
+    rng = np.random.default_rng(0)
+    num_items, n = 30, 50
+    seqs = [list(rng.choice(np.arange(3, 3 + num_items), size=5, replace=False)) for _ in range(n)]
+    cases = splits.Cases(splits.Sequences.from_list(range(n), [s[:-1] for s in seqs]), np.array([s[-1] for s in seqs]))
+    table = rng.normal(size=(n, num_items))
+
+    class Rows(_FixedScores):
+        def __init__(self):
+            super().__init__(table)
+            self.offset = 0
+
+        def score(self, window):
+            out = self.table[self.offset : self.offset + len(window)]
+            self.offset += len(window)
+            return out
+
+    model = Rows()
+    out = evaluation.evaluate(
+        model, cases, batch_size=16, sampled={"num_negatives": 10, "sampler": "popularity"},
+        item_counts=np.arange(num_items, 0, -1), progress=False,
+    )
+    assert model.offset == n
+    assert 0 <= out["sampled_ndcg@10"] <= 1 and out["sampled_hr@10"] >= out["hr@10"]
+    assert out["sampled"] == {"num_negatives": 10, "sampler": "popularity"}
+    negatives = evaluation._sample_negatives(
+        cases.histories, cases.targets - 3, num_items, {"num_negatives": 20}, None, rng
+    )
+    for row, negs in enumerate(negatives):
+        assert not set(negs + 3) & (set(seqs[row]))
+        assert len(set(negs)) == 20
