@@ -26,7 +26,7 @@ def test_causal_dataset_shifts_targets():
     np.testing.assert_array_equal(x["item_ids"], [[4, 5, 6, 7], [0, 0, 0, 9]])
     np.testing.assert_array_equal(y, [[5, 6, 7, 8], [0, 0, 0, 10]])
     np.testing.assert_array_equal(w, [[1, 1, 1, 1], [0, 0, 0, 1]])
-    np.testing.assert_array_equal(x["padding_mask"], x["item_ids"].numpy() != 0)
+    np.testing.assert_array_equal(x["padding_mask"], (x["item_ids"].numpy() != 0).astype(np.int32))
 
 
 def test_cloze_dataset_unmasked_and_masked():

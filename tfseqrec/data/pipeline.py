@@ -1,7 +1,10 @@
 """``tf.data`` pipelines that feed the models.
 
 Every pipeline yields ``(x, y, sample_weight)`` as Keras ``fit`` takes it, with
-``x = {"item_ids": int32 [batch, length], "padding_mask": bool [batch, length]}``.
+``x = {"item_ids": int32 [batch, length], "padding_mask": int32 [batch, length]}``
+(1 for real items; int32 as in keras-hub backbones, and because ``fit`` under a
+``tf.distribute`` strategy averages a first batch to learn shapes, which bool
+tensors do not survive).
 Histories are left-padded with ``vocab.PAD_ID`` so the newest item is always at the
 last position, where the next-item prediction and BERT4Rec's inference [MASK] sit.
 
@@ -87,7 +90,7 @@ def causal_dataset(
     # predict it from (as in the SASRec sampler).
     targets = np.where(inputs != vocab.PAD_ID, targets, vocab.PAD_ID).astype(np.int32)
     weights = (targets >= vocab.NUM_RESERVED).astype(np.float32)
-    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": inputs != vocab.PAD_ID}, targets, weights))
+    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": _mask(inputs)}, targets, weights))
     return _finish(ds, len(inputs), batch_size, shuffle, seed, drop_remainder)
 
 
@@ -112,12 +115,12 @@ def cloze_dataset(
     ds = tf.data.Dataset.from_tensor_slices(windows)
     ds = _finish(ds, len(windows), batch_size, shuffle, seed, drop_remainder, prefetch=False)
     if masking is None:
-        ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": ids != vocab.PAD_ID})
+        ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)})
     else:
 
         def mask(ids):
             masked, labels, weights = masking(ids)
-            return {"item_ids": masked, "padding_mask": ids != vocab.PAD_ID}, labels, weights
+            return {"item_ids": masked, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)}, labels, weights
 
         ds = ds.map(mask)
     return ds.prefetch(tf.data.AUTOTUNE)
@@ -127,8 +130,12 @@ def eval_dataset(cases, max_sequence_length, batch_size):
     """Evaluation data: ``(x, target)`` with the last ``N`` history items as input."""
     inputs = pad_left(cases.histories, max_sequence_length)
     targets = cases.targets.astype(np.int32)
-    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": inputs != vocab.PAD_ID}, targets))
+    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": _mask(inputs)}, targets))
     return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _mask(ids):
+    return (ids != vocab.PAD_ID).astype(np.int32)
 
 
 def _gather_windows(values, starts, ends, width):

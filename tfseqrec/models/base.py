@@ -81,6 +81,14 @@ class SequentialRecommender(keras.Model):
         loss = self.loss_fn.from_embeddings(
             tf.cast(hidden, table.dtype), positives, table, None if bias is None else bias
         )
+        # The loss is a mean over this replica's target positions. Replicas hold
+        # different numbers of them, and Keras averages replica losses, so rescale to
+        # sum / (positions over all replicas): the single-device value, exactly.
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            count = tf.cast(tf.shape(positives)[0], loss.dtype)
+            total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+            loss = loss * count * context.num_replicas_in_sync / tf.maximum(total, 1.0)
         if self.losses:
             loss += tf.add_n(self.losses)
         return loss

@@ -1,0 +1,123 @@
+"""Training runs: resume after a kill, distribution, precision and XLA flags."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from tfseqrec import training
+
+TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
+
+
+class _Kill(keras.callbacks.Callback):
+    """Raises at the end of an epoch, as a killed process would stop."""
+
+    def __init__(self, at_epoch):
+        super().__init__()
+        self.at_epoch = at_epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.at_epoch:
+            raise KeyboardInterrupt("killed")
+
+
+class _FirstEpoch(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        if not hasattr(self, "first"):
+            self.first = epoch
+
+
+def test_killed_run_resumes_where_it_stopped(data_root, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        training.train(data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=1)], verbose=0)
+    first = _FirstEpoch()
+    model, history, _, _ = training.train(data_root / "ml-100k", out, TINY, callbacks=[first], verbose=0)
+    assert first.first == 2  # epochs 0 and 1 were done before the kill
+    epochs = [int(row["epoch"]) for row in csv.DictReader(open(out / "history.csv"))]
+    assert epochs == [0, 1, 2]
+    loaded, vocabulary, info = training.load(out)
+    assert info["config"]["hidden_dim"] == 8 and vocabulary.num_items == 1682
+    assert not os.path.exists(out / "backup")  # removed after a finished run
+
+
+def test_bert4rec_run_with_mixed_precision_and_xla(data_root, tmp_path):
+    config = dict(TINY, model="bert4rec", epochs=1, mixed_precision=True, jit_compile=True)
+    try:
+        model, history, split, _ = training.train(data_root / "ml-100k", tmp_path, config, verbose=0)
+        assert model.dtype_policy.name == "mixed_bfloat16"
+        assert np.isfinite(history.history["loss"][0])
+        assert np.isfinite(history.history["val_ndcg_10"][0])
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_config_rejects_unknown_options():
+    with pytest.raises(ValueError, match="unknown training options"):
+        training.TrainConfig.from_dict({"hiden_dim": 8})
+    with pytest.raises(ValueError, match="unknown model"):
+        training.build_model(training.TrainConfig(model="gru4rec"), 10)
+
+
+def test_mirrored_strategy_matches_single_device(tmp_path):
+    """Two logical CPUs under MirroredStrategy train the same model as one device.
+
+    Each replica's loss is rescaled to a share of the global mean over target
+    positions, so the summed gradients equal single-device ones. (Keras's progress
+    log shows replica-local loss values, so the comparison uses the trained models.)
+
+    Logical devices must be set before TensorFlow starts, hence a fresh process.
+    """
+    script = textwrap.dedent(
+        """
+        import json, sys
+        import numpy as np
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        import keras
+        from tfseqrec.data import pipeline, splits
+        from tfseqrec.models import SASRec
+
+        rng = np.random.default_rng(0)
+        seqs = splits.Sequences.from_list(
+            [str(i) for i in range(64)], [rng.integers(3, 23, size=rng.integers(3, 12)) for _ in range(64)]
+        )
+
+        ds = pipeline.causal_dataset(seqs, 8, 32, shuffle=False)
+        probe = tf.constant(pipeline.pad_left(seqs, 8)[:16])
+
+        def run(strategy):
+            keras.utils.set_random_seed(7)
+            with strategy.scope():
+                model = SASRec(num_items=20, max_sequence_length=8, hidden_dim=8, dropout=0.0)
+                model.compile(optimizer=keras.optimizers.SGD(0.1))
+            model.fit(ds, epochs=3, verbose=0)
+            # The trained model's loss over all data, computed outside any strategy.
+            losses = []
+            for x, y, w in ds:
+                losses.append(float(model.compute_loss(x, y, model(x), w)))
+            return {"loss": losses, "scores": model.score(probe).numpy().tolist()}
+
+        mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        print(json.dumps({
+            "replicas": mirrored.num_replicas_in_sync,
+            "single": run(tf.distribute.get_strategy()),
+            "mirrored": run(mirrored),
+        }))
+        """
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["replicas"] == 2
+    np.testing.assert_allclose(out["mirrored"]["loss"], out["single"]["loss"], rtol=1e-5)
+    np.testing.assert_allclose(out["mirrored"]["scores"], out["single"]["scores"], atol=1e-5)
