@@ -70,3 +70,71 @@ def test_data_tfrecord_round_trip(data_root, tmp_path):
     test = tfrecord.read_examples(tmp_path / "test.tfrecord.gz", compression="GZIP")
     assert len(test) == 943
     assert test.histories.num_events == 100_000 - 943  # every event but each user's last
+
+
+TINY_TRAIN = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 20, "--batch-size", 256, "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def trained(data_root, tmp_path_factory):
+    """One small BERT4Rec trained through the CLI, shared by the tests below."""
+    out = tmp_path_factory.mktemp("cli_model")
+    result = _tfseqrec("train", "--model", "bert4rec", "--data", data_root / "ml-100k", "--output", out, *TINY_TRAIN)
+    return out, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_train_prints_test_metrics_and_writes_the_model_dir(trained):
+    out, result = trained
+    assert result["num_users"] == 943 and result["epochs"] == 1
+    assert {"ndcg@10", "hr@10", "mrr"} <= set(result)
+    assert {"model.keras", "item_vocab.tsv", "train_config.json", "history.csv", "logs"} <= set(os.listdir(out))
+
+
+def test_evaluate_json_with_and_without_seen_items(trained, data_root):
+    out, _ = trained
+    keys = {"ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "hr@1", "hr@5", "hr@10", "hr@20", "mrr", "num_users"}
+    with_seen = json.loads(_tfseqrec("evaluate", "--model-dir", out, "--data", data_root / "ml-100k").stdout)
+    assert keys <= set(with_seen) and with_seen["num_users"] == 943 and with_seen["exclude_seen"]
+    without = json.loads(
+        _tfseqrec("evaluate", "--model-dir", out, "--data", data_root / "ml-100k", "--no-exclude-seen",
+                  "--split", "valid", "--sampled-negatives", 100, "--sampler", "popularity").stdout
+    )
+    assert not without["exclude_seen"] and without["split"] == "valid"
+    assert without["sampled"] == {"num_negatives": 100, "sampler": "popularity"}
+    assert 0 <= without["sampled_ndcg@10"] <= 1
+
+
+def test_recommend_prints_raw_ids(trained):
+    out, _ = trained
+    lines = _tfseqrec("recommend", "--model-dir", out, "--history", "50 172 133", "--k", 5).stdout.splitlines()
+    assert len(lines) == 5
+    ranks, items, scores = zip(*(line.split("\t") for line in lines))
+    assert ranks == ("1", "2", "3", "4", "5")
+    assert not {"50", "172", "133"} & set(items)
+    assert all(item.isdigit() and 1 <= int(item) <= 1682 for item in items)
+    result = _tfseqrec("recommend", "--model-dir", out, "--history", "50 nope", "--k", 3, "--json")
+    assert len(json.loads(result.stdout)["item_ids"]) == 3
+    assert "ignoring 1 unknown item id(s): ['nope']" in result.stderr
+
+
+def test_plot_writes_pngs(trained, tmp_path):
+    out, _ = trained
+    written = json.loads(_tfseqrec("plot", "--model-dir", out, "--output", tmp_path).stdout)["written"]
+    for path in written:
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert sorted(os.path.basename(p) for p in written) == ["attention.png", "training_curves.png"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("relative", ["ml-1m/ml-1m.txt", "ml-1m/ml-1m_full_sequences.txt.gz", "amazon-scientific-text"])
+def test_train_sasrec_on_every_other_dataset(data_root, tmp_path, relative):
+    result = _tfseqrec("train", "--data", data_root / relative, "--output", tmp_path, *TINY_TRAIN)
+    metrics = json.loads(result.stdout.strip().splitlines()[-1])
+    assert metrics["num_users"] in (6040, 8317) and 0 <= metrics["ndcg@10"] <= 1
+
+
+def test_train_bad_config_is_a_clear_error(data_root, tmp_path):
+    result = _tfseqrec("train", "--data", data_root / "ml-100k", "--output", tmp_path, "--config", '{"hiden_dim": 8}',
+                       check=False)
+    assert result.returncode == 1 and "unknown training options ['hiden_dim']" in result.stderr

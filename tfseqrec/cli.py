@@ -55,6 +55,8 @@ def build_parser():
     _add_format_flags(train)
     for name, kind, help_text in TRAIN_FLAGS:
         train.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, help=help_text)
+    train.add_argument("--bucket-boundaries", type=_int_list, default=None,
+                       help="comma-separated batch widths for length bucketing (default 50,100; '' for none)")
     train.add_argument("--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU")
     train.add_argument("--xla", dest="jit_compile", action="store_true", default=None, help="compile steps with XLA")
     train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
@@ -72,6 +74,13 @@ def build_parser():
     evaluate.add_argument("--sampler", choices=["uniform", "popularity"], default="uniform")
     _add_format_flags(evaluate)
     evaluate.set_defaults(func=_evaluate)
+
+    plot = sub.add_parser("plot", help="PNGs: training curves and an attention heat map over a history")
+    plot.add_argument("--model-dir", required=True)
+    plot.add_argument("--output", help="directory for the PNGs (default: the model directory)")
+    plot.add_argument("--history", help='raw item ids, oldest first; default: the last 20 items of --user')
+    plot.add_argument("--user", help="a user of the training data (default: the first)")
+    plot.set_defaults(func=_plot)
 
     recommend = sub.add_parser("recommend", help="top-k next items for a history")
     recommend.add_argument("--model-dir", required=True)
@@ -102,6 +111,13 @@ TRAIN_FLAGS = [
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),
     ("seed", int, "random seed (default 0)"),
 ]
+
+
+def _int_list(text):
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def _add_format_flags(p):
@@ -201,7 +217,7 @@ def _train(args):
         except json.JSONDecodeError as e:
             raise ValueError(f"--config: not valid JSON ({e})") from None
     options["model"] = args.model
-    for name in [f[0] for f in TRAIN_FLAGS] + ["mixed_precision", "jit_compile"]:
+    for name in [f[0] for f in TRAIN_FLAGS] + ["mixed_precision", "jit_compile", "bucket_boundaries"]:
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     model, history, split, vocabulary = training.train(
@@ -241,6 +257,30 @@ def _evaluate(args):
     result["oov_interactions"] = report["oov_interactions"]
     print(json.dumps(result))
     return 0 if np.isfinite(result["mrr"]) else 1
+
+
+def _plot(args):
+    from tfseqrec import plot, training
+    from tfseqrec.data import readers, splits, vocab
+
+    model, vocabulary, info = training.load(args.model_dir)
+    out = args.output or args.model_dir
+    os.makedirs(out, exist_ok=True)
+    written = [plot.training_curves(os.path.join(args.model_dir, "history.csv"), os.path.join(out, "training_curves.png"))]
+    if args.history:
+        raw = args.history.split()
+    else:
+        events = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
+        user = args.user if args.user is not None else events.users[0]
+        raw = [str(i) for i in events.items[events.users == user]][-20:]
+        if not raw:
+            raise ValueError(f"user {user!r} is not in {info['data']}")
+    ids = [int(i) for i in vocabulary.lookup(raw) if i != vocab.OOV_ID]
+    if not ids:
+        raise ValueError("none of the history's items is in the model's vocabulary")
+    written.append(plot.attention_map(model, ids, os.path.join(out, "attention.png"), labels=vocabulary.to_raw(ids)))
+    print(json.dumps({"written": written}))
+    return 0
 
 
 def _recommend(args):

@@ -37,7 +37,7 @@ class _CandidateLoss(keras.losses.Loss):
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
         """Loss of ``hidden`` ``[N, d]`` predicting item indices ``positives`` ``[N]``.
 
         Args:
@@ -45,6 +45,8 @@ class _CandidateLoss(keras.losses.Loss):
             positives: int ``[N]`` item indices.
             item_table: float ``[num_items, d]`` item embeddings (tied output weights).
             item_bias: optional float ``[num_items]`` output bias.
+            sample_weight: optional float ``[N]``; reduced as Keras does (weighted sum
+                over ``N``).
         """
         raise NotImplementedError
 
@@ -92,11 +94,11 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
         y_pred = tf.cast(y_pred, "float32")
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y_true, "int32"), y_pred)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
         logits = tf.matmul(hidden, item_table, transpose_b=True)
         if item_bias is not None:
             logits += item_bias
-        return self(positives, logits)
+        return self(positives, logits, sample_weight=sample_weight)
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -117,13 +119,13 @@ class BinaryCrossEntropy(_CandidateLoss):
     def call(self, y_true, y_pred):
         return _bce(tf.cast(y_pred, "float32"), positive_weight=1.0)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
         n = tf.shape(positives)[0]
         negatives = self._uniform_negatives((n, self.num_negatives), tf.shape(item_table)[0])
         ids = tf.concat([positives[:, None], negatives], axis=1)
         logits = self._logits(hidden, item_table, item_bias, ids)
         logits = _drop_accidental_hits(logits, positives, negatives)
-        return self(tf.zeros_like(positives), logits)
+        return self(tf.zeros_like(positives), logits, sample_weight=sample_weight)
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -160,13 +162,13 @@ class GBCE(_CandidateLoss):
             raise ValueError("GBCE needs num_items: call from_embeddings, or set loss.num_items")
         return _bce(tf.cast(y_pred, "float32"), positive_weight=self.beta(self.num_items))
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
         self.num_items = int(item_table.shape[0])
         n = tf.shape(positives)[0]
         negatives = self._uniform_negatives((n, self.num_negatives), self.num_items)
         ids = tf.concat([positives[:, None], negatives], axis=1)
         logits = _drop_accidental_hits(self._logits(hidden, item_table, item_bias, ids), positives, negatives)
-        return self(tf.zeros_like(positives), logits)
+        return self(tf.zeros_like(positives), logits, sample_weight=sample_weight)
 
     def get_config(self):
         config = super().get_config()
@@ -229,7 +231,7 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
 
         return negatives, log_q
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
         num_items = int(item_table.shape[0])
         negatives, log_q = self.sample(num_items)
         pos_logits = tf.reduce_sum(hidden * tf.gather(item_table, positives), axis=-1, keepdims=True)
@@ -241,7 +243,7 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
             neg_logits -= log_q(negatives)[None, :]
         hits = tf.equal(positives[:, None], negatives[None, :])
         neg_logits = tf.where(hits, tf.cast(-1e9, neg_logits.dtype), neg_logits)
-        return self(tf.zeros_like(positives), tf.concat([pos_logits, neg_logits], axis=1))
+        return self(tf.zeros_like(positives), tf.concat([pos_logits, neg_logits], axis=1), sample_weight=sample_weight)
 
     def get_config(self):
         config = super().get_config()

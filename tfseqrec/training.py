@@ -51,6 +51,7 @@ class TrainConfig:
     epochs: int = 200
     patience: int = 10
     window_stride: int = None
+    bucket_boundaries: list = dataclasses.field(default_factory=lambda: [50, 100])
     validation_batch_size: int = 512
     max_train_minutes: float = None
     mixed_precision: bool = False
@@ -152,12 +153,14 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
 
 def training_dataset(config, sequences):
     """The ``tf.data`` training pipeline of ``config.model``."""
-    if config.model == "bert4rec":
-        return pipeline.cloze_dataset(
-            sequences, config.max_sequence_length, config.batch_size, seed=config.seed, window_stride=config.window_stride
-        )
-    return pipeline.causal_dataset(
-        sequences, config.max_sequence_length, config.batch_size, seed=config.seed, window_stride=config.window_stride
+    make = pipeline.cloze_dataset if config.model == "bert4rec" else pipeline.causal_dataset
+    return make(
+        sequences,
+        config.max_sequence_length,
+        config.batch_size,
+        seed=config.seed,
+        window_stride=config.window_stride,
+        bucket_boundaries=config.bucket_boundaries,
     )
 
 

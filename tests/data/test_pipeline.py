@@ -54,3 +54,24 @@ def test_eval_dataset():
     x, y = next(iter(pipeline.eval_dataset(cases, 3, 8)))
     np.testing.assert_array_equal(x["item_ids"], [[6, 7, 8], [0, 9, 10]])
     np.testing.assert_array_equal(y, [11, 12])
+
+
+def test_bucketing_trims_padding_and_keeps_every_window():
+    rng = np.random.default_rng(0)
+    seqs = splits.Sequences.from_list(
+        [str(i) for i in range(200)], [list(rng.integers(3, 50, size=rng.integers(2, 40))) for _ in range(200)]
+    )
+    plain = pipeline.causal_dataset(seqs, 32, 16, shuffle=False)
+    bucketed = pipeline.causal_dataset(seqs, 32, 16, seed=1, bucket_boundaries=(8, 16))
+    widths, rows = set(), []
+    for x, y, w in bucketed:
+        width = x["item_ids"].shape[1]
+        widths.add(width)
+        # Nothing real was cut: the trimmed columns would all have been padding.
+        real = (x["item_ids"].numpy() != 0).sum(axis=1)
+        assert real.max() <= width
+        pad = np.zeros((len(real), 32 - width), np.int32)
+        rows += [tuple(r) for r in np.concatenate([pad, y.numpy()], axis=1)]
+    assert widths == {8, 16, 32}
+    expected = [tuple(r) for _, y, _ in plain for r in y.numpy()]
+    assert sorted(rows) == sorted(expected)

@@ -127,3 +127,13 @@ def test_bert4rec_masks_inside_the_train_step():
     assert np.isfinite(history.history["loss"][0])
     assert model.masking.mask_token_id == vocab.MASK_ID
     assert isinstance(model.output_bias, keras.Variable) and model.output_bias.shape == (NUM_ITEMS,)
+
+
+def test_xla_loss_path_equals_the_gathering_path():
+    model = _tiny(SASRec, dropout=0.0)
+    x, y, w = next(iter(pipeline.causal_dataset(_sequences(), LENGTH, 16, shuffle=False)))
+    hidden = model(x)
+    gathered = model.compute_loss(x, y, hidden, w)
+    model.jit_compile = True
+    dense = model.compute_loss(x, y, hidden, w)
+    np.testing.assert_allclose(dense, gathered, rtol=1e-5)

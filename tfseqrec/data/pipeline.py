@@ -67,6 +67,7 @@ def causal_dataset(
     seed=None,
     window_stride=None,
     drop_remainder=False,
+    bucket_boundaries=None,
 ):
     """Next-item training data for SASRec.
 
@@ -83,6 +84,10 @@ def causal_dataset(
         window_stride: ``None`` for the last ``N + 1`` items of each user; an int to
             also train on earlier windows of long histories.
         drop_remainder: drop the last partial batch.
+        bucket_boundaries: widths such as ``(50, 100)``: windows are grouped by length
+            and each batch is cut to the smallest width that holds its windows, so
+            short histories do not pay for ``max_sequence_length`` of padding. The
+            model's positions count from the right, so outputs are unchanged.
     """
     windows, _ = sliding_windows(sequences, max_sequence_length + 1, window_stride, min_length=2)
     inputs, targets = windows[:, :-1], windows[:, 1:]
@@ -90,8 +95,12 @@ def causal_dataset(
     # predict it from (as in the SASRec sampler).
     targets = np.where(inputs != vocab.PAD_ID, targets, vocab.PAD_ID).astype(np.int32)
     weights = (targets >= vocab.NUM_RESERVED).astype(np.float32)
-    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": _mask(inputs)}, targets, weights))
-    return _finish(ds, len(inputs), batch_size, shuffle, seed, drop_remainder)
+
+    def make(rows, width):
+        x, y, w = inputs[rows, -width:], targets[rows, -width:], weights[rows, -width:]
+        return tf.data.Dataset.from_tensor_slices(({"item_ids": x, "padding_mask": _mask(x)}, y, w))
+
+    return _bucketed(make, inputs, bucket_boundaries, batch_size, shuffle, seed, drop_remainder)
 
 
 def cloze_dataset(
@@ -103,6 +112,7 @@ def cloze_dataset(
     seed=None,
     window_stride=None,
     drop_remainder=False,
+    bucket_boundaries=None,
 ):
     """Masked-item training data for BERT4Rec.
 
@@ -110,10 +120,19 @@ def cloze_dataset(
     inside its compiled training step (on the GPU when there is one). With a
     ``ClozeMasking`` layer the masks are drawn in the input pipeline instead, and the
     elements are ``(x, labels, sample_weight)``. Either way they are fresh each pass.
+    ``bucket_boundaries`` works as in ``causal_dataset``.
     """
     windows, _ = sliding_windows(sequences, max_sequence_length, window_stride, min_length=1)
-    ds = tf.data.Dataset.from_tensor_slices(windows)
-    ds = _finish(ds, len(windows), batch_size, shuffle, seed, drop_remainder, prefetch=False)
+    ds = _bucketed(
+        lambda rows, width: tf.data.Dataset.from_tensor_slices(windows[rows, -width:]),
+        windows,
+        bucket_boundaries,
+        batch_size,
+        shuffle,
+        seed,
+        drop_remainder,
+        prefetch=False,
+    )
     if masking is None:
         ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)})
     else:
@@ -145,6 +164,31 @@ def _gather_windows(values, starts, ends, width):
     valid = offsets >= 0
     out = np.where(valid, values[np.where(valid, index, 0)] if len(values) else 0, vocab.PAD_ID)
     return out.astype(np.int32)
+
+
+def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainder, prefetch=True):
+    """Batches of ``make(rows, width)`` datasets, one per length bucket, interleaved."""
+    width = padded.shape[1]
+    if not boundaries:
+        rows = np.arange(len(padded))
+        return _finish(make(rows, width), len(rows), batch_size, shuffle, seed, drop_remainder, prefetch)
+    edges = sorted({int(b) for b in boundaries if 0 < b < width} | {width})
+    lengths = (padded != vocab.PAD_ID).sum(axis=1)
+    bucket = np.searchsorted(edges, lengths)  # smallest edge >= length
+    parts, sizes = [], []
+    for i, edge in enumerate(edges):
+        rows = np.flatnonzero(bucket == i)
+        if len(rows):
+            parts.append(_finish(make(rows, edge), len(rows), batch_size, shuffle, seed, drop_remainder, False))
+            sizes.append(len(rows))
+    if len(parts) == 1:
+        ds = parts[0]
+    else:
+        # Batches of all buckets in random order, each bucket drawn in proportion to its size.
+        ds = tf.data.Dataset.sample_from_datasets(
+            parts, weights=[n / sum(sizes) for n in sizes], seed=seed, stop_on_empty_dataset=False
+        )
+    return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
 
 
 def _finish(ds, size, batch_size, shuffle, seed, drop_remainder, prefetch=True):

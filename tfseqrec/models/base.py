@@ -68,25 +68,38 @@ class SequentialRecommender(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         y = tf.convert_to_tensor(y)
+        table, bias = self.output_table()
         if len(y.shape) == 1:  # validation: the next item at the last position
             hidden = y_pred[:, -1]
             positives = tf.cast(y, "int32") - vocab.NUM_RESERVED
+            count = tf.shape(positives)[0]
+            loss = self.loss_fn.from_embeddings(tf.cast(hidden, table.dtype), positives, table, bias)
         else:
             weight = (
                 tf.cast(y, "int32") >= vocab.NUM_RESERVED if sample_weight is None else tf.greater(sample_weight, 0)
             )
-            hidden = tf.boolean_mask(y_pred, weight)
-            positives = tf.cast(tf.boolean_mask(y, weight), "int32") - vocab.NUM_RESERVED
-        table, bias = self.output_table()
-        loss = self.loss_fn.from_embeddings(
-            tf.cast(hidden, table.dtype), positives, table, None if bias is None else bias
-        )
+            if self.jit_compile is True:
+                # XLA wants static shapes: score every position, weigh the unused ones 0.
+                hidden = tf.reshape(y_pred, [-1, y_pred.shape[-1]])
+                positives = tf.maximum(tf.reshape(tf.cast(y, "int32"), [-1]) - vocab.NUM_RESERVED, 0)
+                w = tf.cast(tf.reshape(weight, [-1]), table.dtype)
+                per_position = self.loss_fn.from_embeddings(
+                    tf.cast(hidden, table.dtype), positives, table, bias, sample_weight=w
+                )
+                count = tf.reduce_sum(w)
+                # from_embeddings averaged over all positions; average over the weighted ones.
+                loss = per_position * tf.cast(tf.size(w), table.dtype) / tf.maximum(count, 1.0)
+            else:
+                hidden = tf.boolean_mask(y_pred, weight)
+                positives = tf.cast(tf.boolean_mask(y, weight), "int32") - vocab.NUM_RESERVED
+                count = tf.shape(positives)[0]
+                loss = self.loss_fn.from_embeddings(tf.cast(hidden, table.dtype), positives, table, bias)
         # The loss is a mean over this replica's target positions. Replicas hold
         # different numbers of them, and Keras averages replica losses, so rescale to
         # sum / (positions over all replicas): the single-device value, exactly.
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
-            count = tf.cast(tf.shape(positives)[0], loss.dtype)
+            count = tf.cast(count, loss.dtype)
             total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
             loss = loss * count * context.num_replicas_in_sync / tf.maximum(total, 1.0)
         if self.losses:
