@@ -7,10 +7,14 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main test test-primary test-latest bench-masking env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m env clean-env
 
-# The main job: statistics of ML-1M (grows into train + evaluate + export).
+# The main job: train SASRec on ML-1M (30 minutes at most), evaluate on the test split.
 main: env
+	.venv/bin/tfseqrec train --model sasrec --data $(TFSEQREC_DATA)/ml-1m/ml-1m.txt \
+	    --output runs/sasrec-ml1m --max-train-minutes 30
+
+stats: env
 	.venv/bin/tfseqrec data stats $(TFSEQREC_DATA)/ml-1m/ml-1m.txt
 
 # The whole suite on the primary stack, then the library tests on the latest stack.
@@ -25,6 +29,9 @@ test-latest:
 
 bench-masking: env
 	.venv/bin/python benchmarks/masking.py
+
+bench-ml1m: env
+	.venv/bin/python benchmarks/ml1m.py --model both --minutes 30
 
 env:
 	scripts/ensure_env.sh primary

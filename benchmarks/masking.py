@@ -8,9 +8,9 @@ Prints sequences per second at batch 1024, length 200 for
   (``random.random()`` per item, 80/10/10 branches) followed by collating the batch,
   as a ``DataLoader`` does;
 
-and the share of a BERT4Rec training step (ML-1M size: 3,416 items, length 200,
-hidden 64, 2 blocks, 2 heads, batch 256, full softmax on masked positions) that
-masking takes when it runs inside the step.
+and the share of a ``tfseqrec.models.BERT4Rec`` training step (ML-1M size: 3,416
+items, length 200, hidden 64, 2 blocks, 2 heads, batch 256, full softmax on masked
+positions) that masking takes when it runs inside the step.
 
 Usage: python benchmarks/masking.py [--batch-size 1024] [--length 200] [--json FILE]
 """
@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfseqrec.data import ClozeMasking, pipeline, splits, vocab  # noqa: E402
+from tfseqrec.models import BERT4Rec  # noqa: E402
 
 NUM_ITEMS = 3416  # ML-1M
 
@@ -79,72 +80,6 @@ def python_loop_masking(seqs, mask_prob, length, rnd):
     return np.asarray(batch_tokens, np.int64), np.asarray(batch_labels, np.int64)
 
 
-class Bert4RecSizedStep:
-    """One BERT4Rec training step of the ML-1M configuration, masking optional inside."""
-
-    def __init__(self, length, hidden=64, heads=2, blocks=2, seed=0):
-        keras.utils.set_random_seed(seed)
-        size = vocab.NUM_RESERVED + NUM_ITEMS
-        self.item_emb = keras.layers.Embedding(size, hidden)
-        self.pos_emb = keras.layers.Embedding(length, hidden)
-        self.norm = keras.layers.LayerNormalization(epsilon=1e-12)
-        self.blocks = []
-        for _ in range(blocks):
-            self.blocks.append(
-                (
-                    keras.layers.MultiHeadAttention(heads, hidden // heads, dropout=0.1),
-                    keras.layers.LayerNormalization(epsilon=1e-12),
-                    keras.layers.Dense(4 * hidden, activation="gelu"),
-                    keras.layers.Dense(hidden),
-                    keras.layers.LayerNormalization(epsilon=1e-12),
-                )
-            )
-        self.head = keras.layers.Dense(hidden, activation="gelu")
-        self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12)
-        self.bias = tf.Variable(tf.zeros([size]))
-        self.optimizer = keras.optimizers.Adam(1e-3)
-        self.masking = ClozeMasking(NUM_ITEMS, mask_prob=0.2, seed=seed)
-        self.length = length
-
-    def loss(self, masked, labels, weights, pad_mask):
-        h = self.norm(self.item_emb(masked) + self.pos_emb(tf.range(self.length))[None])
-        attn_mask = pad_mask[:, None, :]
-        for mha, ln1, ff1, ff2, ln2 in self.blocks:
-            h = ln1(h + mha(h, h, attention_mask=attn_mask, training=True))
-            h = ln2(h + ff2(ff1(h)))
-        picked = tf.boolean_mask(h, weights > 0)
-        logits = tf.matmul(self.head_norm(self.head(picked)), self.item_emb.embeddings, transpose_b=True) + self.bias
-        targets = tf.boolean_mask(labels, weights > 0)
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits))
-
-    def build(self, ids):
-        masked, labels, weights = self.masking(ids)
-        self.loss(masked, labels, weights, ids != 0)
-        self.variables = [
-            v
-            for layer in [self.item_emb, self.pos_emb, self.norm, self.head, self.head_norm]
-            + [l for block in self.blocks for l in block]
-            for v in layer.trainable_variables
-        ] + [self.bias]
-        self.optimizer.build(self.variables)
-
-    @tf.function
-    def step_with_masking(self, ids):
-        masked, labels, weights = self.masking(ids)
-        return self._apply(masked, labels, weights, ids != 0)
-
-    @tf.function
-    def step_premasked(self, masked, labels, weights, pad_mask):
-        return self._apply(masked, labels, weights, pad_mask)
-
-    def _apply(self, masked, labels, weights, pad_mask):
-        with tf.GradientTape() as tape:
-            loss = self.loss(masked, labels, weights, pad_mask)
-        grads = tape.gradient(loss, self.variables)
-        self.optimizer.apply_gradients(zip(grads, self.variables))
-        return loss
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-size", type=int, default=1024)
@@ -182,17 +117,23 @@ def main():
     loop_rate = args.batch_size / seconds
     rows.append(("per-item Python loop + collate (BertTrainDataset)", loop_rate))
 
-    # Share of a training step.
-    step = Bert4RecSizedStep(args.length)
-    step_ids = tf.constant(make_batch(rng, args.step_batch_size, args.length))
-    step.build(step_ids)
-    step_seconds = timed(lambda: step.step_with_masking(step_ids).numpy(), args.seconds)
-    pre = step.masking(step_ids)
-    pad_mask = step_ids != 0
-    premasked_seconds = timed(lambda: step.step_premasked(*pre, pad_mask).numpy(), args.seconds)
+    # Share of a real BERT4Rec training step (ML-1M size). train_on_batch on an
+    # unlabeled batch masks inside the compiled step; on (masked, labels, weights)
+    # it trains on a batch masked beforehand.
+    keras.utils.set_random_seed(0)
+    model = BERT4Rec(num_items=NUM_ITEMS, max_sequence_length=args.length, hidden_dim=64, num_layers=2,
+                     num_heads=2, mask_prob=args.mask_prob, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    step_ids = make_batch(rng, args.step_batch_size, args.length)
+    x = {"item_ids": step_ids, "padding_mask": (step_ids != 0).astype(np.int32)}
+    step_seconds = timed(lambda: model.train_on_batch(x), args.seconds)
+    masked, labels, weights = (np.asarray(t) for t in model.masking(step_ids))
+    x_masked = {"item_ids": masked, "padding_mask": x["padding_mask"]}
+    premasked_seconds = timed(lambda: model.train_on_batch(x_masked, labels, weights), args.seconds)
     step_masking = ClozeMasking(NUM_ITEMS, args.mask_prob, seed=1)
     mask_fn = tf.function(lambda t: step_masking(t))
-    mask_seconds = timed(lambda: mask_fn(step_ids)[2].numpy(), args.seconds)
+    step_tensor = tf.constant(step_ids)
+    mask_seconds = timed(lambda: mask_fn(step_tensor)[2].numpy(), args.seconds)
 
     print(f"Cloze masking, batch {args.batch_size} x length {args.length}, {NUM_ITEMS} items, "
           f"mask_prob {args.mask_prob}; {os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, "
@@ -204,8 +145,8 @@ def main():
         print(f"| {name:<52} | {rate:>12,.0f} | {rate / loop_rate:>7.1f}x |")
     share = mask_seconds / step_seconds
     print()
-    print(f"BERT4Rec training step (batch {args.step_batch_size}, length {args.length}, hidden 64, 2 blocks, "
-          f"full softmax on masked positions):")
+    print(f"tfseqrec.models.BERT4Rec training step (batch {args.step_batch_size}, length {args.length}, hidden 64, "
+          f"2 blocks, 2 heads, full softmax on masked positions):")
     print(f"| {'measure':<52} | {'value':>12} |")
     print(f"|{'-' * 54}|{'-' * 14}|")
     print(f"| {'step with masking inside (ms)':<52} | {step_seconds * 1e3:>12.1f} |")

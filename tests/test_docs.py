@@ -26,7 +26,18 @@ def test_readme_python_examples_run(data_root, monkeypatch, capsys):
         assert [line.strip() for line in printed if line.strip()] == expected
 
 
-@pytest.mark.parametrize("module", ["tfseqrec.data.vocab", "tfseqrec.data.masking"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "tfseqrec.data.vocab",
+        "tfseqrec.data.masking",
+        "tfseqrec.layers.transformer_block",
+        "tfseqrec.losses",
+        "tfseqrec.metrics",
+        "tfseqrec.models.sasrec",
+        "tfseqrec.models.bert4rec",
+    ],
+)
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
