@@ -27,13 +27,63 @@ class SequentialRecommender(keras.Model):
     score matrix is id ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
     """
 
-    def __init__(self, num_items, max_sequence_length, loss=None, exclude_seen_in_validation=True, **kwargs):
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length,
+        hidden_dim,
+        num_layers,
+        num_heads,
+        intermediate_dim,
+        dropout,
+        activation,
+        normalize_first,
+        loss=None,
+        exclude_seen_in_validation=True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_items = num_items
         self.max_sequence_length = max_sequence_length
+        self.hidden_dim = hidden_dim
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.activation = activation
+        self.normalize_first = normalize_first
         self.loss_fn = losses_lib.get(loss)
         self.exclude_seen_in_validation = exclude_seen_in_validation
         self._score_fn = None
+
+    def make_blocks(self, causal, default_intermediate_dim, layer_norm_epsilon):
+        """The ``num_layers`` transformer blocks of this model."""
+        from tfseqrec.layers import TransformerBlock
+
+        return [
+            TransformerBlock(
+                self.num_heads,
+                self.intermediate_dim or default_intermediate_dim,
+                dropout=self.dropout,
+                activation=self.activation,
+                normalize_first=self.normalize_first,
+                causal=causal,
+                layer_norm_epsilon=layer_norm_epsilon,
+                name=f"block_{i}",
+            )
+            for i in range(self.num_layers)
+        ]
+
+    def run_blocks(self, x, mask, training, return_attention_scores):
+        """``x`` through ``self.blocks``; with the attention maps of each when asked."""
+        attention = []
+        for block in self.blocks:
+            if return_attention_scores:
+                x, scores = block(x, padding_mask=mask, training=training, return_attention_scores=True)
+                attention.append(scores)
+            else:
+                x = block(x, padding_mask=mask, training=training)
+        return x, attention
 
     # --- to implement --------------------------------------------------------------
 
@@ -242,6 +292,13 @@ class SequentialRecommender(keras.Model):
             {
                 "num_items": self.num_items,
                 "max_sequence_length": self.max_sequence_length,
+                "hidden_dim": self.hidden_dim,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "activation": self.activation,
+                "normalize_first": self.normalize_first,
                 "loss": keras.saving.serialize_keras_object(self.loss_fn),
                 "exclude_seen_in_validation": self.exclude_seen_in_validation,
             }

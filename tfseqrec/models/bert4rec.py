@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
-from tfseqrec.layers import TransformerBlock
 from tfseqrec.models import base
 
 
@@ -68,7 +67,19 @@ class BERT4Rec(base.SequentialRecommender):
         loss=None,
         **kwargs,
     ):
-        super().__init__(num_items, max_sequence_length, loss=loss, **kwargs)
+        super().__init__(
+            num_items,
+            max_sequence_length,
+            hidden_dim,
+            num_layers,
+            num_heads,
+            intermediate_dim,
+            dropout,
+            activation,
+            normalize_first,
+            loss=loss,
+            **kwargs,
+        )
         # === Layers ===
         init = keras.initializers.TruncatedNormal(stddev=0.02)
         self.item_embedding = keras.layers.Embedding(
@@ -79,19 +90,9 @@ class BERT4Rec(base.SequentialRecommender):
         )
         self.embedding_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="embedding_norm")
         self.embedding_dropout = keras.layers.Dropout(dropout)
-        self.blocks = [
-            TransformerBlock(
-                num_heads,
-                intermediate_dim or 4 * hidden_dim,
-                dropout=dropout,
-                activation=activation,
-                normalize_first=normalize_first,
-                causal=False,
-                layer_norm_epsilon=1e-12,
-                name=f"block_{i}",
-            )
-            for i in range(num_layers)
-        ]
+        self.blocks = self.make_blocks(
+            causal=False, default_intermediate_dim=4 * hidden_dim, layer_norm_epsilon=1e-12
+        )
         self.head_dense = keras.layers.Dense(hidden_dim, activation="gelu", kernel_initializer=init, name="head_dense")
         self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="head_norm")
         self.output_bias = self.add_weight(shape=(num_items,), initializer="zeros", name="output_bias")
@@ -100,13 +101,6 @@ class BERT4Rec(base.SequentialRecommender):
         )
 
         # === Config ===
-        self.hidden_dim = hidden_dim
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.activation = activation
-        self.normalize_first = normalize_first
         self.mask_prob = mask_prob
         self.last_item_only_prob = last_item_only_prob
         self.seed = seed
@@ -116,13 +110,7 @@ class BERT4Rec(base.SequentialRecommender):
         ids, mask = self.unpack_inputs(inputs)
         x = self.item_embedding(ids) + self.position_embedding(self.positions(tf.shape(ids)[1]))[None]
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
-        attention = []
-        for block in self.blocks:
-            if return_attention_scores:
-                x, scores = block(x, padding_mask=mask, training=training, return_attention_scores=True)
-                attention.append(scores)
-            else:
-                x = block(x, padding_mask=mask, training=training)
+        x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.head_norm(self.head_dense(x))
         return (x, attention) if return_attention_scores else x
 
@@ -155,13 +143,6 @@ class BERT4Rec(base.SequentialRecommender):
         config = super().get_config()
         config.update(
             {
-                "hidden_dim": self.hidden_dim,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "activation": self.activation,
-                "normalize_first": self.normalize_first,
                 "mask_prob": self.mask_prob,
                 "last_item_only_prob": self.last_item_only_prob,
                 "seed": self.seed,

@@ -6,7 +6,6 @@ import keras
 import tensorflow as tf
 
 from tfseqrec.data import vocab
-from tfseqrec.layers import TransformerBlock
 from tfseqrec.models import base
 
 
@@ -65,7 +64,19 @@ class SASRec(base.SequentialRecommender):
         loss=None,
         **kwargs,
     ):
-        super().__init__(num_items, max_sequence_length, loss=loss, **kwargs)
+        super().__init__(
+            num_items,
+            max_sequence_length,
+            hidden_dim,
+            num_layers,
+            num_heads,
+            intermediate_dim,
+            dropout,
+            activation,
+            normalize_first,
+            loss=loss,
+            **kwargs,
+        )
         # === Layers ===
         self.item_embedding = keras.layers.Embedding(
             vocab.NUM_RESERVED + num_items,
@@ -80,29 +91,9 @@ class SASRec(base.SequentialRecommender):
             name="position_embedding",
         )
         self.embedding_dropout = keras.layers.Dropout(dropout)
-        self.blocks = [
-            TransformerBlock(
-                num_heads,
-                intermediate_dim or hidden_dim,
-                dropout=dropout,
-                activation=activation,
-                normalize_first=normalize_first,
-                causal=True,
-                layer_norm_epsilon=1e-8,
-                name=f"block_{i}",
-            )
-            for i in range(num_layers)
-        ]
+        self.blocks = self.make_blocks(causal=True, default_intermediate_dim=hidden_dim, layer_norm_epsilon=1e-8)
         self.final_norm = keras.layers.LayerNormalization(epsilon=1e-8, name="final_norm")
 
-        # === Config ===
-        self.hidden_dim = hidden_dim
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.activation = activation
-        self.normalize_first = normalize_first
         self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
 
     def call(self, inputs, training=None, return_attention_scores=False):
@@ -110,30 +101,9 @@ class SASRec(base.SequentialRecommender):
         x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.positions(tf.shape(ids)[1]))[None]
         x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
-        attention = []
-        for block in self.blocks:
-            if return_attention_scores:
-                x, scores = block(x, padding_mask=mask, training=training, return_attention_scores=True)
-                attention.append(scores)
-            else:
-                x = block(x, padding_mask=mask, training=training)
+        x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.final_norm(x)
         return (x, attention) if return_attention_scores else x
 
     def output_table(self):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "activation": self.activation,
-                "normalize_first": self.normalize_first,
-            }
-        )
-        return config
