@@ -36,7 +36,7 @@ from tfseqrec import evaluation, training  # noqa: E402
 
 PEAK_GFLOPS = 130.0
 DEFAULTS = {
-    "sasrec": {"model": "sasrec", "hidden_dim": 64, "num_layers": 2, "num_heads": 1, "dropout": 0.2,
+    "sasrec": {"model": "sasrec", "hidden_dim": 64, "num_layers": 2, "num_heads": 1, "dropout": 0.1,
                "batch_size": 128, "learning_rate": 1e-3},
     "bert4rec": {"model": "bert4rec", "hidden_dim": 64, "num_layers": 2, "num_heads": 2, "dropout": 0.1,
                  "batch_size": 128, "learning_rate": 1e-3, "mask_prob": 0.2},

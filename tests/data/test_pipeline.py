@@ -75,3 +75,19 @@ def test_bucketing_trims_padding_and_keeps_every_window():
     assert widths == {8, 16, 32}
     expected = [tuple(r) for _, y, _ in plain for r in y.numpy()]
     assert sorted(rows) == sorted(expected)
+
+
+def test_cloze_bucketing_widths_and_masking():
+    rng = np.random.default_rng(1)
+    seqs = splits.Sequences.from_list(
+        [str(i) for i in range(120)], [list(rng.integers(3, 50, size=rng.integers(1, 30))) for _ in range(120)]
+    )
+    masking = ClozeMasking(num_items=47, mask_prob=0.3, seed=0)
+    ds = pipeline.cloze_dataset(seqs, 30, 16, masking=masking, seed=0, bucket_boundaries=(10, 20))
+    widths, total = set(), 0
+    for x, labels, weights in ds:
+        widths.add(x["item_ids"].shape[1])
+        assert x["item_ids"].shape == labels.shape == weights.shape
+        total += int((x["padding_mask"].numpy() == 1).sum())
+    assert widths == {10, 20, 30}
+    assert total == seqs.num_events

@@ -262,7 +262,7 @@ class SequentialRecommender(keras.Model):
                 tf.constant(window[start : start + batch_size]),
                 tf.constant(full[start : start + batch_size]),
                 tf.constant(min(k, self.num_items)),
-                tf.constant(exclude_seen),
+                bool(exclude_seen),
             )
             ids_out.append(top_index.numpy().astype(np.int64) + vocab.NUM_RESERVED)
             scores_out.append(top_scores.numpy())
@@ -271,19 +271,19 @@ class SequentialRecommender(keras.Model):
     def compiled_score(self, window):
         """``score`` of an int ``[batch, length]`` window, compiled once per model."""
         if getattr(self, "_score_graph", None) is None:
-            object.__setattr__(self, "_score_graph", tf.function(lambda w: self.score(w), reduce_retracing=True))
+            object.__setattr__(self, "_score_graph", tf.function(self.score, reduce_retracing=True))
         return self._score_graph(window)
 
     def _compiled_top_k(self):
         if self._score_fn is None:
 
-            @tf.function(reduce_retracing=True)
-            def top_k(window, full, k, exclude):
+            def top_k(window, full, k, exclude_seen):
                 scores = self.score(window)
-                scores = tf.cond(exclude, lambda: exclude_items(scores, full), lambda: scores)
+                if exclude_seen:  # a Python bool: one trace per value
+                    scores = exclude_items(scores, full)
                 return tf.math.top_k(scores, k)
 
-            self._score_fn = top_k
+            self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn
 
     def get_config(self):
