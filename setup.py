@@ -20,6 +20,8 @@ setuptools.setup(
         "keras>=3.3",
         "numpy>=1.23",
         "tqdm>=4.60",
+        "tensorboard>=2.16",  # TensorFlow 2.21 no longer installs it; `train` logs to it
+        "matplotlib>=3.8",  # `tfseqrec plot`
     ],
     extras_require={
         # Exact versions live in requirements/*.txt; these are the compatible ranges.

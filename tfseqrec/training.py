@@ -146,7 +146,10 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
     ]
     if config.max_train_minutes:
         cbs.append(TimeLimit(config.max_train_minutes * 60))
-    history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs, callbacks=cbs, verbose=verbose)
+    # The pipelines shuffle (fresh each epoch); fit's own shuffle does not apply to tf.data.
+    history = model.fit(
+        train_ds, validation_data=valid_ds, epochs=config.epochs, callbacks=cbs, verbose=verbose, shuffle=False
+    )
     model.save(os.path.join(output_dir, MODEL_FILE))
     return model, history, split, vocabulary
 
