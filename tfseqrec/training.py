@@ -172,6 +172,10 @@ def load(model_dir):
     path = os.path.join(model_dir, MODEL_FILE)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?")
+    # Registers the model, layer and loss classes; newer Keras does not import
+    # modules named in a saved file by itself.
+    import tfseqrec.models  # noqa: F401
+
     model = keras.saving.load_model(path)
     vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
     with open(os.path.join(model_dir, CONFIG_FILE)) as f:
