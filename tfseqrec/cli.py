@@ -21,7 +21,7 @@ def main(argv=None):
         return 2
     try:
         return args.func(args) or 0
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
         # DataError is a ValueError whose message already says file:line: problem.
         print(f"tfseqrec: error: {e}", file=sys.stderr)
         return 1
@@ -89,6 +89,16 @@ def build_parser():
     recommend.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True)
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
     recommend.set_defaults(func=_recommend)
+
+    export = sub.add_parser("export", help="write a SavedModel version for TensorFlow Serving")
+    export.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
+    export.add_argument("--output", required=True,
+                        help="the TF Serving model base path, e.g. saved_models/ml1m; writes OUTPUT/VERSION/")
+    export.add_argument("--version", type=int, default=None, help="version number (default: the next free one)")
+    export.add_argument("--k", type=int, default=10, help="items per serving_default answer (default 10)")
+    export.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="skip assets.extra/tf_serving_warmup_requests")
+    export.set_defaults(func=_export)
     return parser
 
 
@@ -302,6 +312,17 @@ def _recommend(args):
     else:
         for rank, (item, score) in enumerate(zip(items, scores), start=1):
             print(f"{rank}\t{item}\t{score:.6f}")
+    return 0
+
+
+def _export(args):
+    from tfseqrec import export, training
+
+    model, vocabulary, _ = training.load(args.model_dir)
+    path, version = export.export_version(model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup)
+    signatures = export.saved_signatures(path)
+    print(json.dumps({"path": path, "version": version, "k": min(args.k, vocabulary.num_items),
+                      "signatures": signatures}))
     return 0
 
 

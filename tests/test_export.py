@@ -1,0 +1,227 @@
+"""SavedModel exports for TF Serving, loaded the ways the server and its tools load them."""
+
+import json
+import os
+import subprocess
+import sys
+from concurrent import futures
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.test_cli import _tfseqrec
+from tfseqrec import export, serving, training
+from tfseqrec.data import tfrecord
+
+TINY = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 12, "--batch-size", 256, "--quiet"]
+MAX_LEN = 12
+
+
+@pytest.fixture(scope="module", params=["sasrec", "bert4rec"])
+def exported(request, data_root, tmp_path_factory):
+    """A model trained and exported through the CLI: ``(model_dir, base, path, export JSON)``."""
+    root = tmp_path_factory.mktemp(request.param)
+    model_dir, base = root / "model", root / "saved_models" / "ml100k"
+    _tfseqrec("train", "--model", request.param, "--data", data_root / "ml-100k", "--output", model_dir, *TINY)
+    out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--k", 5).stdout)
+    return model_dir, base, out["path"], out
+
+
+@pytest.fixture(scope="module")
+def in_memory(exported):
+    model, vocabulary, _ = training.load(exported[0])
+    return model, vocabulary
+
+
+@pytest.fixture(scope="module")
+def predictor(exported):
+    return serving.SavedModelPredictor(exported[2])
+
+
+def _top_k(model, vocabulary, histories, k=5):
+    """The in-memory model's answer for raw-id histories (unknown ids dropped)."""
+    ids = [[int(i) for i in vocabulary.lookup(h) if i >= 3] for h in histories]
+    top, scores = model.recommend(ids, k=k)
+    return [vocabulary.to_raw(row) for row in top], scores
+
+
+HISTORIES = [["50", "172", "133"], ["1", "2", "3", "4", "5", "6", "7"], ["181"]]
+
+
+def test_export_writes_a_tf_serving_version_directory(exported):
+    _, base, path, out = exported
+    assert out["version"] == 1 and path == str(base / "1")
+    assert {"saved_model.pb", "variables", "assets", "assets.extra"} <= set(os.listdir(path))
+    assert os.listdir(os.path.join(path, "assets")) == ["item_vocab.tsv"]
+    assert out["signatures"]["serving_default"] == {
+        "inputs": {"history": "string"},
+        "outputs": {"item_ids": "string", "scores": "float32"},
+    }
+    assert out["signatures"]["recommend_ids"]["inputs"] == {"history": "int64"}
+    assert out["signatures"]["recommend_ids"]["outputs"] == {"item_ids": "int64", "scores": "float32"}
+    assert out["signatures"]["recommend_top_k"]["inputs"] == {"history": "string", "k": "int32"}
+    assert out["signatures"]["predict_examples"]["outputs"] == {
+        "item_ids": "string",
+        "scores": "float32",
+        "user_id": "string",
+    }
+
+
+def test_next_export_gets_the_next_version_and_never_overwrites(exported, tmp_path):
+    model_dir, _, _, _ = exported
+    base = tmp_path / "m"
+    first = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--version", 3, "--no-warmup").stdout)
+    second = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--no-warmup").stdout)
+    assert (first["version"], second["version"]) == (3, 4)
+    again = _tfseqrec("export", "--model-dir", model_dir, "--output", base, "--version", 3, check=False)
+    assert again.returncode == 1 and "exists already" in again.stderr
+    assert sorted(os.listdir(base)) == ["3", "4"]  # no staging directory left behind
+
+
+def test_saved_model_cli_show_lists_the_signatures(exported):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    text = subprocess.run(
+        [cli, "show", "--all", "--dir", exported[2]], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    for name in export.SIGNATURES:
+        assert f"signature_def['{name}']" in text
+    assert text.count("Method name is: tensorflow/serving/predict") == len(export.SIGNATURES)
+    default = text.split("signature_def['serving_default']")[1].split("signature_def[")[0]
+    assert "inputs['history'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1, -1)" in default
+    assert "outputs['item_ids'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1, 5)" in default
+    assert "outputs['scores'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, 5)" in default
+
+
+def test_saved_model_cli_run_answers(exported, in_memory):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "run", "--dir", exported[2], "--tag_set", "serve", "--signature_def", "recommend_ids",
+         "--input_exprs", "history=[[50, 172, 133]]"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    expected, _ = _top_k(*in_memory, [HISTORIES[0]])
+    ids = result.stdout.split("Result for output key item_ids:")[1].split("Result for output key")[0]
+    assert [int(v) for v in ids.replace("[", " ").replace("]", " ").split()] == [int(v) for v in expected[0]]
+
+
+def test_fresh_process_tf_saved_model_load(exported, in_memory):
+    script = (
+        "import json, sys, tensorflow as tf\n"
+        "m = tf.saved_model.load(sys.argv[1])\n"
+        "out = m.signatures['serving_default'](history=tf.constant([['50', '172', '133']]))\n"
+        "print(json.dumps([v.decode() for v in out['item_ids'][0].numpy()]))\n"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", script, exported[2]], capture_output=True, text=True, check=True,
+                            env=env, timeout=120)
+    expected, _ = _top_k(*in_memory, [HISTORIES[0]])
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == expected[0]
+
+
+def test_session_loader_equals_the_in_memory_model(predictor, in_memory):
+    out = predictor.run("serving_default", {"history": serving.pad_histories(HISTORIES)})
+    expected_ids, expected_scores = _top_k(*in_memory, HISTORIES)
+    assert [[v.decode() for v in row] for row in out["item_ids"]] == expected_ids
+    np.testing.assert_allclose(out["scores"], expected_scores, atol=1e-5)
+    ints = predictor.run("recommend_ids", {"history": serving.pad_histories(HISTORIES, "recommend_ids")})
+    assert ints["item_ids"].tolist() == [[int(v) for v in row] for row in expected_ids]
+
+
+def test_unknown_ids_padding_and_long_histories(predictor, in_memory):
+    model, vocabulary = in_memory
+    noisy = [["", "nope", "50", "", "172", "x", "133"]]
+    clean = predictor.run("serving_default", {"history": serving.pad_histories(HISTORIES[:1])})
+    dirty = predictor.run("serving_default", {"history": serving.pad_histories(noisy)})
+    assert dirty["item_ids"].tolist() == clean["item_ids"].tolist()
+    np.testing.assert_allclose(dirty["scores"], clean["scores"], atol=1e-6)
+    # Longer than the model reads: the newest MAX_LEN items score, all of them are excluded.
+    long = [str(i) for i in range(1, 3 * MAX_LEN)]
+    out = predictor.run("serving_default", {"history": serving.pad_histories([long])})
+    expected_ids, expected_scores = _top_k(model, vocabulary, [long])
+    assert [v.decode() for v in out["item_ids"][0]] == expected_ids[0]
+    assert not set(expected_ids[0]) & set(long)
+    np.testing.assert_allclose(out["scores"], expected_scores, atol=1e-5)
+
+
+def test_empty_histories_get_the_most_popular_items(predictor, in_memory):
+    _, vocabulary = in_memory
+    out = predictor.run("serving_default", {"history": np.array([[""], ["unknown"]], dtype=object)})
+    popular = vocabulary.items[:5]
+    assert [[v.decode() for v in row] for row in out["item_ids"]] == [popular, popular]
+    np.testing.assert_allclose(out["scores"][0], vocabulary.counts[:5] / vocabulary.counts.sum(), rtol=1e-5)
+    no_columns = predictor.run("serving_default", {"history": np.zeros((2, 0), dtype=object)})
+    assert no_columns["item_ids"].shape == (2, 5)
+    empty_batch = predictor.run("serving_default", {"history": np.zeros((0, 3), dtype=object)})
+    assert empty_batch["item_ids"].shape == (0, 5)
+
+
+def test_recommend_top_k_asks_for_another_k(predictor, in_memory):
+    model, vocabulary = in_memory
+    history = serving.pad_histories(HISTORIES[:2])
+    out = predictor.run("recommend_top_k", {"history": history, "k": np.array([20, 7], np.int32)})
+    expected_ids, _ = _top_k(model, vocabulary, HISTORIES[:2], k=20)
+    assert out["item_ids"].shape == (2, 20)
+    assert [[v.decode() for v in row] for row in out["item_ids"]] == expected_ids
+    everything = predictor.run("recommend_top_k", {"history": history, "k": np.array([10**6, 1], np.int32)})
+    assert everything["item_ids"].shape == (2, vocabulary.num_items)
+    assert predictor.run("recommend_top_k", {"history": history, "k": np.array([0, -3], np.int32)})["scores"].shape == (2, 0)
+
+
+def test_predict_examples_reads_the_tfrecord_schema(predictor, in_memory):
+    _, vocabulary = in_memory
+    records = [
+        tfrecord.make_example(f"user-{i}", vocabulary.lookup(h), h).SerializeToString() for i, h in enumerate(HISTORIES)
+    ]
+    out = predictor.run("predict_examples", {"examples": np.array(records, dtype=object)})
+    assert [u.decode() for u in out["user_id"]] == ["user-0", "user-1", "user-2"]
+    default = predictor.run("serving_default", {"history": serving.pad_histories(HISTORIES)})
+    assert out["item_ids"].tolist() == default["item_ids"].tolist()
+
+
+def test_warmup_records_are_prediction_logs_the_model_answers(exported, predictor):
+    logs = export.read_warmup_requests(exported[2])
+    signatures = {log.predict_log.request.model_spec.signature_name for log in logs}
+    assert signatures == set(export.SIGNATURES)
+    assert len(logs) == 2 * len(export.SIGNATURES)
+    for log in logs:
+        reply = serving.predict_reply(predictor.predict(log.predict_log.request))
+        assert len(reply.item_ids) == tf.make_ndarray(next(iter(log.predict_log.request.inputs.values()))).shape[0]
+
+
+def test_grpc_and_rest_requests_through_the_loaded_model(predictor, in_memory):
+    expected_ids, expected_scores = _top_k(*in_memory, HISTORIES)
+    grpc_reply = serving.predict_reply(predictor.predict(serving.predict_request(HISTORIES, "ml100k")))
+    assert grpc_reply.item_ids == expected_ids
+    np.testing.assert_allclose(grpc_reply.scores, expected_scores, atol=1e-5)
+    for form in ("instances", "inputs"):
+        body = json.loads(json.dumps(serving.rest_request(HISTORIES, form=form)))
+        reply = serving.rest_reply(json.loads(json.dumps(predictor.predict_json(body))))
+        assert reply.item_ids == expected_ids
+    top = serving.rest_reply(predictor.predict_json(serving.rest_request(HISTORIES, "recommend_top_k", k=8)))
+    assert [len(row) for row in top.item_ids] == [8, 8, 8]
+    ids = serving.rest_reply(predictor.predict_json(serving.rest_request([[50, 172, 133]], "recommend_ids")))
+    assert ids.item_ids == [[int(v) for v in expected_ids[0]]]
+
+
+def test_grpc_round_trip_over_a_real_channel(predictor, in_memory):
+    """The client helpers against a gRPC PredictionService backed by the session loader."""
+    grpc = pytest.importorskip("grpc")
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    class Service(prediction_service_pb2_grpc.PredictionServiceServicer):
+        def Predict(self, request, context):  # noqa: N802 (gRPC method name)
+            return predictor.predict(request)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(Service(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            reply = stub.Predict(serving.predict_request(HISTORIES, "ml100k", version=1), 30.0)
+    finally:
+        server.stop(None)
+    assert reply.model_spec.name == "ml100k" and reply.model_spec.version.value == 1
+    assert serving.predict_reply(reply).item_ids == _top_k(*in_memory, HISTORIES)[0]

@@ -1,0 +1,284 @@
+"""Clients of a served tfseqrec model: gRPC and REST requests and replies.
+
+The same helpers talk to a real ``tensorflow_model_server`` and, through
+``SavedModelPredictor``, to an export loaded in this process the way the server loads
+it (a TF1 session over the ``serve`` tag, signatures run by tensor name), which is how
+the tests and ``benchmarks/serving.py`` use them.
+
+gRPC (port 8500)::
+
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(grpc.insecure_channel("localhost:8500"))
+    reply = stub.Predict(predict_request([["1193", "661"]], "ml1m"), 10.0)
+    predict_reply(reply).item_ids   # [["2355", ...]]
+
+REST (port 8501)::
+
+    import requests
+    body = rest_request([["1193", "661"]])
+    reply = requests.post(rest_url("localhost", "ml1m"), json=body).json()
+    rest_reply(reply).item_ids
+
+Histories are lists of raw item ids, oldest first, of any lengths: the helpers pad
+them (``""``, or ``-1`` for the int64 ``recommend_ids`` signature).
+"""
+
+import dataclasses
+
+import numpy as np
+
+INT_SIGNATURES = ("recommend_ids",)
+STRING_PAD = ""
+INT_PAD = -1
+
+
+@dataclasses.dataclass
+class Recommendations:
+    """A reply: ``item_ids[u]`` and ``scores[u]`` best first for user ``u``."""
+
+    item_ids: list
+    scores: list
+    user_ids: list = None
+
+
+# --- building requests ----------------------------------------------------------------
+
+
+def pad_histories(histories, signature_name="serving_default"):
+    """A ``[batch, longest]`` NumPy array of ``histories`` (string, or int64 for ``recommend_ids``)."""
+    integer = signature_name in INT_SIGNATURES
+    histories = [list(h) for h in histories]
+    width = max((len(h) for h in histories), default=0)
+    if integer:
+        out = np.full((len(histories), width), INT_PAD, dtype=np.int64)
+    else:
+        out = np.full((len(histories), width), STRING_PAD, dtype=object)
+    for row, history in enumerate(histories):
+        if history:
+            out[row, : len(history)] = [int(h) for h in history] if integer else [_text(h) for h in history]
+    return out
+
+
+def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None):
+    """A ``PredictRequest`` for one of the history signatures.
+
+    Args:
+        histories: lists of raw item ids, oldest first.
+        model_name: the served model's name (``--model_name`` of the server).
+        signature_name: ``serving_default``, ``recommend_ids`` or ``recommend_top_k``.
+        version: a model version to pin (default: the newest the server has).
+        k: for ``recommend_top_k``, an int or one int per history.
+    """
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    _model_spec(request.model_spec, model_name, signature_name, version)
+    array = pad_histories(histories, signature_name)
+    dtype = tf.int64 if signature_name in INT_SIGNATURES else tf.string
+    request.inputs["history"].CopyFrom(tf.make_tensor_proto(array, dtype=dtype, shape=array.shape))
+    if k is not None:
+        ks = np.broadcast_to(np.asarray(k, dtype=np.int32), (len(array),))
+        request.inputs["k"].CopyFrom(tf.make_tensor_proto(ks, dtype=tf.int32))
+    return request
+
+
+def examples_request(examples, model_name, signature_name="predict_examples", version=None):
+    """A ``PredictRequest`` of serialized ``tf.Example`` records (``tfrecord`` schema)."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    _model_spec(request.model_spec, model_name, signature_name, version)
+    records = [e if isinstance(e, bytes) else e.SerializeToString() for e in examples]
+    request.inputs["examples"].CopyFrom(tf.make_tensor_proto(records, dtype=tf.string, shape=[len(records)]))
+    return request
+
+
+def rest_request(histories, signature_name="serving_default", k=None, form="instances"):
+    """The JSON body of a REST ``:predict`` call.
+
+    Args:
+        histories: lists of raw item ids, oldest first.
+        signature_name: as in ``predict_request``.
+        k: for ``recommend_top_k``.
+        form: ``"instances"`` (row format: one object per user) or ``"inputs"``
+            (columnar format).
+    """
+    array = pad_histories(histories, signature_name).tolist()
+    ks = None if k is None else np.broadcast_to(np.asarray(k, dtype=np.int64), (len(array),)).tolist()
+    body = {"signature_name": signature_name}
+    if form == "instances":
+        if ks is None:
+            body["instances"] = [{"history": h} for h in array]
+        else:
+            body["instances"] = [{"history": h, "k": kk} for h, kk in zip(array, ks)]
+    elif form == "inputs":
+        body["inputs"] = {"history": array} if ks is None else {"history": array, "k": ks}
+    else:
+        raise ValueError(f"form must be 'instances' or 'inputs', got {form!r}")
+    return body
+
+
+def rest_url(host, model_name, version=None, port=8501):
+    """``http://host:port/v1/models/NAME[/versions/N]:predict``."""
+    version_part = "" if version is None else f"/versions/{int(version)}"
+    return f"http://{host}:{port}/v1/models/{model_name}{version_part}:predict"
+
+
+# --- reading replies ------------------------------------------------------------------
+
+
+def predict_reply(response):
+    """``Recommendations`` of a gRPC ``PredictResponse``."""
+    import tensorflow as tf
+
+    outputs = {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
+    return _recommendations(outputs)
+
+
+def rest_reply(body):
+    """``Recommendations`` of a REST reply (row or columnar format)."""
+    if "error" in body:
+        raise ValueError(f"the server answered an error: {body['error']}")
+    if "predictions" in body:
+        rows = body["predictions"]
+        names = rows[0].keys() if rows else ("item_ids", "scores")
+        outputs = {name: [row[name] for row in rows] for name in names}
+    elif "outputs" in body:
+        outputs = body["outputs"]
+    else:
+        raise ValueError(f"not a TF Serving predict reply: keys {sorted(body)}")
+    return _recommendations(outputs)
+
+
+def _recommendations(outputs):
+    def values(name):
+        return [[_decode(v) for v in row] for row in np.asarray(outputs[name], dtype=object).tolist()]
+
+    user_ids = [_decode(u) for u in np.asarray(outputs["user_id"]).tolist()] if "user_id" in outputs else None
+    scores = [[float(s) for s in row] for row in np.asarray(outputs["scores"], dtype=np.float64).tolist()]
+    return Recommendations(item_ids=values("item_ids"), scores=scores, user_ids=user_ids)
+
+
+# --- an export loaded the way TF Serving loads it -------------------------------------
+
+
+class SavedModelPredictor:
+    """Answers ``PredictRequest`` protos and REST bodies from a SavedModel in process.
+
+    Loads the ``serve`` meta graph into a TF1 session with
+    ``tf.compat.v1.saved_model.loader.load``, as the C++ server does, and runs the
+    requested signature by the tensor names in its ``SignatureDef``. REST bodies
+    follow TF Serving's JSON mapping (row and columnar formats).
+
+    Args:
+        export_dir: a version directory, e.g. ``saved_models/ml1m/1``.
+        threads: intra- and inter-op threads (0: TensorFlow's default).
+    """
+
+    def __init__(self, export_dir, threads=0):
+        import tensorflow as tf
+
+        self.export_dir = str(export_dir)
+        self.graph = tf.Graph()
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+        self.session = tf.compat.v1.Session(graph=self.graph, config=config)
+        with self.graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.loader.load(self.session, ["serve"], self.export_dir)
+        self.signatures = dict(meta_graph.signature_def)
+        self._callables = {}
+
+    def run(self, signature_name, inputs):
+        """Runs a signature on NumPy ``inputs`` (by input name); returns NumPy outputs by name."""
+        if signature_name not in self.signatures:
+            raise KeyError(f"no signature {signature_name!r}; the export has {sorted(self.signatures)}")
+        signature = self.signatures[signature_name]
+        missing = sorted(set(signature.inputs) - set(inputs))
+        extra = sorted(set(inputs) - set(signature.inputs))
+        if missing or extra:
+            raise ValueError(f"signature {signature_name!r} takes inputs {sorted(signature.inputs)}; got {sorted(inputs)}")
+        names = sorted(signature.inputs)
+        fn = self.callable(signature_name)
+        values = fn(*[inputs[name] for name in names])
+        return dict(zip(sorted(signature.outputs), values))
+
+    def callable(self, signature_name):
+        """A fast ``fn(*inputs sorted by name) -> outputs sorted by name`` (``Session.make_callable``)."""
+        if signature_name not in self._callables:
+            signature = self.signatures[signature_name]
+            feeds = [self.graph.get_tensor_by_name(signature.inputs[n].name) for n in sorted(signature.inputs)]
+            fetches = [self.graph.get_tensor_by_name(signature.outputs[n].name) for n in sorted(signature.outputs)]
+            self._callables[signature_name] = self.session.make_callable(fetches, feed_list=feeds)
+        return self._callables[signature_name]
+
+    def predict(self, request):
+        """A ``PredictResponse`` for a ``PredictRequest``."""
+        import tensorflow as tf
+        from tensorflow_serving.apis import predict_pb2
+
+        name = request.model_spec.signature_name or "serving_default"
+        inputs = {key: tf.make_ndarray(proto) for key, proto in request.inputs.items()}
+        outputs = self.run(name, inputs)
+        wanted = list(request.output_filter) or list(outputs)
+        response = predict_pb2.PredictResponse()
+        response.model_spec.CopyFrom(request.model_spec)
+        response.model_spec.signature_name = name
+        for key in wanted:
+            response.outputs[key].CopyFrom(tf.make_tensor_proto(outputs[key]))
+        return response
+
+    def predict_json(self, body):
+        """A REST reply (dict) for a REST ``:predict`` body (dict)."""
+        name = body.get("signature_name", "serving_default")
+        signature = self.signatures[name]
+        dtypes = {key: _numpy_dtype(spec.dtype) for key, spec in signature.inputs.items()}
+        if "instances" in body:
+            rows = body["instances"]
+            if rows and not isinstance(rows[0], dict):
+                (only,) = signature.inputs  # a bare list is allowed for one-input signatures
+                rows = [{only: row} for row in rows]
+            inputs = {key: np.array([row[key] for row in rows], dtype=dtypes[key]) for key in signature.inputs}
+            outputs = self.run(name, inputs)
+            batch = len(rows)
+            return {"predictions": [{key: _jsonable(value[i]) for key, value in outputs.items()} for i in range(batch)]}
+        if "inputs" in body:
+            given = body["inputs"] if isinstance(body["inputs"], dict) else {next(iter(signature.inputs)): body["inputs"]}
+            inputs = {key: np.array(value, dtype=dtypes[key]) for key, value in given.items()}
+            outputs = self.run(name, inputs)
+            return {"outputs": {key: _jsonable(value) for key, value in outputs.items()}}
+        raise ValueError("a REST predict body needs 'instances' or 'inputs'")
+
+
+def _model_spec(spec, model_name, signature_name, version):
+    spec.name = model_name
+    spec.signature_name = signature_name
+    if version is not None:
+        spec.version.value = int(version)
+
+
+def _numpy_dtype(enum):
+    import tensorflow as tf
+
+    dtype = tf.dtypes.as_dtype(enum)
+    return object if dtype == tf.string else dtype.as_numpy_dtype
+
+
+def _jsonable(value):
+    def walk(v):
+        return [walk(x) for x in v] if isinstance(v, list) else _decode(v)
+
+    return walk(np.asarray(value).tolist())
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _decode(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
