@@ -7,7 +7,7 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-serving env clean-env
 
 # The main job: train SASRec on ML-1M (30 minutes at most), evaluate on the test split.
 main: env
@@ -32,6 +32,9 @@ bench-masking: env
 
 bench-ml1m: env
 	.venv/bin/python benchmarks/ml1m.py --model both --minutes 30
+
+bench-serving: env
+	.venv/bin/python benchmarks/serving.py
 
 env:
 	scripts/ensure_env.sh primary

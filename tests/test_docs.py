@@ -36,6 +36,7 @@ def test_readme_python_examples_run(data_root, monkeypatch, capsys):
         "tfseqrec.metrics",
         "tfseqrec.models.sasrec",
         "tfseqrec.models.bert4rec",
+        "tfseqrec.export",
     ],
 )
 def test_docstring_examples(module):

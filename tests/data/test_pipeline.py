@@ -63,8 +63,9 @@ def test_bucketing_trims_padding_and_keeps_every_window():
     )
     plain = pipeline.causal_dataset(seqs, 32, 16, shuffle=False)
     bucketed = pipeline.causal_dataset(seqs, 32, 16, seed=1, bucket_boundaries=(8, 16))
-    widths, rows = set(), []
+    widths, rows, batches = set(), [], 0
     for x, y, w in bucketed:
+        batches += 1
         width = x["item_ids"].shape[1]
         widths.add(width)
         # Nothing real was cut: the trimmed columns would all have been padding.
@@ -73,6 +74,7 @@ def test_bucketing_trims_padding_and_keeps_every_window():
         pad = np.zeros((len(real), 32 - width), np.int32)
         rows += [tuple(r) for r in np.concatenate([pad, y.numpy()], axis=1)]
     assert widths == {8, 16, 32}
+    assert int(bucketed.cardinality()) == batches  # known epoch length: progress bars show it
     expected = [tuple(r) for _, y, _ in plain for r in y.numpy()]
     assert sorted(rows) == sorted(expected)
 

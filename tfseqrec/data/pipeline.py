@@ -188,6 +188,10 @@ def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainde
         ds = tf.data.Dataset.sample_from_datasets(
             parts, weights=[n / sum(sizes) for n in sizes], seed=seed, stop_on_empty_dataset=False
         )
+        # Every bucket's batches are drawn exactly once: the epoch length is known, so
+        # progress bars show it and Keras does not warn that the data "ran out".
+        batches = sum(n // batch_size if drop_remainder else -(-n // batch_size) for n in sizes)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(batches))
     return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
 
 

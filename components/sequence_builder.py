@@ -1,0 +1,221 @@
+"""SequenceBuilder: interaction ``Examples`` to per-user sequence ``Examples``, with Beam.
+
+Input: ``Examples`` with one event per record (for example ``CsvExampleGen`` over a
+``user,item,timestamp`` CSV), read from every split it has. Output:
+
+- ``sequences``: ``Examples`` in the ``tfseqrec.data.tfrecord`` schema, splits
+  ``train`` (each user's sequence without its last two items), ``eval`` and ``test``
+  (leave-one-out cases: the history and the held-out next item). Users with fewer than
+  ``min_sequence_length`` events give their whole sequence to ``train`` and no case,
+  as ``tfseqrec.data.splits.leave_one_out`` does. The vocabulary is also written at
+  ``sequences.uri/item_vocab.tsv``, so a Trainer given only these ``Examples`` has it.
+- ``vocabulary``: ``ItemVocabulary`` (``item_vocab.tsv``), items by interaction count.
+
+Events of a user are ordered by time; equal times by item id, so every runner
+produces the same sequences. Timestamps may be numbers or ISO 8601 strings.
+
+The work is an Apache Beam pipeline (read, group by user, count items, write), so it
+runs on the DirectRunner here and on Dataflow, Flink or Spark through the pipeline's
+``beam_pipeline_args``.
+"""
+
+import datetime
+import json
+import os
+
+import apache_beam as beam
+import tensorflow as tf
+from tfx import v1 as tfx
+from tfx.types import artifact_utils
+
+from components.artifacts import ItemVocabulary
+from tfseqrec.data import tfrecord
+from tfseqrec.data import vocab as vocab_lib
+
+SPLITS = ("train", "eval", "test")
+NAMESPACE = "tfseqrec.SequenceBuilder"
+
+
+class InputError(ValueError):
+    """Bad input events; the message names the column and the offending value."""
+
+
+def feature_value(example, column):
+    """The single value of ``column`` in a ``tf.train.Example`` (bytes, int or float)."""
+    feature = example.features.feature.get(column)
+    if feature is None:
+        raise InputError(f"column {column!r} is missing from the input examples "
+                         f"(they have {sorted(example.features.feature)})")
+    kind = feature.WhichOneof("kind")
+    values = getattr(feature, kind).value if kind else []
+    if len(values) != 1:
+        return None
+    return values[0]
+
+
+def parse_time(value, column):
+    """A timestamp as a float: numbers as they are, strings as numbers or ISO 8601 dates."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = value.decode("utf-8", "replace").strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"column {column!r}: cannot read {text!r} as a time (expected a number or an ISO 8601 date)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
+def parse_event(record, user_column, item_column, time_column):
+    """``(user, (time, item))`` of one serialized event record."""
+    example = tf.train.Example.FromString(record)
+    values = {}
+    for column in (user_column, item_column, time_column):
+        value = feature_value(example, column)
+        if value is None:
+            raise InputError(f"column {column!r} has no single value in record {_short(example)}")
+        values[column] = value
+    user, item = _text(values[user_column]), _text(values[item_column])
+    if not item or "\t" in item or "\n" in item:
+        raise InputError(f"column {item_column!r}: item id {item!r} is empty or holds a tab or newline")
+    return user, (parse_time(values[time_column], time_column), item)
+
+
+def ordered_vocabulary(counts):
+    """``(item, count)`` pairs ordered as ``ItemVocabulary`` orders them."""
+    vocabulary = vocab_lib.ItemVocabulary.from_counts(dict(counts))
+    return list(zip(vocabulary.items, vocabulary.counts.tolist()))
+
+
+def write_vocabulary(pairs, paths):
+    for path in paths:
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write("".join(f"{item}\t{count}\n" for item, count in pairs))
+    return len(pairs)
+
+
+class SplitUser(beam.DoFn):
+    """One user's events to tagged ``tf.train.Example`` records (leave-one-out)."""
+
+    def __init__(self, min_length):
+        self.min_length = min_length
+        self.users = beam.metrics.Metrics.counter(NAMESPACE, "users")
+        self.events = beam.metrics.Metrics.counter(NAMESPACE, "interactions")
+
+    def process(self, element, ids):
+        user, events = element
+        items = [item for _, item in sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))]
+        self.users.inc()
+        self.events.inc(len(items))
+        item_ids = [ids[item] for item in items]
+        n = len(items)
+        train_n = n - 2 if n >= self.min_length else n
+        yield beam.pvalue.TaggedOutput("train", tfrecord.make_example(user, item_ids[:train_n], items[:train_n]))
+        if n >= self.min_length:
+            yield beam.pvalue.TaggedOutput(
+                "eval", tfrecord.make_example(user, item_ids[:-2], items[:-2], item_ids[-2], items[-2])
+            )
+            yield beam.pvalue.TaggedOutput(
+                "test", tfrecord.make_example(user, item_ids[:-1], items[:-1], item_ids[-1], items[-1])
+            )
+
+
+def check_columns(patterns, columns):
+    """Fails before Beam starts when the first record lacks a column."""
+    for pattern in patterns:
+        files = sorted(tf.io.gfile.glob(pattern))
+        for path in files:
+            dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz") else "")
+            for record in dataset.take(1):
+                example = tf.train.Example.FromString(record.numpy())
+                for column in columns:
+                    if column not in example.features.feature:
+                        raise InputError(
+                            f"column {column!r} is missing from the input examples {path} "
+                            f"(columns: {sorted(example.features.feature)}); name the right one with "
+                            f"the SequenceBuilder's user_column / item_column / time_column"
+                        )
+                return
+    raise InputError(f"no input records under {patterns}")
+
+
+@tfx.dsl.components.component(use_beam=True)
+def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
+    examples: tfx.dsl.components.InputArtifact[tfx.types.standard_artifacts.Examples],
+    sequences: tfx.dsl.components.OutputArtifact[tfx.types.standard_artifacts.Examples],
+    vocabulary: tfx.dsl.components.OutputArtifact[ItemVocabulary],
+    user_column: tfx.dsl.components.Parameter[str] = "user_id",
+    item_column: tfx.dsl.components.Parameter[str] = "item_id",
+    time_column: tfx.dsl.components.Parameter[str] = "timestamp",
+    min_sequence_length: tfx.dsl.components.Parameter[int] = 3,
+    beam_pipeline: tfx.dsl.components.BeamComponentParameter[beam.Pipeline] = None,
+):
+    """Groups events by user into leave-one-out sequence splits and builds the vocabulary."""
+    names = artifact_utils.decode_split_names(examples.split_names)
+    patterns = [os.path.join(artifact_utils.get_split_uri([examples], name), "*") for name in names]
+    check_columns(patterns, (user_column, item_column, time_column))
+    paths = [os.path.join(vocabulary.uri, vocab_lib.VOCAB_FILENAME), os.path.join(sequences.uri, vocab_lib.VOCAB_FILENAME)]
+
+    with beam_pipeline as pipeline:
+        events = (
+            [pipeline | f"Read[{name}]" >> beam.io.ReadFromTFRecord(pattern) for name, pattern in zip(names, patterns)]
+            | "Flatten" >> beam.Flatten()
+            | "Parse" >> beam.Map(parse_event, user_column, item_column, time_column)
+        )
+        ordered = (
+            events
+            | "Items" >> beam.Map(lambda event: event[1][1])
+            | "Count" >> beam.combiners.Count.PerElement()
+            | "Collect" >> beam.combiners.ToList()
+            | "Order" >> beam.Map(ordered_vocabulary)
+        )
+        _ = ordered | "WriteVocabulary" >> beam.Map(write_vocabulary, paths)
+        ids = ordered | "Ids" >> beam.FlatMap(
+            lambda pairs: [(item, i + vocab_lib.NUM_RESERVED) for i, (item, _) in enumerate(pairs)]
+        )
+        records = (
+            events
+            | "ByUser" >> beam.GroupByKey()
+            | "Split" >> beam.ParDo(SplitUser(min_sequence_length), beam.pvalue.AsDict(ids)).with_outputs(*SPLITS)
+        )
+        for name in SPLITS:
+            _ = (
+                records[name]
+                | f"Serialize[{name}]" >> beam.Map(lambda example: example.SerializeToString())
+                | f"Write[{name}]" >> beam.io.WriteToTFRecord(
+                    os.path.join(sequences.uri, f"Split-{name}", "data_tfrecord"), file_name_suffix=".gz"
+                )
+            )
+
+    with tf.io.gfile.GFile(paths[0]) as f:
+        num_items = sum(1 for _ in f)
+    if num_items == 0:
+        raise InputError(f"no events in {patterns}")
+    sequences.split_names = artifact_utils.encode_split_names(list(SPLITS))
+    counts = {name: _count_records(os.path.join(sequences.uri, f"Split-{name}", "*")) for name in SPLITS}
+    summary = {"num_items": num_items, "num_users": counts["train"], **{f"{k}_records": v for k, v in counts.items()}}
+    for key, value in summary.items():
+        sequences.set_int_custom_property(key, value)
+    vocabulary.set_int_custom_property("num_items", num_items)
+    with tf.io.gfile.GFile(os.path.join(sequences.uri, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+
+
+def _count_records(pattern):
+    files = tf.io.gfile.glob(pattern)
+    return sum(1 for path in files for _ in tf.data.TFRecordDataset(path, compression_type="GZIP"))
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _short(example):
+    return {k: _text(feature_value(example, k)) for k in sorted(example.features.feature)}
