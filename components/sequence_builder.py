@@ -26,6 +26,8 @@ import os
 import apache_beam as beam
 import tensorflow as tf
 from tfx import v1 as tfx
+from tfx.components.util import examples_utils
+from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.artifacts import ItemVocabulary
@@ -199,6 +201,7 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     if num_items == 0:
         raise InputError(f"no events in {patterns}")
     sequences.split_names = artifact_utils.encode_split_names(list(SPLITS))
+    examples_utils.set_payload_format(sequences, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
     counts = {name: _count_records(os.path.join(sequences.uri, f"Split-{name}", "*")) for name in SPLITS}
     summary = {"num_items": num_items, "num_users": counts["train"], **{f"{k}_records": v for k, v in counts.items()}}
     for key, value in summary.items():

@@ -99,6 +99,30 @@ def build_parser():
     export.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip assets.extra/tf_serving_warmup_requests")
     export.set_defaults(func=_export)
+
+    pipeline = sub.add_parser("pipeline", help="the TFX pipeline (primary stack: Python 3.10, tfx 1.16)")
+    pipeline_sub = pipeline.add_subparsers(dest="pipeline_command")
+    run = pipeline_sub.add_parser("run", help="run the pipeline locally (LocalDagRunner, SQLite ML Metadata)")
+    run.add_argument("--data-root", required=True, help="directory of CSV files: user_id,item_id,timestamp")
+    run.add_argument("--pipeline-root", default=os.path.join("tfx", "pipelines", "tfseqrec"),
+                     help="artifact directory (default tfx/pipelines/tfseqrec)")
+    run.add_argument("--metadata-path", default=os.path.join("tfx", "metadata", "tfseqrec", "metadata.db"),
+                     help="SQLite ML Metadata file (default tfx/metadata/tfseqrec/metadata.db)")
+    run.add_argument("--serving-model-dir", default=os.path.join("saved_models", "tfseqrec"),
+                     help="where the Pusher pushes blessed models (default saved_models/tfseqrec)")
+    run.add_argument("--custom-config", help="JSON object or file of training options (TrainConfig keys, serving_k)")
+    run.add_argument("--pipeline-name", default="tfseqrec")
+    run.add_argument("--train-steps", type=int, default=None, help="cap on training steps")
+    run.add_argument("--threshold", type=float, default=0.0, help="least --metric a model needs to be pushed")
+    run.add_argument("--min-improvement", type=float, default=0.0,
+                     help="how much it must beat the last blessed model by")
+    run.add_argument("--metric", default="ndcg@10", help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr")
+    run.add_argument("--user-col", default="user_id")
+    run.add_argument("--item-col", default="item_id")
+    run.add_argument("--time-col", default="timestamp")
+    run.add_argument("--beam-arg", dest="beam_args", action="append", default=None,
+                     help="a Beam pipeline option, repeatable (default: the in-process DirectRunner)")
+    run.set_defaults(func=_pipeline_run)
     return parser
 
 
@@ -219,13 +243,7 @@ def _data_tfrecord(args):
 def _train(args):
     from tfseqrec import evaluation, training
 
-    options = {}
-    if args.config:
-        text = open(args.config).read() if os.path.exists(args.config) else args.config
-        try:
-            options = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"--config: not valid JSON ({e})") from None
+    options = _json_option("--config", args.config) or {}
     options["model"] = args.model
     for name in [f[0] for f in TRAIN_FLAGS] + ["mixed_precision", "jit_compile", "bucket_boundaries"]:
         if getattr(args, name) is not None:
@@ -324,6 +342,62 @@ def _export(args):
     print(json.dumps({"path": path, "version": version, "k": min(args.k, vocabulary.num_items),
                       "signatures": signatures}))
     return 0
+
+
+def _pipeline_run(args):
+    try:
+        from components import pipeline
+    except ImportError as e:
+        raise ValueError(f"the TFX pipeline needs the primary stack (pip install 'tfseqrec[tfx]'): {e}") from None
+    from ml_metadata.metadata_store import metadata_store
+    from tfx.orchestration import metadata
+
+    if not os.path.isdir(args.data_root):
+        raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
+    custom_config = _json_option("--custom-config", args.custom_config)
+    os.makedirs(os.path.dirname(os.path.abspath(args.metadata_path)), exist_ok=True)
+    pipeline.run(
+        data_root=os.path.abspath(args.data_root),
+        pipeline_root=os.path.abspath(args.pipeline_root),
+        metadata_path=os.path.abspath(args.metadata_path),
+        serving_model_dir=os.path.abspath(args.serving_model_dir),
+        custom_config=custom_config,
+        pipeline_name=args.pipeline_name,
+        train_steps=args.train_steps,
+        threshold=args.threshold,
+        min_improvement=args.min_improvement,
+        metric=args.metric,
+        user_column=args.user_col,
+        item_column=args.item_col,
+        time_column=args.time_col,
+        beam_pipeline_args=args.beam_args,
+    )
+    store = metadata_store.MetadataStore(metadata.sqlite_metadata_connection_config(os.path.abspath(args.metadata_path)))
+    evaluation = max(store.get_artifacts_by_type("ModelEvaluation"), key=lambda a: a.id)
+    pushed = max(store.get_artifacts_by_type("PushedModel"), key=lambda a: a.id)
+    result = {
+        "metrics": {k: v.double_value for k, v in sorted(evaluation.custom_properties.items()) if v.HasField("double_value")},
+        "pushed": bool(pushed.custom_properties["pushed"].int_value) if "pushed" in pushed.custom_properties else False,
+        "pushed_destination": pushed.custom_properties["pushed_destination"].string_value
+        if "pushed_destination" in pushed.custom_properties else None,
+        "pipeline_root": os.path.abspath(args.pipeline_root),
+        "metadata_path": os.path.abspath(args.metadata_path),
+    }
+    print(json.dumps(result))
+    return 0
+
+
+def _json_option(flag, text):
+    if not text:
+        return None
+    text = open(text).read() if os.path.exists(text) else text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{flag}: not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{flag}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 if __name__ == "__main__":

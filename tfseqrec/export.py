@@ -198,7 +198,8 @@ def save(model, vocabulary, export_dir, k=10, warmup=True):
     Args:
         model: a trained ``SASRec`` / ``BERT4Rec``.
         vocabulary: its ``ItemVocabulary``.
-        export_dir: the version directory to create, e.g. ``saved_models/ml1m/1``.
+        export_dir: the version directory to create (or an empty one), e.g.
+            ``saved_models/ml1m/1``.
         k: items per ``serving_default`` answer.
         warmup: write ``assets.extra/tf_serving_warmup_requests``.
 
@@ -206,7 +207,7 @@ def save(model, vocabulary, export_dir, k=10, warmup=True):
         The names of the signatures written.
     """
     export_dir = os.fspath(export_dir)
-    if os.path.exists(export_dir):
+    if os.path.exists(export_dir) and os.listdir(export_dir):
         raise FileExistsError(f"{export_dir} exists already; exports never overwrite a version")
     with tempfile.TemporaryDirectory() as tmp:
         vocabulary_path = vocabulary.save(os.path.join(tmp, vocab_lib.VOCAB_FILENAME))

@@ -105,22 +105,45 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
         ``(model, history, split, vocabulary)``; ``model`` holds the best weights.
     """
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    events = readers.read_interactions(data_path, format=format, **read_kwargs)
+    split, vocabulary, report = splits.prepare(events)
+    data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
+    model, history = fit(split, vocabulary, output_dir, config, strategy, callbacks, verbose, data)
+    return model, history, split, vocabulary
+
+
+def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(), verbose="auto", data=None,
+        log_dir=None, max_steps=None):
+    """Trains ``config.model`` on a prepared split (``train`` sequences, ``valid`` cases).
+
+    What ``train`` does once the data are read; the TFX trainer calls it on the
+    sequences the SequenceBuilder wrote.
+
+    Args:
+        split: a ``splits.Split`` (``test`` is not used).
+        vocabulary: the ``ItemVocabulary`` of its ids.
+        output_dir: the model directory (see the module docstring).
+        config: ``TrainConfig`` or dict.
+        strategy: a ``tf.distribute`` strategy to build and train under.
+        callbacks: extra Keras callbacks.
+        verbose: ``fit``'s verbosity.
+        data: what to record about the data in ``train_config.json``.
+        log_dir: TensorBoard directory (default ``output_dir/logs``).
+        max_steps: stop after this many training steps in all (``None``: epochs only).
+
+    Returns:
+        ``(model, history)``; ``model`` holds the best weights by validation NDCG@10.
+    """
+    config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy(
             "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
         )
-    events = readers.read_interactions(data_path, format=format, **read_kwargs)
-    split, vocabulary, report = splits.prepare(events)
     os.makedirs(output_dir, exist_ok=True)
     vocabulary.save(output_dir)
     with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
-        json.dump(
-            {"config": dataclasses.asdict(config), "data": os.path.abspath(events.path), "format": events.format,
-             "report": report},
-            f,
-            indent=2,
-        )
+        json.dump({"config": dataclasses.asdict(config), **(data or {})}, f, indent=2)
 
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
@@ -141,17 +164,19 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
             monitor=MONITOR, mode="max", patience=config.patience, restore_best_weights=True
         ),
         keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv"), append=True),
-        keras.callbacks.TensorBoard(os.path.join(output_dir, "logs")),
+        keras.callbacks.TensorBoard(log_dir or os.path.join(output_dir, "logs")),
         *callbacks,
     ]
     if config.max_train_minutes:
         cbs.append(TimeLimit(config.max_train_minutes * 60))
+    if max_steps:
+        cbs.append(StepLimit(max_steps))
     # The pipelines shuffle (fresh each epoch); fit's own shuffle does not apply to tf.data.
     history = model.fit(
         train_ds, validation_data=valid_ds, epochs=config.epochs, callbacks=cbs, verbose=verbose, shuffle=False
     )
     model.save(os.path.join(output_dir, MODEL_FILE))
-    return model, history, split, vocabulary
+    return model, history
 
 
 def training_dataset(config, sequences):
@@ -195,6 +220,20 @@ class TimeLimit(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if time.monotonic() - self.start >= self.seconds:
+            self.model.stop_training = True
+
+
+class StepLimit(keras.callbacks.Callback):
+    """Stops training after ``steps`` training batches in all (validation still runs)."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = int(steps)
+        self.seen = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        if self.seen >= self.steps:
             self.model.stop_training = True
 
 

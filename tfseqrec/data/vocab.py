@@ -72,8 +72,12 @@ class ItemVocabulary:
     @classmethod
     def from_items(cls, raw_items):
         """Builds a vocabulary from a stream of raw ids, most frequent first."""
-        counter = collections.Counter(str(item) for item in raw_items)
-        ordered = sorted(counter.items(), key=lambda kv: (-kv[1], _natural_key(kv[0])))
+        return cls.from_counts(collections.Counter(str(item) for item in raw_items))
+
+    @classmethod
+    def from_counts(cls, counts):
+        """Builds a vocabulary from ``{raw_id: count}``: most frequent first, ties by id."""
+        ordered = sorted(((str(item), int(n)) for item, n in counts.items()), key=lambda kv: (-kv[1], natural_key(kv[0])))
         return cls([item for item, _ in ordered], [count for _, count in ordered])
 
     @property
@@ -173,6 +177,6 @@ def _resolve(path):
     return os.path.join(path, VOCAB_FILENAME) if os.path.isdir(path) else path
 
 
-def _natural_key(raw_id):
-    # "2" before "10" for numeric ids; strings after numbers, alphabetically.
+def natural_key(raw_id):
+    """Sort key of raw ids: "2" before "10" for numeric ids; strings after numbers, alphabetically."""
     return (0, int(raw_id), "") if raw_id.isdigit() else (1, 0, raw_id)

@@ -1,0 +1,115 @@
+"""The tfseqrec TFX pipeline: CSV events to a blessed, pushed TF Serving model.
+
+::
+
+    CsvExampleGen ──> SequenceBuilder ──> Trainer ──────────────> RankingEvaluator ──> Pusher
+    (user,item,         (Beam: group by     (run_fn: fit,            ^  (NDCG@10 on test,     (saved_models/
+     timestamp CSV)      user, vocabulary,    export the serving     |   threshold and        <name>/<version>/)
+                         leave-one-out)       SavedModel)            |   last blessed model)
+                                              Resolver(LatestBlessedModelStrategy) ──┘
+
+``create_pipeline`` builds it; ``run`` runs it with ``LocalDagRunner`` and a SQLite ML
+Metadata store. The same pipeline object runs on Kubeflow Pipelines or Vertex AI
+(``tfx.orchestration.experimental.KubeflowV2DagRunner``) with a container image that
+has tfseqrec installed, and ``beam_pipeline_args`` move the Beam work (ExampleGen,
+SequenceBuilder) to a distributed runner, for example::
+
+    ["--runner=DataflowRunner", "--project=P", "--region=R", "--temp_location=gs://B/tmp"]
+"""
+
+import os
+
+from tfx import v1 as tfx
+
+from components.ranking_evaluator import RankingEvaluator
+from components.sequence_builder import SequenceBuilder
+
+TRAINER_RUN_FN = "components.trainer_module.run_fn"
+DEFAULT_CONFIG = {"model": "sasrec", "epochs": 20, "patience": 3, "max_sequence_length": 50, "hidden_dim": 64}
+LOCAL_BEAM_ARGS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+def create_pipeline(
+    data_root,
+    pipeline_root,
+    metadata_path,
+    serving_model_dir,
+    custom_config=None,
+    pipeline_name="tfseqrec",
+    train_steps=None,
+    threshold=0.0,
+    min_improvement=0.0,
+    metric="ndcg@10",
+    user_column="user_id",
+    item_column="item_id",
+    time_column="timestamp",
+    beam_pipeline_args=None,
+):
+    """The pipeline over the CSV files in ``data_root``.
+
+    Args:
+        data_root: directory of CSV files with a header (``user_id,item_id,timestamp``
+            by default; other columns are ignored).
+        pipeline_root: where artifacts go.
+        metadata_path: the SQLite ML Metadata file.
+        serving_model_dir: the Pusher's TF Serving base path (``saved_models/<name>``).
+        custom_config: training options (``tfseqrec.training.TrainConfig`` keys and
+            ``serving_k``), merged over ``DEFAULT_CONFIG``.
+        pipeline_name: the pipeline's name in ML Metadata.
+        train_steps: cap on training steps (``None``: the epochs of the config).
+        threshold: the least ``metric`` a model needs to be blessed.
+        min_improvement: how much it must beat the last blessed model by.
+        metric: the blessing metric (``ndcg@10``, ``hr@10``, ``mrr``, ...).
+        user_column, item_column, time_column: the CSV's column names.
+        beam_pipeline_args: Beam options (default: the in-process DirectRunner).
+    """
+    example_gen = tfx.components.CsvExampleGen(input_base=os.fspath(data_root))
+    builder = SequenceBuilder(
+        examples=example_gen.outputs["examples"],
+        user_column=user_column,
+        item_column=item_column,
+        time_column=time_column,
+    )
+    trainer = tfx.components.Trainer(
+        run_fn=TRAINER_RUN_FN,
+        examples=builder.outputs["sequences"],
+        train_args=tfx.proto.TrainArgs(splits=["train"], num_steps=train_steps),
+        eval_args=tfx.proto.EvalArgs(splits=["eval"]),
+        custom_config={**DEFAULT_CONFIG, **(custom_config or {})},
+    )
+    baseline = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id("latest_blessed_model_resolver")
+    evaluator = RankingEvaluator(
+        examples=builder.outputs["sequences"],
+        model=trainer.outputs["model"],
+        baseline_model=baseline.outputs["model"],
+        metric=metric,
+        threshold=float(threshold),
+        min_improvement=float(min_improvement),
+    )
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=os.fspath(serving_model_dir))
+        ),
+    )
+    return tfx.dsl.Pipeline(
+        pipeline_name=pipeline_name,
+        pipeline_root=os.fspath(pipeline_root),
+        components=[example_gen, builder, trainer, baseline, evaluator, pusher],
+        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
+            os.fspath(metadata_path)
+        ),
+        beam_pipeline_args=list(beam_pipeline_args or LOCAL_BEAM_ARGS),
+    )
+
+
+def run(**kwargs):
+    """Builds the pipeline with ``create_pipeline(**kwargs)`` and runs it locally."""
+    pipeline = create_pipeline(**kwargs)
+    tfx.orchestration.LocalDagRunner().run(pipeline)
+    return pipeline
