@@ -142,7 +142,8 @@ def check_columns(patterns, columns):
                         raise InputError(
                             f"column {column!r} is missing from the input examples {path} "
                             f"(columns: {sorted(example.features.feature)}); name the right one with "
-                            f"the SequenceBuilder's user_column / item_column / time_column"
+                            f"the SequenceBuilder's user_column / item_column / time_column "
+                            "(--user-col / --item-col / --time-col of 'tfseqrec pipeline run')"
                         )
                 return
     raise InputError(f"no input records under {patterns}")

@@ -1,0 +1,95 @@
+"""SequenceBuilder: events to leave-one-out sequence Examples with Beam."""
+
+import json
+import os
+
+import pytest
+from tfx.types import artifact_utils, standard_artifacts
+
+from components.artifacts import ItemVocabulary
+from components.sequence_builder import InputError, SequenceBuilder
+from tests.components.conftest import make_artifact, run_executor, write_event_examples
+from tfseqrec.data import tfrecord
+from tfseqrec.data import vocab as vocab_lib
+
+
+def test_component_contract():
+    spec = SequenceBuilder.SPEC_CLASS
+    assert spec.INPUTS["examples"].type == standard_artifacts.Examples
+    assert spec.OUTPUTS["sequences"].type == standard_artifacts.Examples
+    assert spec.OUTPUTS["vocabulary"].type == ItemVocabulary
+    assert {"user_column", "item_column", "time_column", "min_sequence_length"} <= set(spec.PARAMETERS)
+
+
+def _build(tmp_path, splits, **parameters):
+    examples = write_event_examples(tmp_path / "events", splits)
+    sequences = make_artifact(standard_artifacts.Examples, tmp_path / "sequences")
+    vocabulary = make_artifact(ItemVocabulary, tmp_path / "vocabulary")
+    run_executor(SequenceBuilder, {"examples": [examples]}, {"sequences": [sequences], "vocabulary": [vocabulary]},
+                 parameters, beam=True, tmp_dir=str(tmp_path / "tmp"))
+    return sequences, vocabulary
+
+
+def _read(sequences, split):
+    path = os.path.join(artifact_utils.get_split_uri([sequences], split), "*")
+    import glob
+
+    return tfrecord.read_examples(sorted(glob.glob(path)), compression="GZIP")
+
+
+def test_leave_one_out_splits_and_vocabulary(tmp_path):
+    events = {
+        # Events of one user are spread over both input splits and out of order.
+        "train": [
+            {"user_id": "u1", "item_id": "10", "timestamp": 3},
+            {"user_id": "u1", "item_id": "20", "timestamp": 1},
+            {"user_id": "u2", "item_id": "10", "timestamp": 5},
+        ],
+        "eval": [
+            {"user_id": "u1", "item_id": "30", "timestamp": 2},
+            {"user_id": "u1", "item_id": "10", "timestamp": 4},
+            {"user_id": "u2", "item_id": "30", "timestamp": 6},
+        ],
+    }
+    sequences, vocabulary = _build(tmp_path, events)
+    assert artifact_utils.decode_split_names(sequences.split_names) == ["train", "eval", "test"]
+    vocab = vocab_lib.ItemVocabulary.load(os.path.join(vocabulary.uri, "item_vocab.tsv"))
+    assert vocab.items == ["10", "30", "20"] and vocab.counts.tolist() == [3, 2, 1]
+    assert vocab == vocab_lib.ItemVocabulary.load(os.path.join(sequences.uri, "item_vocab.tsv"))
+    # u1 in time order: 20 30 10 10 -> train 20 30, eval 10 after [20 30], test 10 after [20 30 10].
+    train = _read(sequences, "train")
+    rows = {u: vocab.to_raw(train[i]) for i, u in enumerate(train.users)}
+    assert rows == {"u1": ["20", "30"], "u2": ["10", "30"]}  # u2 is too short to evaluate
+    valid, test = _read(sequences, "eval"), _read(sequences, "test")
+    assert list(valid.histories.users) == ["u1"] and vocab.to_raw(valid.targets) == ["10"]
+    assert vocab.to_raw(test.histories[0]) == ["20", "30", "10"] and vocab.to_raw(test.targets) == ["10"]
+    assert sequences.get_int_custom_property("num_users") == 2
+    assert sequences.get_int_custom_property("test_records") == 1
+    assert vocabulary.get_int_custom_property("num_items") == 3
+    with open(os.path.join(sequences.uri, "summary.json")) as f:
+        assert json.load(f)["num_items"] == 3
+
+
+def test_iso_timestamps_and_named_columns(tmp_path):
+    rows = [
+        {"uid": 7, "movie": 2, "when": "2024-01-03T00:00:00Z"},
+        {"uid": 7, "movie": 1, "when": "2024-01-01"},
+        {"uid": 7, "movie": 3, "when": "2024-01-02T12:00:00+00:00"},
+    ]
+    sequences, _ = _build(tmp_path, {"train": rows}, user_column="uid", item_column="movie", time_column="when")
+    test = _read(sequences, "test")
+    vocab = vocab_lib.ItemVocabulary.load(os.path.join(sequences.uri, "item_vocab.tsv"))
+    assert list(test.histories.users) == ["7"]
+    assert vocab.to_raw(test.histories[0]) == ["1", "3"] and vocab.to_raw(test.targets) == ["2"]
+
+
+def test_missing_column_names_it(tmp_path):
+    rows = [{"user_id": "u", "item_id": "i"}]
+    with pytest.raises(InputError, match="column 'timestamp' is missing from the input examples"):
+        _build(tmp_path, {"train": rows})
+
+
+def test_unparsable_timestamp_names_the_column_and_value(tmp_path):
+    rows = [{"user_id": "u", "item_id": "i", "timestamp": "1"}, {"user_id": "u", "item_id": "j", "timestamp": "later"}]
+    with pytest.raises(Exception, match="column 'timestamp': cannot read 'later' as a time"):
+        _build(tmp_path, {"train": rows})

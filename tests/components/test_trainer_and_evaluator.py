@@ -1,0 +1,132 @@
+"""The trainer's run_fn and the RankingEvaluator on sequences built by the SequenceBuilder."""
+
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+from tfx import v1 as tfx
+from tfx.types import standard_artifacts
+
+from components import trainer_module
+from components.artifacts import ItemVocabulary
+from components.ranking_evaluator import RankingEvaluator
+from components.sequence_builder import SequenceBuilder
+from tests.components.conftest import make_artifact, run_executor, write_event_examples
+from tfseqrec import evaluation, export, serving, training
+from tfseqrec.data import tfrecord
+from tfseqrec.models import SASRec
+
+CONFIG = {"model": "sasrec", "epochs": 6, "hidden_dim": 16, "max_sequence_length": 10, "batch_size": 16,
+          "learning_rate": 0.01, "serving_k": 4}
+
+
+@pytest.fixture(scope="module")
+def sequences(tmp_path_factory):
+    """80 users walking through 20 items in order, each from its own start: a learnable pattern."""
+    root = tmp_path_factory.mktemp("sequences")
+    rng = np.random.default_rng(0)
+    rows = []
+    for user in range(80):
+        start = int(rng.integers(20))
+        for t in range(int(rng.integers(5, 12))):
+            rows.append({"user_id": f"u{user}", "item_id": f"i{(start + t) % 20}", "timestamp": t})
+    examples = write_event_examples(root / "events", {"train": rows})
+    out = make_artifact(standard_artifacts.Examples, root / "sequences")
+    vocabulary = make_artifact(ItemVocabulary, root / "vocabulary")
+    run_executor(SequenceBuilder, {"examples": [examples]}, {"sequences": [out], "vocabulary": [vocabulary]}, {},
+                 beam=True, tmp_dir=str(root / "tmp"))
+    return out
+
+
+def _fn_args(sequences, root, config, train_steps=None):
+    return tfx.components.FnArgs(
+        train_files=[os.path.join(sequences.uri, "Split-train", "*")],
+        eval_files=[os.path.join(sequences.uri, "Split-eval", "*")],
+        model_run_dir=str(root / "model_run"),
+        serving_model_dir=str(root / "model" / "Format-Serving"),
+        custom_config=config,
+        train_steps=train_steps,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(sequences, tmp_path_factory):
+    root = tmp_path_factory.mktemp("trainer")
+    trainer_module.run_fn(_fn_args(sequences, root, CONFIG))
+    return root
+
+
+def test_run_fn_trains_logs_and_exports(trained):
+    assert glob.glob(str(trained / "model_run" / "train" / "events.out.tfevents.*"))  # TensorBoard
+    with open(trained / "model_run" / "train_config.json") as f:
+        assert json.load(f)["config"]["hidden_dim"] == 16  # from custom_config
+    predictor = serving.SavedModelPredictor(trained / "model" / "Format-Serving")
+    assert set(predictor.signatures) >= {"serving_default", "recommend_top_k", "predict_examples"}
+    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4", "i5"]])})
+    assert out["item_ids"].shape == (1, 4)  # serving_k
+    assert out["item_ids"][0, 0] == b"i6"  # it learned the walk
+
+
+def test_run_fn_train_steps_caps_training(sequences, tmp_path):
+    trainer_module.run_fn(_fn_args(sequences, tmp_path, {**CONFIG, "epochs": 50}, train_steps=3))
+    with open(tmp_path / "model_run" / "history.csv") as f:
+        assert len(f.read().strip().splitlines()) == 2  # header and the one epoch the 3 steps fall in
+
+
+def test_run_fn_rejects_unknown_options(sequences, tmp_path):
+    with pytest.raises(ValueError, match="unknown training options"):
+        trainer_module.run_fn(_fn_args(sequences, tmp_path, {"hiden_dim": 3}))
+
+
+def _evaluate(tmp_path, sequences, model_root, baseline_root=None, **parameters):
+    model = make_artifact(standard_artifacts.Model, model_root / "model", artifact_id=7)
+    inputs = {"examples": [sequences], "model": [model]}
+    if baseline_root is not None:
+        inputs["baseline_model"] = [make_artifact(standard_artifacts.Model, baseline_root / "model", artifact_id=3)]
+    evaluation_artifact = make_artifact(standard_artifacts.ModelEvaluation, tmp_path / "evaluation")
+    blessing = make_artifact(standard_artifacts.ModelBlessing, tmp_path / "blessing")
+    run_executor(RankingEvaluator, inputs, {"evaluation": [evaluation_artifact], "blessing": [blessing]}, parameters)
+    with open(os.path.join(evaluation_artifact.uri, "metrics.json")) as f:
+        return json.load(f), evaluation_artifact, blessing
+
+
+def test_component_contract():
+    spec = RankingEvaluator.SPEC_CLASS
+    assert spec.INPUTS["model"].type == standard_artifacts.Model
+    assert spec.INPUTS["baseline_model"].optional
+    assert spec.OUTPUTS["blessing"].type == standard_artifacts.ModelBlessing
+    assert {"metric", "threshold", "min_improvement", "split"} <= set(spec.PARAMETERS)
+
+
+def test_metrics_equal_the_library_evaluation(sequences, trained, tmp_path):
+    report, evaluation_artifact, blessing = _evaluate(tmp_path, sequences, trained, threshold=0.05)
+    model, _, _ = training.load(trained / "model_run")
+    cases = tfrecord.read_examples(glob.glob(os.path.join(sequences.uri, "Split-test", "*")), compression="GZIP")
+    expected = evaluation.evaluate(model, cases, exclude_seen=True, progress=False)
+    for key in ("ndcg@10", "hr@10", "ndcg@1", "hr@20", "mrr"):
+        assert report["candidate"][key] == pytest.approx(expected[key], abs=1e-6)
+    assert report["candidate"]["num_users"] == len(cases.targets)
+    assert evaluation_artifact.get_float_custom_property("ndcg@10") == pytest.approx(expected["ndcg@10"])
+    assert report["blessed"] and blessing.get_int_custom_property("blessed") == 1
+    assert blessing.get_int_custom_property("current_model_id") == 7
+    assert os.path.exists(os.path.join(blessing.uri, "BLESSED"))
+
+
+def test_threshold_and_baseline_decide_the_blessing(sequences, trained, tmp_path):
+    report, _, blessing = _evaluate(tmp_path / "a", sequences, trained, threshold=1.01)
+    assert not report["blessed"] and "below the threshold" in report["reasons"][0]
+    assert blessing.get_int_custom_property("blessed") == 0
+    assert os.path.exists(os.path.join(blessing.uri, "NOT_BLESSED"))
+    # The same model as its own baseline does not beat it.
+    report, _, blessing = _evaluate(tmp_path / "b", sequences, trained, baseline_root=trained)
+    assert not report["blessed"] and "does not beat the last blessed model" in report["reasons"][0]
+    assert blessing.get_int_custom_property("baseline_model_id") == 3
+    # An untrained baseline is beaten.
+    untrained = tmp_path / "untrained"
+    vocabulary = trainer_module.read_vocabulary([os.path.join(sequences.uri, "Split-train", "*")])
+    export.save(SASRec(num_items=vocabulary.num_items, max_sequence_length=10, hidden_dim=16), vocabulary,
+                untrained / "model" / "Format-Serving")
+    report, _, _ = _evaluate(tmp_path / "c", sequences, trained, baseline_root=untrained)
+    assert report["blessed"] and report["baseline"]["ndcg@10"] < report["candidate"]["ndcg@10"]
