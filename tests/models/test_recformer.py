@@ -1,0 +1,117 @@
+"""Recformer: the pretrained start reproduces BERT, both objectives train, save/load."""
+
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tests.test_case import TestCase
+from tfseqrec.data import text
+from tfseqrec.models.recformer import Recformer, minilm_path
+
+
+def _layer_norm(x, gamma, beta, eps=1e-12):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _bert_forward(w, ids, num_layers, num_heads):
+    """A plain NumPy BERT encoder (Hugging Face weight names), the reference."""
+    erf = np.vectorize(math.erf)
+    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][: len(ids)]
+    x = _layer_norm(x + w["embeddings.token_type_embeddings.weight"][0], w["embeddings.LayerNorm.weight"],
+                    w["embeddings.LayerNorm.bias"])
+    d = x.shape[-1]
+    dh = d // num_heads
+    for i in range(num_layers):
+        p = f"encoder.layer.{i}."
+
+        def dense(t, name):
+            return t @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+
+        q, k, v = (dense(x, f"attention.self.{n}").reshape(-1, num_heads, dh) for n in ("query", "key", "value"))
+        scores = np.einsum("qhd,khd->hqk", q, k) / math.sqrt(dh)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        context = np.einsum("hqk,khd->qhd", weights, v).reshape(-1, d)
+        x = _layer_norm(x + dense(context, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
+                        w[p + "attention.output.LayerNorm.bias"])
+        hidden = dense(x, "intermediate.dense")
+        hidden = 0.5 * hidden * (1.0 + erf(hidden / math.sqrt(2.0)))
+        x = _layer_norm(x + dense(hidden, "output.dense"), w[p + "output.LayerNorm.weight"],
+                        w[p + "output.LayerNorm.bias"])
+    return x
+
+
+def _tiny(**kwargs):
+    config = dict(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
+                  max_sequence_length=24, max_items=4, attention_window=4, dropout=0.0, num_items=6, seed=1)
+    config.update(kwargs)
+    return Recformer(**config)
+
+
+def _batch(rng, batch=4, length=24):
+    ids = rng.integers(5, 40, size=(batch, length))
+    mask = np.ones((batch, length), bool)
+    mask[:, length - 5 :] = False
+    types = np.where(np.arange(length) % 2, text.VALUE_TYPE, text.KEY_TYPE)[None].repeat(batch, 0)
+    types[:, 0] = text.CLS_TYPE
+    return {
+        "token_ids": np.where(mask, ids, 0),
+        "token_type_ids": np.where(mask, types, 0).astype("int32"),
+        "item_position_ids": np.where(mask, (np.arange(length) // 5).clip(0, 4), 0).astype("int32"),
+        "padding_mask": mask,
+    }
+
+
+class RecformerTest(TestCase):
+    def test_minilm_weights_reproduce_the_numpy_bert(self):
+        from safetensors.numpy import load_file
+
+        path = minilm_path()
+        tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), attributes=["title"])
+        tokens = tokenizer.tokenizer.tokenize(tf.constant(["Hello world, Recformer reads item text."]))
+        ids = np.array([101] + tokens[0].numpy().tolist() + [102])
+        self.assertEqual(ids[:3].tolist(), [101, 7592, 2088])  # BERT uncased ids of "hello world"
+        model = Recformer(max_sequence_length=64, attention_window=64, dropout=0.0).load_bert_weights(path)
+        inputs = {
+            "token_ids": ids[None],
+            "token_type_ids": np.zeros((1, len(ids)), "int32"),
+            "item_position_ids": np.zeros((1, len(ids)), "int32"),
+            "padding_mask": np.ones((1, len(ids)), bool),
+        }
+        got = model.encode_tokens(inputs)[0]
+        expected = _bert_forward(load_file(os.path.join(path, "model.safetensors")), ids, 6, 12)
+        self.assertAllClose(got, expected, atol=1e-4)
+
+    def test_finetune_fit_scores_and_save_load(self):
+        rng = np.random.default_rng(0)
+        model = _tiny()
+        model.build()
+        model.set_item_embeddings(rng.normal(size=(6, 8)))
+        x, y = _batch(rng), np.array([0, 1, 2, 3])
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        history = model.fit(x, y, epochs=5, batch_size=4, verbose=0)
+        self.assertLess(history.history["loss"][-1], history.history["loss"][0])
+        scores = model.scores(model(x))
+        self.assertEqual(tuple(scores.shape), (4, 6))
+        self.assertAllInRange(np.asarray(scores) * model.temperature, -1.0 - 1e-5, 1.0 + 1e-5)
+        path = os.path.join(self.get_temp_dir(), "recformer.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path)
+        self.assertAllClose(loaded.scores(loaded(x)), scores, atol=1e-5)
+        bigger = model.resized(9)
+        self.assertEqual(tuple(bigger.item_embeddings.shape), (9, 8))
+        self.assertAllClose(bigger(x), model(x), atol=1e-6)
+
+    def test_pretrain_objective_fits(self):
+        rng = np.random.default_rng(1)
+        model = _tiny(objective="pretrain", mask_token_id=3)
+        x, y = _batch(rng), _batch(rng)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        history = model.fit(x, y, epochs=3, batch_size=4, verbose=0)
+        self.assertTrue(np.all(np.isfinite(history.history["loss"])))
+        self.run_serialization_test(model)

@@ -1,0 +1,124 @@
+"""Item text to Recformer inputs: "key value" token sequences, newest item first, behind [CLS].
+
+An item is the text of its attributes flattened as ``key value key value ...``
+(Recformer, Li et al. KDD 2023). Tokens carry a type: ``CLS_TYPE`` for the leading
+``[CLS]``, ``KEY_TYPE`` for attribute names and ``VALUE_TYPE`` for their values.
+
+Tokenization is tensorflow-text's ``FastBertTokenizer`` (BERT uncased: lower-case,
+accents stripped, punctuation split, WordPiece) and runs in the TensorFlow graph, so an
+exported model takes raw strings.
+
+Example:
+
+>>> tokenizer = ItemTextTokenizer(["[PAD]", "[UNK]", "[CLS]", "title", "brand", "red", "pen", "acme"],
+...                               attributes=["title", "brand"], max_attribute_tokens=4)
+>>> tokens, types = tokenizer.tokenize([["Red pen", "ACME"]])
+>>> tokens.to_list(), types.to_list()
+([[3, 5, 6, 4, 7]], [[1, 2, 2, 1, 2]])
+"""
+
+import numpy as np
+import tensorflow as tf
+
+CLS_TYPE, KEY_TYPE, VALUE_TYPE = 0, 1, 2
+NUM_TOKEN_TYPES = 3
+
+# Attributes Recformer reads, by dataset (order matters: it is the order in the text).
+ATTRIBUTES = {
+    "amazon": ("title", "brand", "categories"),
+    "movielens": ("title", "genres"),
+}
+
+
+class ItemTextTokenizer:
+    """Tokenizes item attributes into ``key value`` tokens with their token types.
+
+    Args:
+        vocabulary: WordPiece tokens (a list) or the path of a ``vocab.txt``.
+        attributes: the attribute names, in text order; their names are the keys.
+        max_attribute_tokens: each attribute's value is cut to this many tokens.
+        cls_token, unk_token, pad_token: the special tokens of ``vocabulary``.
+    """
+
+    def __init__(self, vocabulary, attributes, max_attribute_tokens=32, cls_token="[CLS]", unk_token="[UNK]",
+                 pad_token="[PAD]"):
+        import tensorflow_text
+
+        if isinstance(vocabulary, str):
+            with tf.io.gfile.GFile(vocabulary) as f:
+                vocabulary = [line.rstrip("\n") for line in f]
+        self.vocabulary = list(vocabulary)
+        self.attributes = list(attributes)
+        self.max_attribute_tokens = int(max_attribute_tokens)
+        for token in (cls_token, unk_token, pad_token):
+            if token not in self.vocabulary:
+                raise ValueError(f"the vocabulary has no {token!r} token")
+        self.cls_id = self.vocabulary.index(cls_token)
+        self.pad_id = self.vocabulary.index(pad_token)
+        self.tokenizer = tensorflow_text.FastBertTokenizer(
+            vocab=self.vocabulary,
+            unknown_token=unk_token,
+            lower_case_nfd_strip_accents=True,
+            token_out_type=tf.int64,
+        )
+        keys = self.tokenizer.tokenize(tf.constant([a.replace("_", " ") for a in self.attributes]))
+        self.key_tokens = [np.asarray(k, np.int64) for k in keys.to_list()]
+
+    def tokenize(self, texts):
+        """Token ids and types of items, ragged ``[items, (tokens)]``.
+
+        Args:
+            texts: string ``[items, len(attributes)]``; an empty value drops its key too.
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        pieces_ids, pieces_types = [], []
+        for a in range(len(self.attributes)):
+            value = self.tokenizer.tokenize(texts[:, a])[:, : self.max_attribute_tokens]
+            present = value.row_lengths() > 0
+            key_tokens = tf.constant(self.key_tokens[a], tf.int64)
+            key_lengths = tf.where(present, tf.size(key_tokens, out_type=tf.int64), 0)
+            key = tf.RaggedTensor.from_row_lengths(
+                tf.tile(key_tokens, [tf.reduce_sum(tf.cast(present, tf.int32))]), key_lengths
+            )
+            pieces_ids += [key, value]
+            pieces_types += [tf.ones_like(key, tf.int32) * KEY_TYPE, tf.ones_like(value, tf.int32) * VALUE_TYPE]
+        return tf.concat(pieces_ids, axis=1), tf.concat(pieces_types, axis=1)
+
+
+def pack_histories(item_tokens, item_types, cls_id, max_items, max_tokens):
+    """Recformer inputs of histories of tokenized items.
+
+    Args:
+        item_tokens: int64 ragged ``[batch, (items), (tokens)]``, oldest item first.
+        item_types: the token types, same structure.
+        cls_id: the ``[CLS]`` token id.
+        max_items: the newest ``max_items`` items are kept.
+        max_tokens: the width of the output, ``[CLS]`` included; tokens past it (of the
+            oldest items kept) are cut.
+
+    Returns:
+        dict of ``[batch, max_tokens]`` tensors: ``token_ids`` (int64; 0 pads),
+        ``token_type_ids`` and ``item_position_ids`` (int32; ``[CLS]`` is item position 0,
+        the newest item 1, the one before it 2, ...) and ``padding_mask`` (bool).
+    """
+    newest_first_tokens = tf.reverse(item_tokens, axis=[1])[:, :max_items]
+    newest_first_types = tf.reverse(item_types, axis=[1])[:, :max_items]
+    batch = newest_first_tokens.nrows()
+    item_index = tf.ragged.range(newest_first_tokens.row_lengths()) + 1  # [batch, (items)]
+    token_item = tf.gather(item_index.flat_values, newest_first_tokens.values.value_rowids())
+    positions = newest_first_tokens.with_values(newest_first_tokens.values.with_flat_values(tf.cast(token_item, tf.int32)))
+    cls = tf.ones([batch, 1], tf.int64)
+
+    def flat(ragged, first):
+        merged = ragged.merge_dims(1, 2)
+        return tf.concat([tf.cast(first, merged.dtype), merged], axis=1).to_tensor(
+            default_value=tf.zeros([], merged.dtype), shape=[None, max_tokens]
+        )
+
+    token_ids = flat(newest_first_tokens, cls * cls_id)
+    return {
+        "token_ids": token_ids,
+        "token_type_ids": flat(newest_first_types, cls * CLS_TYPE),
+        "item_position_ids": flat(positions, cls * 0),
+        "padding_mask": flat(tf.ones_like(newest_first_types, tf.bool), tf.cast(cls, tf.bool)),
+    }
