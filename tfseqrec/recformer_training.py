@@ -1,0 +1,241 @@
+"""From interactions and item text to a fine-tuned Recformer: the wiring behind
+``tfseqrec train --model recformer``.
+
+``train`` splits the data (leave-one-out), tokenizes every item's text, starts the
+encoder from all-MiniLM-L6-v2 (the first ``num_layers`` layers), and fine-tunes in
+Recformer's two stages: stage 1 re-encodes the item table from the encoder after
+every epoch, stage 2 freezes it and trains the encoder alone. Each epoch is validated
+by full-catalogue NDCG@10 on the validation cases; the best weights are kept. The
+model directory holds:
+
+    model.keras         the Recformer (encoder and item table)
+    item_vocab.tsv      the item vocabulary
+    item_text.json      the text of every item, as read ({raw id: {attribute: text}})
+    recformer_config.json  the ``RecformerConfig`` and the data
+    history.csv         per-epoch loss and validation metrics
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec import evaluation
+from tfseqrec.data import readers, splits, text
+from tfseqrec.data import vocab as vocab_lib
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "recformer_config.json"
+TEXT_FILE = "item_text.json"
+
+
+@dataclasses.dataclass
+class RecformerConfig:
+    """Sizes and schedule of a Recformer run (defaults fit a 2-core CPU; see the README)."""
+
+    attributes: list = None  # None: by the item-text file (Amazon: title, brand, categories)
+    max_attribute_tokens: int = 12
+    max_items: int = 20
+    max_tokens: int = 128
+    num_layers: int = 2  # of all-MiniLM-L6-v2's 6
+    attention_window: int = 64
+    pretrained: bool = True
+    dropout: float = 0.1
+    temperature: float = 0.05
+    batch_size: int = 32
+    learning_rate: float = 5e-5
+    stage1_epochs: int = 4
+    stage2_epochs: int = 2
+    stage2_learning_rate: float = None  # default: learning_rate / 2
+    patience: int = 2
+    examples_per_user: int = 1
+    validation_batch_size: int = 128
+    max_train_minutes: float = None
+    seed: int = 0
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown Recformer options {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+def default_attributes(item_text_path):
+    return list(text.ATTRIBUTES["amazon" if str(item_text_path).endswith(".json") else "movielens"])
+
+
+def item_texts(item_text, vocabulary, attributes):
+    """``[vocabulary.size, len(attributes)]`` strings; reserved ids and unknown items are empty."""
+    table = np.full((vocabulary.size, len(attributes)), "", dtype=object)
+    missing = 0
+    for i, raw in enumerate(vocabulary.items):
+        attrs = item_text.get(raw)
+        if attrs is None:
+            missing += 1
+            continue
+        table[vocab_lib.NUM_RESERVED + i] = [attrs.get(a, "") or "" for a in attributes]
+    return table, missing
+
+
+def build(config, vocabulary, texts, model=None):
+    """The ``RecformerRecommender`` of ``config`` over ``texts`` (``item_texts``)."""
+    from tfseqrec.models.recformer import Recformer, RecformerRecommender, minilm_path
+
+    path = minilm_path()
+    tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), config.attributes, config.max_attribute_tokens)
+    tokens, types = tokenizer.tokenize(texts)
+    if model is None:
+        model = Recformer(
+            num_layers=config.num_layers,
+            max_sequence_length=config.max_tokens,
+            max_items=config.max_items,
+            attention_window=config.attention_window,
+            dropout=config.dropout,
+            temperature=config.temperature,
+            num_items=vocabulary.num_items,
+            seed=config.seed,
+        )
+        model.build()
+        if config.pretrained:
+            model.load_bert_weights(path)
+    return RecformerRecommender(model, tokens, types, tokenizer.cls_id)
+
+
+def training_pairs(sequences, examples_per_user=1):
+    """``(histories, targets)``: the last ``examples_per_user`` next items of each sequence."""
+    histories, targets = [], []
+    for u in range(len(sequences)):
+        seq = sequences[u]
+        for t in range(max(1, len(seq) - examples_per_user), len(seq)):
+            histories.append(seq[:t])
+            targets.append(seq[t])
+    return histories, np.asarray(targets, np.int64)
+
+
+def training_dataset(recommender, sequences, config):
+    histories, targets = training_pairs(sequences, config.examples_per_user)
+    ragged = tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1)
+    ds = tf.data.Dataset.from_tensor_slices((ragged, targets - vocab_lib.NUM_RESERVED))
+    ds = ds.shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
+    return ds.map(lambda h, y: (recommender.pack(h), y), num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+
+
+class RankingValidation(keras.callbacks.Callback):
+    """Full-catalogue validation metrics after every epoch, into ``logs`` as ``val_*``.
+
+    With ``refresh=True`` (stage 1) the item table is re-encoded first, so the
+    metrics, and the next epoch, use the current encoder's item vectors.
+    """
+
+    def __init__(self, recommender, cases, refresh, batch_size=128):
+        super().__init__()
+        self.recommender = recommender
+        self.cases = cases
+        self.refresh = refresh
+        self.batch_size = batch_size
+        self.best = -np.inf
+        self.best_weights = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.refresh:
+            self.recommender.refresh_item_embeddings()
+        result = evaluation.evaluate(self.recommender, self.cases, batch_size=self.batch_size, progress=False)
+        for key in ("ndcg@10", "hr@10", "mrr"):
+            logs["val_" + key.replace("@", "_")] = result[key]
+        if result["ndcg@10"] > self.best:
+            self.best = result["ndcg@10"]
+            self.best_weights = [v.numpy() for v in self.model.weights]
+
+
+def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None):
+    """Fine-tunes a Recformer; returns ``(recommender, history_rows, split, vocabulary)``.
+
+    Args:
+        data_path: interaction file or dataset directory (see ``readers``).
+        item_text_path: item text (``*.item.json``, ``movies.dat``, ``u.item``).
+        output_dir: the model directory.
+        config: ``RecformerConfig`` or dict.
+        verbose: ``fit`` verbosity.
+        split, vocabulary: a prepared split to train on instead of ``data_path``'s
+            leave-one-out split (for example ``splits.cold_start_split``'s train set).
+    """
+    from tfseqrec.training import TimeLimit
+
+    config = config if isinstance(config, RecformerConfig) else RecformerConfig.from_dict(config or {})
+    if config.attributes is None:
+        config.attributes = default_attributes(item_text_path)
+    keras.utils.set_random_seed(config.seed)
+    report = {}
+    if split is None:
+        split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
+    raw_text = readers.read_item_text(item_text_path)
+    texts, missing = item_texts(raw_text, vocabulary, config.attributes)
+    recommender = build(config, vocabulary, texts)
+    model = recommender.model
+
+    os.makedirs(output_dir, exist_ok=True)
+    vocabulary.save(output_dir)
+    with open(os.path.join(output_dir, TEXT_FILE), "w", encoding="utf-8") as f:
+        json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
+    with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
+        json.dump({"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
+                   "items_without_text": missing, "report": report}, f, indent=2)
+
+    train_ds = training_dataset(recommender, split.train, config)
+    rows, start = [], time.monotonic()
+    budget = config.max_train_minutes * 60 if config.max_train_minutes else None
+    best_weights, best = None, -np.inf
+    stages = [(1, config.stage1_epochs, config.learning_rate, True),
+              (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False)]
+    recommender.refresh_item_embeddings()
+    for stage, epochs, learning_rate, refresh in stages:
+        if epochs <= 0 or (budget and time.monotonic() - start >= budget):
+            continue
+        if best_weights is not None:  # stage 2 starts from the best stage-1 model and its item table
+            model.set_weights(best_weights)
+        model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
+        validation = RankingValidation(recommender, split.valid, refresh, config.validation_batch_size)
+        callbacks = [
+            validation,
+            keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
+        ]
+        if budget:
+            callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
+        history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
+        for epoch, values in enumerate(zip(*history.history.values())):
+            rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
+        if validation.best > best:
+            best, best_weights = validation.best, validation.best_weights
+    if best_weights is not None:
+        model.set_weights(best_weights)
+    model.save(os.path.join(output_dir, MODEL_FILE))
+    with open(os.path.join(output_dir, "history.csv"), "w") as f:
+        keys = sorted({k for r in rows for k in r}, key=lambda k: (k not in ("stage", "epoch"), k))
+        f.write(",".join(keys) + "\n")
+        for r in rows:
+            f.write(",".join(str(r.get(k, "")) for k in keys) + "\n")
+    return recommender, rows, split, vocabulary
+
+
+def load(model_dir):
+    """``(recommender, vocabulary, info)`` of a directory written by ``train``."""
+    import tfseqrec.models  # noqa: F401  (registers the classes)
+
+    path = os.path.join(model_dir, MODEL_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?")
+    model = keras.saving.load_model(path)
+    vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
+    with open(os.path.join(model_dir, CONFIG_FILE)) as f:
+        info = json.load(f)
+    with open(os.path.join(model_dir, TEXT_FILE), encoding="utf-8") as f:
+        raw_text = json.load(f)
+    config = RecformerConfig.from_dict(info["config"])
+    texts, _ = item_texts(raw_text, vocabulary, config.attributes)
+    return build(config, vocabulary, texts, model=model), vocabulary, info
