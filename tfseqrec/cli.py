@@ -47,8 +47,9 @@ def build_parser():
     convert.add_argument("--output", required=True, help="directory for train/valid/test .tfrecord.gz and the vocabulary")
     convert.set_defaults(func=_data_tfrecord)
 
-    train = sub.add_parser("train", help="train SASRec or BERT4Rec on leave-one-out splits")
-    train.add_argument("--model", choices=["sasrec", "bert4rec"], default="sasrec")
+    train = sub.add_parser("train", help="train SASRec, BERT4Rec or Recformer on leave-one-out splits")
+    train.add_argument("--model", choices=["sasrec", "bert4rec", "recformer"], default="sasrec")
+    train.add_argument("--item-text", help="Recformer: item text (*.item.json, movies.dat, u.item)")
     train.add_argument("--data", required=True, help=DATA_HELP)
     train.add_argument("--output", required=True, help="model directory (an unfinished run there resumes)")
     train.add_argument("--config", help="JSON object or file of training options (flags override it)")
@@ -98,6 +99,8 @@ def build_parser():
     export.add_argument("--k", type=int, default=10, help="items per serving_default answer (default 10)")
     export.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip assets.extra/tf_serving_warmup_requests")
+    export.add_argument("--item-text", help="Recformer: add the items of this file the model has not seen "
+                        "to the served index (encoded by the trained encoder; no retraining)")
     export.set_defaults(func=_export)
 
     pipeline = sub.add_parser("pipeline", help="the TFX pipeline (primary stack: Python 3.10, tfx 1.16)")
@@ -240,9 +243,52 @@ def _data_tfrecord(args):
     return 0
 
 
+def load_model(model_dir):
+    """``(model, vocabulary, info)`` of any model directory ``tfseqrec train`` writes.
+
+    For Recformer the model is the ``RecformerRecommender`` (same interface).
+    """
+    from tfseqrec import recformer_training, training
+
+    if os.path.exists(os.path.join(model_dir, recformer_training.CONFIG_FILE)):
+        return recformer_training.load(model_dir)
+    return training.load(model_dir)
+
+
+RECFORMER_FLAGS = {"epochs": "stage1_epochs", "patience": "patience", "num_layers": "num_layers",
+                   "dropout": "dropout", "batch_size": "batch_size", "learning_rate": "learning_rate",
+                   "max_sequence_length": "max_tokens", "max_train_minutes": "max_train_minutes", "seed": "seed"}
+
+
+def _train_recformer(args):
+    from tfseqrec import evaluation, recformer_training
+
+    if not args.item_text:
+        raise ValueError("--model recformer needs --item-text (the items' text: *.item.json, movies.dat, u.item)")
+    options = _json_option("--config", args.config) or {}
+    for name in [f[0] for f in TRAIN_FLAGS]:
+        if getattr(args, name) is not None:
+            if name not in RECFORMER_FLAGS:
+                raise ValueError(f"--{name.replace('_', '-')} is not an option of Recformer; "
+                                 f"see RecformerConfig for its options (--config)")
+            options[RECFORMER_FLAGS[name]] = getattr(args, name)
+    recommender, rows, split, _ = recformer_training.train(
+        _resolve(args.data), _resolve(args.item_text), args.output, options, verbose=2 if args.quiet else "auto"
+    )
+    result = evaluation.evaluate(recommender, split.test, progress=not args.quiet and None)
+    result["model_dir"] = args.output
+    result["epochs"] = len(rows)
+    print(json.dumps(result))
+    return 0
+
+
 def _train(args):
     from tfseqrec import evaluation, training
 
+    if args.model == "recformer":
+        return _train_recformer(args)
+    if args.item_text:
+        raise ValueError("--item-text is for --model recformer; SASRec and BERT4Rec read item ids only")
     options = _json_option("--config", args.config) or {}
     options["model"] = args.model
     for name in [f[0] for f in TRAIN_FLAGS] + ["mixed_precision", "jit_compile", "bucket_boundaries"]:
@@ -265,7 +311,7 @@ def _evaluate(args):
     from tfseqrec import evaluation, training
     from tfseqrec.data import splits, vocab
 
-    model, vocabulary, _ = training.load(args.model_dir)
+    model, vocabulary, _ = load_model(args.model_dir)
     _, split, _, report = _load(args, vocabulary)
     cases = split.test if args.split == "test" else split.valid
     known = cases.targets != vocab.OOV_ID
@@ -291,6 +337,8 @@ def _plot(args):
     from tfseqrec import plot, training
     from tfseqrec.data import readers, splits, vocab
 
+    if os.path.exists(os.path.join(args.model_dir, "recformer_config.json")):
+        raise ValueError("plot draws SASRec/BERT4Rec attention maps; a Recformer's curves are in its history.csv")
     model, vocabulary, info = training.load(args.model_dir)
     out = args.output or args.model_dir
     os.makedirs(out, exist_ok=True)
@@ -312,10 +360,9 @@ def _plot(args):
 
 
 def _recommend(args):
-    from tfseqrec import training
     from tfseqrec.data import vocab
 
-    model, vocabulary, _ = training.load(args.model_dir)
+    model, vocabulary, _ = load_model(args.model_dir)
     raw = args.history.split()
     ids = vocabulary.lookup(raw)
     unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
@@ -334,13 +381,22 @@ def _recommend(args):
 
 
 def _export(args):
-    from tfseqrec import export, training
+    from tfseqrec import export, recformer_training
+    from tfseqrec.data import readers
 
-    model, vocabulary, _ = training.load(args.model_dir)
+    model, vocabulary, info = load_model(args.model_dir)
+    added = []
+    if args.item_text:
+        if not hasattr(model, "tokenizer"):
+            raise ValueError("--item-text adds items to a Recformer export; SASRec and BERT4Rec read item ids only")
+        config = recformer_training.RecformerConfig.from_dict(info["config"])
+        model, vocabulary, added = recformer_training.add_items(
+            model, vocabulary, readers.read_item_text(_resolve(args.item_text)), config
+        )
     path, version = export.export_version(model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup)
     signatures = export.saved_signatures(path)
     print(json.dumps({"path": path, "version": version, "k": min(args.k, vocabulary.num_items),
-                      "signatures": signatures}))
+                      "num_items": vocabulary.num_items, "added_items": len(added), "signatures": signatures}))
     return 0
 
 

@@ -49,6 +49,7 @@ from tfseqrec.data import vocab as vocab_lib
 
 WARMUP_FILE = "tf_serving_warmup_requests"
 SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples")
+TEXT_SIGNATURES = ("recommend_texts", "encode_items")
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 
 
@@ -175,7 +176,10 @@ class Recommender(tf.Module):
     def signatures(self):
         """The concrete functions to save, by signature name."""
         names = [name for name in SIGNATURES if name != "recommend_ids" or self.integer_ids]
-        functions = {name: getattr(self, name).get_concrete_function() for name in names}
+        return self._collect({name: getattr(self, name).get_concrete_function() for name in names})
+
+    def _collect(self, functions):
+        # The variables the signatures read, saved as this module's own.
         tracked = {id(v) for v in (self.popularity,)}
         variables = []
         for fn in functions.values():
@@ -187,6 +191,83 @@ class Recommender(tf.Module):
         return functions
 
 
+class TextRecommender(Recommender):
+    """A Recformer export: the id signatures of ``Recommender`` plus text in, vectors out.
+
+    The item text table lives in the graph (tokenized), so ``serving_default`` takes
+    raw item ids like an id model's export. Two more signatures read text, tokenized
+    in the graph by tensorflow-text's ``BertTokenizer`` (ops the ``tensorflow/serving``
+    model server links):
+
+    ==================  =============================================  ==================================
+    signature           inputs                                         outputs
+    ==================  =============================================  ==================================
+    ``recommend_texts`` ``history_text`` string ``[batch, items,``     ``item_ids`` string ``[batch, k]``,
+                        ``attributes]``, oldest item first; an item    ``scores`` float32
+                        whose attributes are all ``""`` is padding
+    ``encode_items``    ``item_text`` string ``[n, attributes]``       ``embeddings`` float32
+                                                                       ``[n, hidden_dim]``
+    ==================  =============================================  ==================================
+
+    Attributes are in the order of ``attributes`` (saved with the model; Amazon:
+    title, brand, categories); missing trailing columns read as ``""``. New items
+    join the served index by ``tfseqrec.recformer_training.add_items`` and a new
+    export version, without retraining the encoder.
+
+    Args:
+        recommender: a ``RecformerRecommender``.
+        vocabulary, vocabulary_path, k: as ``Recommender``.
+        tokenizer: the ``ItemTextTokenizer`` the item table was made with.
+    """
+
+    def __init__(self, recommender, vocabulary, vocabulary_path, tokenizer, k=10):
+        super().__init__(recommender, vocabulary, vocabulary_path, k=k)
+        object.__setattr__(self, "text_tokenizer", tokenizer)
+        # The tf-text tokenizer (a tf.Module) and its WordPiece table go into the SavedModel.
+        self.wordpiece = tokenizer.tokenizer
+        self.num_attributes = len(tokenizer.attributes)
+
+    def _item_inputs(self, text, max_items, max_tokens):
+        """Packed inputs of text ``[batch, items, attributes]``; empty items dropped."""
+        from tfseqrec.data import text as text_lib
+
+        text = tf.pad(text, [[0, 0], [0, 0], [0, tf.maximum(self.num_attributes - tf.shape(text)[2], 0)]])
+        text = text[:, :, : self.num_attributes]
+        shape = tf.shape(text, out_type=tf.int64)
+        flat = tf.reshape(text, [-1, self.num_attributes])
+        tokens, types = self.text_tokenizer.tokenize(flat)
+        present = tokens.row_lengths() > 0
+        nested = [
+            tf.ragged.boolean_mask(
+                tf.RaggedTensor.from_uniform_row_length(part, shape[1]),
+                tf.RaggedTensor.from_uniform_row_length(present, shape[1]),
+            )
+            for part in (tokens, types)
+        ]
+        return text_lib.pack_histories(nested[0], nested[1], self.model.cls_id, max_items, max_tokens), nested[0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.string, name="history_text")])
+    def recommend_texts(self, history_text):
+        model = self.model.model
+        inputs, items = self._item_inputs(history_text, model.max_items, model.max_sequence_length)
+        scores = tf.cast(model.scores(model(inputs, training=False)), tf.float32)
+        empty = items.row_lengths() == 0
+        scores = tf.where(empty[:, None], self.popularity[None, :], scores)
+        top = tf.math.top_k(scores, self.k)
+        return {"item_ids": self.to_raw.lookup(tf.cast(top.indices, tf.int64)), "scores": top.values}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
+    def encode_items(self, item_text):
+        model = self.model.model
+        inputs, _ = self._item_inputs(item_text[:, None, :], 1, model.max_sequence_length)
+        return {"embeddings": tf.cast(model(inputs, training=False), tf.float32)}
+
+    def signatures(self):
+        names = [name for name in SIGNATURES if name != "recommend_ids" or self.integer_ids]
+        names += list(TEXT_SIGNATURES)
+        return self._collect({name: getattr(self, name).get_concrete_function() for name in names})
+
+
 def _max_or_zero(values):
     """``reduce_max`` that gives 0 for an empty batch."""
     return tf.reduce_max(tf.concat([values, tf.zeros([1], values.dtype)], axis=0))
@@ -196,7 +277,8 @@ def save(model, vocabulary, export_dir, k=10, warmup=True):
     """Writes ``model`` as a SavedModel at ``export_dir`` (which must not exist).
 
     Args:
-        model: a trained ``SASRec`` / ``BERT4Rec``.
+        model: a trained ``SASRec`` / ``BERT4Rec``, or a ``RecformerRecommender``
+            (exported as a ``TextRecommender``).
         vocabulary: its ``ItemVocabulary``.
         export_dir: the version directory to create (or an empty one), e.g.
             ``saved_models/ml1m/1``.
@@ -211,7 +293,11 @@ def save(model, vocabulary, export_dir, k=10, warmup=True):
         raise FileExistsError(f"{export_dir} exists already; exports never overwrite a version")
     with tempfile.TemporaryDirectory() as tmp:
         vocabulary_path = vocabulary.save(os.path.join(tmp, vocab_lib.VOCAB_FILENAME))
-        module = Recommender(model, vocabulary, vocabulary_path, k=k)
+        tokenizer = getattr(model, "tokenizer", None)
+        if tokenizer is not None:  # a RecformerRecommender
+            module = TextRecommender(model, vocabulary, vocabulary_path, tokenizer, k=k)
+        else:
+            module = Recommender(model, vocabulary, vocabulary_path, k=k)
         signatures = module.signatures()
         tf.saved_model.save(module, export_dir, signatures=signatures)
     if warmup:

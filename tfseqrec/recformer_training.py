@@ -44,6 +44,8 @@ class RecformerConfig:
     num_layers: int = 2  # of all-MiniLM-L6-v2's 6
     attention_window: int = 64
     pretrained: bool = True
+    align_epochs: int = 2  # [CLS] alignment on item text before fine-tuning (0: none)
+    align_learning_rate: float = 5e-4
     dropout: float = 0.1
     temperature: float = 0.05
     batch_size: int = 32
@@ -104,7 +106,35 @@ def build(config, vocabulary, texts, model=None):
         model.build()
         if config.pretrained:
             model.load_bert_weights(path)
-    return RecformerRecommender(model, tokens, types, tokenizer.cls_id)
+    return RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer)
+
+
+def align(recommender, config, verbose="auto"):
+    """Teaches ``[CLS]`` the checkpoint's mean-pooled sentence vector on item text.
+
+    ``Recformer(objective="align")`` for ``config.align_epochs`` passes over the item
+    table, one-item inputs, 64 per batch. No interaction is read, so the model
+    stays zero-shot. Returns the fit history (or ``None`` with ``align_epochs=0``).
+    """
+    from tfseqrec.models.recformer import Recformer
+
+    if config.align_epochs <= 0:
+        return None
+    model = recommender.model
+    aligner = Recformer.from_config({**model.get_config(), "objective": "align"})
+    aligner.build()
+    for source, target in zip(model.weights, aligner.weights):
+        target.assign(source)
+    ids = np.arange(vocab_lib.NUM_RESERVED, vocab_lib.NUM_RESERVED + model.num_items)
+    width = recommender.item_width()
+    ds = tf.data.Dataset.from_tensor_slices(ids).shuffle(len(ids), seed=config.seed).batch(64)
+    ds = ds.map(lambda i: recommender.pack(tf.RaggedTensor.from_tensor(i[:, None]), width)).prefetch(2)
+    aligner.compile(optimizer=keras.optimizers.AdamW(config.align_learning_rate, weight_decay=0.0))
+    history = aligner.fit(ds, epochs=config.align_epochs, verbose=verbose)
+    for source, target in zip(aligner.weights, model.weights):
+        target.assign(source)
+    recommender.refresh_item_embeddings()
+    return history
 
 
 def training_pairs(sequences, examples_per_user=1):
@@ -153,40 +183,18 @@ class RankingValidation(keras.callbacks.Callback):
             self.best_weights = [v.numpy() for v in self.model.weights]
 
 
-def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None):
-    """Fine-tunes a Recformer; returns ``(recommender, history_rows, split, vocabulary)``.
+def finetune(recommender, split, config, verbose="auto"):
+    """Recformer's two-stage fine-tuning on ``split.train``; returns per-epoch rows.
 
-    Args:
-        data_path: interaction file or dataset directory (see ``readers``).
-        item_text_path: item text (``*.item.json``, ``movies.dat``, ``u.item``).
-        output_dir: the model directory.
-        config: ``RecformerConfig`` or dict.
-        verbose: ``fit`` verbosity.
-        split, vocabulary: a prepared split to train on instead of ``data_path``'s
-            leave-one-out split (for example ``splits.cold_start_split``'s train set).
+    Stage 1 re-encodes the item table after every epoch (``RankingValidation`` with
+    ``refresh=True``); stage 2 starts from the best stage-1 weights and table and
+    keeps the table frozen. Each epoch is validated on ``split.valid`` (full-catalogue
+    NDCG@10); the best weights are restored at the end. ``config.max_train_minutes``
+    bounds the time of both stages together.
     """
     from tfseqrec.training import TimeLimit
 
-    config = config if isinstance(config, RecformerConfig) else RecformerConfig.from_dict(config or {})
-    if config.attributes is None:
-        config.attributes = default_attributes(item_text_path)
-    keras.utils.set_random_seed(config.seed)
-    report = {}
-    if split is None:
-        split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
-    raw_text = readers.read_item_text(item_text_path)
-    texts, missing = item_texts(raw_text, vocabulary, config.attributes)
-    recommender = build(config, vocabulary, texts)
     model = recommender.model
-
-    os.makedirs(output_dir, exist_ok=True)
-    vocabulary.save(output_dir)
-    with open(os.path.join(output_dir, TEXT_FILE), "w", encoding="utf-8") as f:
-        json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
-    with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
-        json.dump({"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
-                   "items_without_text": missing, "report": report}, f, indent=2)
-
     train_ds = training_dataset(recommender, split.train, config)
     rows, start = [], time.monotonic()
     budget = config.max_train_minutes * 60 if config.max_train_minutes else None
@@ -209,18 +217,90 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
             callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
         history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
         for epoch, values in enumerate(zip(*history.history.values())):
-            rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
+            rows.append({"stage": stage, "epoch": epoch + 1, "seconds": round(time.monotonic() - start, 1),
+                         **dict(zip(history.history.keys(), map(float, values)))})
         if validation.best > best:
             best, best_weights = validation.best, validation.best_weights
     if best_weights is not None:
         model.set_weights(best_weights)
+    return rows
+
+
+def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None):
+    """Fine-tunes a Recformer; returns ``(recommender, history_rows, split, vocabulary)``.
+
+    Args:
+        data_path: interaction file or dataset directory (see ``readers``).
+        item_text_path: item text (``*.item.json``, ``movies.dat``, ``u.item``).
+        output_dir: the model directory.
+        config: ``RecformerConfig`` or dict.
+        verbose: ``fit`` verbosity.
+        split, vocabulary: a prepared split to train on instead of ``data_path``'s
+            leave-one-out split (for example ``splits.cold_start_split``'s train set).
+    """
+    config = config if isinstance(config, RecformerConfig) else RecformerConfig.from_dict(config or {})
+    if config.attributes is None:
+        config.attributes = default_attributes(item_text_path)
+    keras.utils.set_random_seed(config.seed)
+    report = {}
+    if split is None:
+        split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
+    raw_text = readers.read_item_text(item_text_path)
+    texts, missing = item_texts(raw_text, vocabulary, config.attributes)
+    recommender = build(config, vocabulary, texts)
+    model = recommender.model
+
+    os.makedirs(output_dir, exist_ok=True)
+    vocabulary.save(output_dir)
+    with open(os.path.join(output_dir, TEXT_FILE), "w", encoding="utf-8") as f:
+        json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
+    with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
+        json.dump({"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
+                   "items_without_text": missing, "report": report}, f, indent=2)
+
+    if config.pretrained:
+        align(recommender, config, verbose=verbose)
+    rows = finetune(recommender, split, config, verbose=verbose)
     model.save(os.path.join(output_dir, MODEL_FILE))
     with open(os.path.join(output_dir, "history.csv"), "w") as f:
-        keys = sorted({k for r in rows for k in r}, key=lambda k: (k not in ("stage", "epoch"), k))
+        keys = ["stage", "epoch"] + sorted({k for r in rows for k in r} - {"stage", "epoch"})
         f.write(",".join(keys) + "\n")
         for r in rows:
             f.write(",".join(str(r.get(k, "")) for k in keys) + "\n")
     return recommender, rows, split, vocabulary
+
+
+def add_items(recommender, vocabulary, raw_text, config):
+    """Adds the items of ``raw_text`` that ``vocabulary`` lacks, without retraining.
+
+    New items get the next vocabulary ids (count 0, natural order of their raw ids),
+    their text is tokenized and encoded as one-item sequences by the trained encoder,
+    and the item table grows by their vectors; the vectors of known items are kept.
+
+    Args:
+        recommender: a ``RecformerRecommender``.
+        vocabulary: its ``ItemVocabulary``.
+        raw_text: ``{raw id: {attribute: text}}`` (``readers.read_item_text``).
+        config: the model's ``RecformerConfig`` (attributes, token budget).
+
+    Returns:
+        ``(recommender, vocabulary, added)``: a new recommender over the grown table,
+        its vocabulary and the raw ids added.
+    """
+    added = sorted((raw for raw in raw_text if raw not in vocabulary), key=vocab_lib.natural_key)
+    if not added:
+        return recommender, vocabulary, []
+    grown = vocab_lib.ItemVocabulary(
+        vocabulary.items + added, np.concatenate([vocabulary.counts, np.zeros(len(added), np.int64)])
+    )
+    texts, _ = item_texts(raw_text, grown, config.attributes)
+    old = recommender.model
+    known = old.item_embeddings.numpy()
+    model = old.resized(grown.num_items)
+    result = build(config, grown, texts, model=model)
+    new_ids = np.arange(vocabulary.size, grown.size)
+    model.set_item_embeddings(np.concatenate([known, result.encode_items(new_ids)]))
+    return result, grown, added
 
 
 def load(model_dir):

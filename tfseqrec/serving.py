@@ -181,6 +181,10 @@ class SavedModelPredictor:
     def __init__(self, export_dir, threads=0):
         import tensorflow as tf
 
+        try:  # registers the tensorflow-text ops of Recformer exports, as the model server links them
+            import tensorflow_text  # noqa: F401
+        except ImportError:
+            pass
         self.export_dir = str(export_dir)
         self.graph = tf.Graph()
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)

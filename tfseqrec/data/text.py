@@ -4,9 +4,13 @@ An item is the text of its attributes flattened as ``key value key value ...``
 (Recformer, Li et al. KDD 2023). Tokens carry a type: ``CLS_TYPE`` for the leading
 ``[CLS]``, ``KEY_TYPE`` for attribute names and ``VALUE_TYPE`` for their values.
 
-Tokenization is tensorflow-text's ``FastBertTokenizer`` (BERT uncased: lower-case,
+Tokenization is tensorflow-text's ``BertTokenizer`` (BERT uncased: lower-case,
 accents stripped, punctuation split, WordPiece) and runs in the TensorFlow graph, so an
-exported model takes raw strings.
+exported model takes raw strings. ``BertTokenizer`` rather than ``FastBertTokenizer``:
+its ops (``CaseFoldUTF8``, ``NormalizeUTF8``, ``RegexSplitWithOffsets``,
+``WordpieceTokenizeWithOffsets``) are linked into the ``tensorflow/serving`` model
+server, while ``FastBertNormalize`` has been missing from some of its releases
+(tensorflow/serving#2064).
 
 Example:
 
@@ -55,14 +59,21 @@ class ItemTextTokenizer:
                 raise ValueError(f"the vocabulary has no {token!r} token")
         self.cls_id = self.vocabulary.index(cls_token)
         self.pad_id = self.vocabulary.index(pad_token)
-        self.tokenizer = tensorflow_text.FastBertTokenizer(
-            vocab=self.vocabulary,
-            unknown_token=unk_token,
-            lower_case_nfd_strip_accents=True,
-            token_out_type=tf.int64,
+        table = tf.lookup.StaticVocabularyTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(self.vocabulary), tf.range(len(self.vocabulary), dtype=tf.int64)
+            ),
+            num_oov_buckets=1,
         )
-        keys = self.tokenizer.tokenize(tf.constant([a.replace("_", " ") for a in self.attributes]))
+        self.tokenizer = tensorflow_text.BertTokenizer(
+            table, token_out_type=tf.int64, unknown_token=unk_token, lower_case=True
+        )
+        keys = self._tokenize(tf.constant([a.replace("_", " ") for a in self.attributes]))
         self.key_tokens = [np.asarray(k, np.int64) for k in keys.to_list()]
+
+    def _tokenize(self, strings):
+        """WordPiece ids ``[n, (tokens)]`` of ``n`` strings."""
+        return self.tokenizer.tokenize(strings).merge_dims(-2, -1)
 
     def tokenize(self, texts):
         """Token ids and types of items, ragged ``[items, (tokens)]``.
@@ -73,7 +84,7 @@ class ItemTextTokenizer:
         texts = tf.convert_to_tensor(texts, tf.string)
         pieces_ids, pieces_types = [], []
         for a in range(len(self.attributes)):
-            value = self.tokenizer.tokenize(texts[:, a])[:, : self.max_attribute_tokens]
+            value = self._tokenize(texts[:, a])[:, : self.max_attribute_tokens]
             present = value.row_lengths() > 0
             key_tokens = tf.constant(self.key_tokens[a], tf.int64)
             key_lengths = tf.where(present, tf.size(key_tokens, out_type=tf.int64), 0)

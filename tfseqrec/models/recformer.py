@@ -9,6 +9,9 @@ from tfseqrec.data import text as text_lib
 from tfseqrec.data import vocab as vocab_ids
 
 
+OBJECTIVES = ("finetune", "pretrain", "align")
+
+
 @keras.saving.register_keras_serializable(package="tfseqrec")
 class Recformer(keras.Model):
     """Text Is All You Need: items are their text, users the text of their history.
@@ -32,6 +35,15 @@ class Recformer(keras.Model):
       masked language modelling on the history tokens (15%, 80/10/10) plus the
       item-item contrastive loss between each history and its next item, the other
       items of the batch as negatives.
+    - ``objective="align"``: ``x`` packed inputs (items or histories; no labels, no
+      interactions needed). Contrastive alignment of the ``[CLS]`` output with the
+      mean of the input's other output tokens (held fixed), the batch's other inputs
+      as negatives. all-MiniLM-L6-v2 is a mean-pooling sentence encoder: its ``[CLS]``
+      state is nearly the same for every input (cosine 0.9999 between Scientific
+      items), which leaves the cosine scores flat and fine-tuning stuck at the uniform
+      loss. A few hundred steps of alignment on item text give ``[CLS]`` the
+      sentence representation the checkpoint already has, without reading any
+      interaction, so a model after alignment is still zero-shot.
 
     Args:
         vocabulary_size, hidden_dim, num_layers, num_heads, intermediate_dim: the BERT
@@ -42,7 +54,7 @@ class Recformer(keras.Model):
         dropout: dropout rate.
         temperature: the cosine-similarity temperature.
         num_items: size of the item table (0 before one is set).
-        objective: ``"finetune"`` or ``"pretrain"``.
+        objective: ``"finetune"``, ``"pretrain"`` or ``"align"``.
         mlm_weight: weight of the MLM loss when pre-training.
         mask_token_id: the ``[MASK]`` token (BERT uncased: 103).
         layer_norm_epsilon: BERT's 1e-12.
@@ -83,8 +95,8 @@ class Recformer(keras.Model):
         super().__init__(**kwargs)
         from tfseqrec.layers import RecformerEmbedding, WindowedTransformerBlock
 
-        if objective not in ("finetune", "pretrain"):
-            raise ValueError(f"objective must be 'finetune' or 'pretrain', got {objective!r}")
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
         self.num_layers = num_layers
@@ -182,7 +194,9 @@ class Recformer(keras.Model):
     # --- training ------------------------------------------------------------------
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        if self.objective == "finetune":
+        if self.objective == "align":
+            loss = self._align_loss(x, training)
+        elif self.objective == "finetune":
             logits = self.scores(y_pred)
             loss = ops.mean(
                 keras.losses.sparse_categorical_crossentropy(ops.cast(y, "int32"), logits, from_logits=True)
@@ -192,6 +206,17 @@ class Recformer(keras.Model):
         if self.losses:
             loss = loss + ops.sum(self.losses)
         return loss
+
+    def _align_loss(self, x, training):
+        # [CLS] against the stop-gradient mean of the other tokens, the batch's other
+        # inputs as negatives: [CLS] learns the representation the checkpoint's
+        # sentence encoder gives by mean pooling, inputs stay apart.
+        hidden = self.encode_tokens(x, training=training)
+        weight = ops.cast(x["padding_mask"], hidden.dtype)[:, 1:, None]
+        mean = ops.sum(hidden[:, 1:] * weight, axis=1) / ops.maximum(ops.sum(weight, axis=1), 1.0)
+        logits = self.scores(hidden[:, 0], ops.stop_gradient(mean))
+        labels = ops.arange(ops.shape(logits)[0])
+        return ops.mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
 
     def _pretrain_loss(self, x, y, sequence, training):
         # Item-item contrastive: each history against the batch's next items.
@@ -336,11 +361,14 @@ class RecformerRecommender(tf.Module):
             types of each vocabulary id (``ItemTextTokenizer.tokenize`` of the items;
             reserved ids have empty rows).
         cls_id: the tokenizer's ``[CLS]`` id.
+        tokenizer: the ``ItemTextTokenizer`` behind ``item_tokens`` (the export's
+            text signatures tokenize with it).
     """
 
-    def __init__(self, model, item_tokens, item_types, cls_id):
+    def __init__(self, model, item_tokens, item_types, cls_id, tokenizer=None):
         super().__init__(name="recformer_recommender")
         object.__setattr__(self, "model", model)
+        object.__setattr__(self, "tokenizer", tokenizer)
         self.item_tokens = item_tokens
         self.item_types = item_types
         self.cls_id = int(cls_id)
@@ -348,14 +376,18 @@ class RecformerRecommender(tf.Module):
         self.max_sequence_length = int(model.max_items)
         self._compiled = None
 
-    def pack(self, histories):
-        """Recformer inputs of ragged id histories ``[batch, (items)]``, oldest first."""
+    def pack(self, histories, max_tokens=None):
+        """Recformer inputs of ragged id histories ``[batch, (items)]``, oldest first.
+
+        ``max_tokens`` (default: the model's ``max_sequence_length``) narrows the
+        inputs, for example to one item's token budget when encoding items.
+        """
         return text_lib.pack_histories(
             tf.gather(self.item_tokens, histories),
             tf.gather(self.item_types, histories),
             self.cls_id,
             self.model.max_items,
-            self.model.max_sequence_length,
+            max_tokens or self.model.max_sequence_length,
         )
 
     def encode_histories(self, window):
@@ -371,13 +403,42 @@ class RecformerRecommender(tf.Module):
             object.__setattr__(self, "_compiled", tf.function(self.score, reduce_retracing=True))
         return self._compiled(tf.convert_to_tensor(window))
 
+    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256):
+        """Top-``k`` next items of id histories (lists of vocabulary ids, oldest first).
+
+        Returns ``(ids, scores)``: int64 vocabulary ids ``[batch, k]`` and float32 scores.
+        """
+        from tfseqrec.models.base import exclude_items
+
+        k = min(int(k), self.num_items)
+        ids_out, scores_out = [], []
+        for start in range(0, len(histories), batch_size):
+            rows = [list(h) for h in histories[start : start + batch_size]]
+            width = max([1] + [len(h) for h in rows])
+            full = np.array([[0] * (width - len(h)) + h for h in rows], np.int64)
+            scores = self.compiled_score(full)
+            if exclude_seen:
+                scores = exclude_items(scores, full)
+            top = tf.math.top_k(scores, k)
+            ids_out.append(top.indices.numpy().astype(np.int64) + vocab_ids.NUM_RESERVED)
+            scores_out.append(top.values.numpy())
+        return np.concatenate(ids_out), np.concatenate(scores_out)
+
     def encode_items(self, item_ids, batch_size=256):
         """Vectors of items (vocabulary ids) encoded as one-item sequences: ``[n, hidden_dim]``."""
         item_ids = np.asarray(item_ids, np.int64)
-        fn = tf.function(lambda ids: self.model(self.pack(tf.RaggedTensor.from_tensor(ids[:, None])), training=False),
-                         reduce_retracing=True)
+        width = self.item_width()
+        fn = tf.function(
+            lambda ids: self.model(self.pack(tf.RaggedTensor.from_tensor(ids[:, None]), width), training=False),
+            reduce_retracing=True,
+        )
         out = [fn(tf.constant(item_ids[i : i + batch_size])).numpy() for i in range(0, len(item_ids), batch_size)]
         return np.concatenate(out) if out else np.zeros((0, self.model.hidden_dim), np.float32)
+
+    def item_width(self):
+        """Tokens of the longest item plus ``[CLS]``, at most ``max_sequence_length``."""
+        longest = int(tf.reduce_max(self.item_tokens.row_lengths()))
+        return min(longest + 1, self.model.max_sequence_length)
 
     def refresh_item_embeddings(self, batch_size=256):
         """Re-encodes every item into the model's item table (Recformer fine-tuning stage 1)."""

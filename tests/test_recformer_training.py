@@ -1,0 +1,210 @@
+"""Recformer end to end: CLI training, alignment, new items, the SavedModel and its signatures."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.test_cli import _tfseqrec
+from tfseqrec import cli, export, recformer_training, serving
+from tfseqrec.data import readers, splits
+from tfseqrec.data import vocab as vocab_lib
+
+CONFIG = {"num_layers": 1, "max_tokens": 48, "max_items": 4, "attention_window": 16, "max_attribute_tokens": 6,
+          "stage1_epochs": 1, "stage2_epochs": 1, "align_epochs": 1, "batch_size": 8, "validation_batch_size": 16}
+COLOURS = ["red", "blue", "green", "black", "white"]
+THINGS = ["pipette", "beaker", "flask", "magnet", "scale", "funnel"]
+
+
+def _item(i):
+    return {"title": f"{COLOURS[i % 5]} {THINGS[i % 6]} {i}", "brand": ["acme", "lab co"][i % 2],
+            "categories": "Industrial & Scientific,Lab," + THINGS[i % 6]}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """30 users over items 0..19 (walks of +1 or +2), item text for 0..19 and a new item 20."""
+    root = tmp_path_factory.mktemp("text_data")
+    rng = np.random.default_rng(0)
+    users = {}
+    for u in range(30):
+        start, step = u % 20, 1 + u % 2
+        users[str(u)] = [(start + step * t) % 20 for t in range(6)]
+    (root / "Tiny.inter.json").write_text(json.dumps(users))
+    (root / "Tiny.item.json").write_text(json.dumps({str(i): _item(i) for i in range(20)}))
+    (root / "New.item.json").write_text(json.dumps({"20": _item(20), "3": _item(3)}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(data, tmp_path_factory):
+    model_dir = tmp_path_factory.mktemp("recformer") / "model"
+    out = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
+                    data / "Tiny.item.json", "--output", model_dir, "--config", json.dumps(CONFIG), "--quiet")
+    return model_dir, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def loaded(trained):
+    return recformer_training.load(trained[0])
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    base = tmp_path_factory.mktemp("served") / "recformer"
+    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5).stdout)
+    return base, out
+
+
+def test_cli_trains_both_stages_and_reports_test_metrics(trained):
+    model_dir, result = trained
+    assert result["num_users"] == 30 and 0.0 <= result["ndcg@10"] <= 1.0 and result["epochs"] == 2
+    assert {"model.keras", "item_vocab.tsv", "item_text.json", "recformer_config.json", "history.csv"} <= set(
+        os.listdir(model_dir)
+    )
+    header, *rows = (model_dir / "history.csv").read_text().splitlines()
+    assert header.split(",")[:2] == ["stage", "epoch"] and [r.split(",")[0] for r in rows] == ["1", "2"]
+
+
+def test_loaded_model_evaluates_as_trained(trained, loaded, data):
+    recommender, vocabulary, info = loaded
+    assert info["config"]["num_layers"] == 1 and vocabulary.num_items == 20
+    split, _, _ = splits.prepare(readers.read_interactions(data / "Tiny.inter.json"), vocabulary=vocabulary)
+    from tfseqrec import evaluation
+
+    again = evaluation.evaluate(recommender, split.test, progress=False)
+    assert again["ndcg@10"] == pytest.approx(trained[1]["ndcg@10"], abs=1e-6)
+
+
+def test_recommend_cli_returns_unseen_raw_ids(trained):
+    out = json.loads(_tfseqrec("recommend", "--model-dir", trained[0], "--history", "1 2 3", "--k", 4, "--json").stdout)
+    assert len(out["item_ids"]) == 4 and not {"1", "2", "3"} & set(out["item_ids"])
+    assert out["scores"] == sorted(out["scores"], reverse=True)
+
+
+def test_other_model_flags_are_refused_for_recformer(data, tmp_path):
+    result = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
+                       data / "Tiny.item.json", "--output", tmp_path / "m", "--hidden-dim", 8, check=False)
+    assert result.returncode == 1 and "--hidden-dim is not an option of Recformer" in result.stderr
+    result = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--output",
+                       tmp_path / "m", check=False)
+    assert result.returncode == 1 and "needs --item-text" in result.stderr
+
+
+def test_alignment_spreads_the_cls_vectors_without_interactions(data):
+    config = recformer_training.RecformerConfig.from_dict(
+        {**CONFIG, "attributes": ["title", "brand", "categories"], "align_epochs": 20}
+    )
+    vocabulary = vocab_lib.ItemVocabulary([str(i) for i in range(20)])
+    texts, _ = recformer_training.item_texts(readers.read_item_text(data / "Tiny.item.json"), vocabulary,
+                                             config.attributes)
+    recommender = recformer_training.build(config, vocabulary, texts)
+
+    def mean_cosine():
+        recommender.refresh_item_embeddings()
+        e = recommender.model.item_embeddings.numpy()
+        e = e / np.linalg.norm(e, axis=1, keepdims=True)
+        return float((e @ e.T)[~np.eye(len(e), dtype=bool)].mean())
+
+    before = mean_cosine()
+    history = recformer_training.align(recommender, config, verbose=0)
+    after = mean_cosine()
+    assert before > 0.99  # all-MiniLM-L6-v2's [CLS] barely depends on the input
+    assert after < before - 0.05 and np.isfinite(history.history["loss"]).all()
+
+
+def test_add_items_encodes_new_items_and_keeps_the_old_table(loaded, data):
+    recommender, vocabulary, info = loaded
+    config = recformer_training.RecformerConfig.from_dict(info["config"])
+    old = recommender.model.item_embeddings.numpy()
+    grown, grown_vocabulary, added = recformer_training.add_items(
+        recommender, vocabulary, readers.read_item_text(data / "New.item.json"), config
+    )
+    assert added == ["20"] and grown_vocabulary.num_items == 21 and grown_vocabulary.items[-1] == "20"
+    table = grown.model.item_embeddings.numpy()
+    np.testing.assert_array_equal(table[:20], old)
+    new_id = grown_vocabulary.lookup(["20"])[0]
+    np.testing.assert_allclose(table[20], grown.encode_items([new_id])[0], atol=1e-5)
+    ids, _ = grown.recommend([[new_id]], k=20, exclude_seen=True)  # every item but the seen one
+    assert new_id not in ids[0] and len(set(ids[0].tolist())) == 20
+
+
+# --- the SavedModel -------------------------------------------------------------------
+
+
+def test_export_has_id_and_text_signatures(exported):
+    _, out = exported
+    assert set(out["signatures"]) == set(export.SIGNATURES) | set(export.TEXT_SIGNATURES)
+    assert out["signatures"]["recommend_texts"] == {
+        "inputs": {"history_text": "string"}, "outputs": {"item_ids": "string", "scores": "float32"}
+    }
+    assert out["signatures"]["encode_items"] == {"inputs": {"item_text": "string"},
+                                                  "outputs": {"embeddings": "float32"}}
+
+
+def test_session_loader_answers_ids_and_texts_as_the_model_does(exported, loaded, data):
+    recommender, vocabulary, info = loaded
+    predictor = serving.SavedModelPredictor(os.path.join(exported[0], "1"))
+    histories = [["1", "2", "3"], ["7"], ["unknown", "5", "9"]]
+    out = predictor.run("serving_default", {"history": serving.pad_histories(histories)})
+    ids = [[int(i) for i in vocabulary.lookup(h) if i >= vocab_lib.NUM_RESERVED] for h in histories]
+    top, scores = recommender.recommend(ids, k=5)
+    assert [[v.decode() for v in row] for row in out["item_ids"]] == [vocabulary.to_raw(r) for r in top]
+    np.testing.assert_allclose(out["scores"], scores, atol=1e-5)
+
+    attributes = info["config"]["attributes"]
+    raw_text = readers.read_item_text(data / "Tiny.item.json")
+    text = np.array([[[raw_text[i][a] for a in attributes] for i in ("1", "2", "3")]], dtype=object)
+    by_text = predictor.run("recommend_texts", {"history_text": text})
+    unfiltered, unfiltered_scores = recommender.recommend(ids[:1], k=5, exclude_seen=False)
+    assert [v.decode() for v in by_text["item_ids"][0]] == vocabulary.to_raw(unfiltered[0])
+    np.testing.assert_allclose(by_text["scores"][0], unfiltered_scores[0], atol=1e-5)
+
+    vectors = predictor.run("encode_items", {"item_text": text[0]})["embeddings"]
+    np.testing.assert_allclose(vectors, recommender.encode_items(ids[0]), atol=1e-5)
+
+
+def test_text_history_padding_and_empty_requests_never_error(exported):
+    predictor = serving.SavedModelPredictor(os.path.join(exported[0], "1"))
+    padded = np.array([[["red pipette 1", "acme", ""], ["", "", ""]], [["", "", ""], ["", "", ""]]], dtype=object)
+    out = predictor.run("recommend_texts", {"history_text": padded})
+    assert out["item_ids"].shape == (2, 5) and np.isfinite(out["scores"]).all()
+    popular = predictor.run("serving_default", {"history": np.array([[""]], dtype=object)})
+    assert out["item_ids"][1].tolist() == popular["item_ids"][0].tolist()
+    narrow = predictor.run("encode_items", {"item_text": np.array([["blue flask"]], dtype=object)})
+    assert narrow["embeddings"].shape[0] == 1
+
+
+def test_export_with_new_item_text_serves_the_new_items(trained, exported, data):
+    base, _ = exported
+    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--item-text",
+                               data / "New.item.json").stdout)
+    assert out["version"] == 2 and out["num_items"] == 21 and out["added_items"] == 1
+    predictor = serving.SavedModelPredictor(out["path"])
+    history = {"history": np.array([["1"]], dtype=object), "k": np.array([20], np.int32)}
+    served = {v.decode() for v in predictor.run("recommend_top_k", history)["item_ids"][0]}
+    assert served == {str(i) for i in range(21)} - {"1"}  # the new item "20" among them
+
+
+def test_fresh_process_loads_the_recformer_export(exported):
+    script = (
+        "import json, sys, tensorflow as tf, tensorflow_text\n"
+        "m = tf.saved_model.load(sys.argv[1])\n"
+        "out = m.signatures['serving_default'](history=tf.constant([['1', '2']]))\n"
+        "print(json.dumps([v.decode() for v in out['item_ids'][0].numpy()]))\n"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", script, os.path.join(exported[0], "1")], capture_output=True,
+                            text=True, check=True, env=env, timeout=300)
+    items = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(items) == 5 and not {"1", "2"} & set(items)
+
+
+def test_load_model_picks_the_recformer(trained):
+    model, vocabulary, _ = cli.load_model(str(trained[0]))
+    assert hasattr(model, "tokenizer") and vocabulary.num_items == 20
+    assert isinstance(model, tf.Module)
