@@ -7,7 +7,7 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-serving env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-serving bench-recformer env clean-env
 
 # The main job: train SASRec on ML-1M (30 minutes at most), evaluate on the test split.
 main: env
@@ -35,6 +35,10 @@ bench-ml1m: env
 
 bench-serving: env
 	.venv/bin/python benchmarks/serving.py
+
+bench-recformer: env
+	.venv/bin/python benchmarks/recformer.py --minutes 50 \
+	    --config '{"stage1_epochs": 8, "stage2_epochs": 3, "learning_rate": 1e-4}'
 
 env:
 	scripts/ensure_env.sh primary

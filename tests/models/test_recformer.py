@@ -73,7 +73,7 @@ class RecformerTest(TestCase):
 
         path = minilm_path()
         tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), attributes=["title"])
-        tokens = tokenizer.tokenizer.tokenize(tf.constant(["Hello world, Recformer reads item text."]))
+        tokens = tokenizer.wordpieces(tf.constant(["Hello world, Recformer reads item text."]))
         ids = np.array([101] + tokens[0].numpy().tolist() + [102])
         self.assertEqual(ids[:3].tolist(), [101, 7592, 2088])  # BERT uncased ids of "hello world"
         model = Recformer(max_sequence_length=64, attention_window=64, dropout=0.0).load_bert_weights(path)

@@ -68,10 +68,10 @@ class ItemTextTokenizer:
         self.tokenizer = tensorflow_text.BertTokenizer(
             table, token_out_type=tf.int64, unknown_token=unk_token, lower_case=True
         )
-        keys = self._tokenize(tf.constant([a.replace("_", " ") for a in self.attributes]))
+        keys = self.wordpieces(tf.constant([a.replace("_", " ") for a in self.attributes]))
         self.key_tokens = [np.asarray(k, np.int64) for k in keys.to_list()]
 
-    def _tokenize(self, strings):
+    def wordpieces(self, strings):
         """WordPiece ids ``[n, (tokens)]`` of ``n`` strings."""
         return self.tokenizer.tokenize(strings).merge_dims(-2, -1)
 
@@ -84,7 +84,7 @@ class ItemTextTokenizer:
         texts = tf.convert_to_tensor(texts, tf.string)
         pieces_ids, pieces_types = [], []
         for a in range(len(self.attributes)):
-            value = self._tokenize(texts[:, a])[:, : self.max_attribute_tokens]
+            value = self.wordpieces(texts[:, a])[:, : self.max_attribute_tokens]
             present = value.row_lengths() > 0
             key_tokens = tf.constant(self.key_tokens[a], tf.int64)
             key_lengths = tf.where(present, tf.size(key_tokens, out_type=tf.int64), 0)
