@@ -179,6 +179,30 @@ def test_text_history_padding_and_empty_requests_never_error(exported):
     assert narrow["embeddings"].shape[0] == 1
 
 
+def test_warmup_records_cover_the_text_signatures(exported):
+    path = os.path.join(exported[0], "1")
+    predictor = serving.SavedModelPredictor(path)
+    logs = export.read_warmup_requests(path)
+    names = [log.predict_log.request.model_spec.signature_name for log in logs]
+    assert sorted(set(names)) == sorted(set(export.SIGNATURES) | set(export.TEXT_SIGNATURES))
+    for log in logs:
+        reply = predictor.predict(log.predict_log.request)
+        outputs = {key: tf.make_ndarray(value) for key, value in reply.outputs.items()}
+        assert all(np.isfinite(v).all() for k, v in outputs.items() if v.dtype.kind == "f" and k != "scores")
+        assert len(next(iter(outputs.values()))) > 0
+
+
+def test_text_request_builds_what_the_signatures_take(exported):
+    predictor = serving.SavedModelPredictor(os.path.join(exported[0], "1"))
+    request = serving.text_request([[["red pipette 1", "acme"], "blue flask"]], "recformer", 3)
+    assert tf.make_ndarray(request.inputs["history_text"]).shape == (1, 2, 3)
+    assert serving.predict_reply(predictor.predict(request)).item_ids[0]
+    request = serving.text_request([["blue flask"], ["red pipette 1", "acme", "Lab"]], "recformer", 3,
+                                   signature_name="encode_items")
+    vectors = tf.make_ndarray(predictor.predict(request).outputs["embeddings"])
+    assert vectors.shape[0] == 2 and np.isfinite(vectors).all()
+
+
 def test_export_with_new_item_text_serves_the_new_items(trained, exported, data):
     base, _ = exported
     out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--item-text",

@@ -301,7 +301,8 @@ def save(model, vocabulary, export_dir, k=10, warmup=True):
         signatures = module.signatures()
         tf.saved_model.save(module, export_dir, signatures=signatures)
     if warmup:
-        write_warmup_requests(export_dir, vocabulary, model.max_sequence_length, list(signatures))
+        write_warmup_requests(export_dir, vocabulary, model.max_sequence_length, list(signatures),
+                              item_text=getattr(model, "item_text", None))
     return list(signatures)
 
 
@@ -340,12 +341,15 @@ def next_version(base_path):
     return max(versions, default=0) + 1
 
 
-def write_warmup_requests(export_dir, vocabulary, max_sequence_length, signatures, model_name="tfseqrec"):
+def write_warmup_requests(export_dir, vocabulary, max_sequence_length, signatures, model_name="tfseqrec",
+                          item_text=None):
     """Writes ``assets.extra/tf_serving_warmup_requests``: ``PredictionLog`` records.
 
     One request of batch 1 and one of batch 4 (histories empty, of one item, of half
     the window and longer than the window) per signature, built from the most popular
-    items with the client helpers of ``tfseqrec.serving``.
+    items with the client helpers of ``tfseqrec.serving``. ``item_text`` (string
+    ``[vocabulary.size, attributes]``, a Recformer's) gives the text signatures the
+    same histories as text.
     """
     from tensorflow_serving.apis import prediction_log_pb2
 
@@ -360,7 +364,13 @@ def write_warmup_requests(export_dir, vocabulary, max_sequence_length, signature
     with tf.io.TFRecordWriter(path) as writer:
         for histories in batches:
             for name in signatures:
-                if name == "predict_examples":
+                if name in TEXT_SIGNATURES:
+                    as_text = [[list(item_text[i]) for i in vocabulary.lookup(h)] for h in histories]
+                    if name == "encode_items":
+                        as_text = [[item for h in as_text for item in h][:8] or [[""]]]
+                    request = serving.text_request(as_text[0] if name == "encode_items" else as_text, model_name,
+                                                   item_text.shape[1], signature_name=name)
+                elif name == "predict_examples":
                     from tfseqrec.data import tfrecord
 
                     examples = [

@@ -106,7 +106,7 @@ def build(config, vocabulary, texts, model=None):
         model.build()
         if config.pretrained:
             model.load_bert_weights(path)
-    return RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer)
+    return RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
 
 
 def align(recommender, config, verbose="auto"):
@@ -305,15 +305,9 @@ def add_items(recommender, vocabulary, raw_text, config):
 
 def load(model_dir):
     """``(recommender, vocabulary, info)`` of a directory written by ``train``."""
-    import tfseqrec.models  # noqa: F401  (registers the classes)
+    from tfseqrec import training
 
-    path = os.path.join(model_dir, MODEL_FILE)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?")
-    model = keras.saving.load_model(path)
-    vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
-    with open(os.path.join(model_dir, CONFIG_FILE)) as f:
-        info = json.load(f)
+    model, vocabulary, info = training.load(model_dir, CONFIG_FILE)
     with open(os.path.join(model_dir, TEXT_FILE), encoding="utf-8") as f:
         raw_text = json.load(f)
     config = RecformerConfig.from_dict(info["config"])

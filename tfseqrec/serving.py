@@ -84,6 +84,43 @@ def predict_request(histories, model_name, signature_name="serving_default", ver
     return request
 
 
+def pad_texts(histories, num_attributes):
+    """A ``[batch, longest, num_attributes]`` string array of item-text histories.
+
+    Args:
+        histories: per user, the items (oldest first), each a list of attribute
+            strings in the export's attribute order (missing trailing ones read ``""``).
+        num_attributes: the export's number of attributes.
+    """
+    histories = [list(h) for h in histories]
+    width = max((len(h) for h in histories), default=0)
+    array = np.full((len(histories), width, num_attributes), STRING_PAD, dtype=object)
+    for row, history in enumerate(histories):
+        for col, item in enumerate(history):
+            values = [item] if isinstance(item, str) else list(item)
+            array[row, col, : len(values)] = values[:num_attributes]
+    return array
+
+
+def text_request(histories, model_name, num_attributes, signature_name="recommend_texts", version=None):
+    """A ``PredictRequest`` for a Recformer export's text signatures.
+
+    ``recommend_texts`` takes ``histories`` (see ``pad_texts``); ``encode_items`` takes
+    a list of items, each a list of attribute strings.
+    """
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    request = predict_pb2.PredictRequest()
+    _model_spec(request.model_spec, model_name, signature_name, version)
+    if signature_name == "encode_items":
+        array, key = pad_texts([histories], num_attributes)[0], "item_text"
+    else:
+        array, key = pad_texts(histories, num_attributes), "history_text"
+    request.inputs[key].CopyFrom(tf.make_tensor_proto(array, dtype=tf.string, shape=array.shape))
+    return request
+
+
 def examples_request(examples, model_name, signature_name="predict_examples", version=None):
     """A ``PredictRequest`` of serialized ``tf.Example`` records (``tfrecord`` schema)."""
     import tensorflow as tf

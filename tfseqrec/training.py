@@ -192,8 +192,12 @@ def training_dataset(config, sequences):
     )
 
 
-def load(model_dir):
-    """``(model, vocabulary, info)`` of a directory written by ``train``."""
+def load(model_dir, config_file=CONFIG_FILE):
+    """``(model, vocabulary, info)`` of a directory written by ``train``.
+
+    ``config_file`` names the JSON of the run (``info``); the Recformer driver
+    writes ``recformer_config.json``.
+    """
     path = os.path.join(model_dir, MODEL_FILE)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?")
@@ -203,7 +207,7 @@ def load(model_dir):
 
     model = keras.saving.load_model(path)
     vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
-    with open(os.path.join(model_dir, CONFIG_FILE)) as f:
+    with open(os.path.join(model_dir, config_file)) as f:
         info = json.load(f)
     return model, vocabulary, info
 

@@ -363,12 +363,15 @@ class RecformerRecommender(tf.Module):
         cls_id: the tokenizer's ``[CLS]`` id.
         tokenizer: the ``ItemTextTokenizer`` behind ``item_tokens`` (the export's
             text signatures tokenize with it).
+        item_text: the strings ``[vocabulary.size, attributes]`` behind ``item_tokens``
+            (the export's warm-up requests use them).
     """
 
-    def __init__(self, model, item_tokens, item_types, cls_id, tokenizer=None):
+    def __init__(self, model, item_tokens, item_types, cls_id, tokenizer=None, item_text=None):
         super().__init__(name="recformer_recommender")
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "tokenizer", tokenizer)
+        object.__setattr__(self, "item_text", item_text)
         self.item_tokens = item_tokens
         self.item_types = item_types
         self.cls_id = int(cls_id)
