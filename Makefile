@@ -37,8 +37,8 @@ bench-serving: env
 	.venv/bin/python benchmarks/serving.py
 
 bench-recformer: env
-	.venv/bin/python benchmarks/recformer.py --minutes 50 \
-	    --config '{"stage1_epochs": 8, "stage2_epochs": 3, "learning_rate": 1e-4}'
+	.venv/bin/python benchmarks/recformer.py --minutes 80 \
+	    --config '{"stage1_epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}'
 
 env:
 	scripts/ensure_env.sh primary
