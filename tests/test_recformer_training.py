@@ -68,6 +68,8 @@ def test_cli_trains_both_stages_and_reports_test_metrics(trained):
     )
     header, *rows = (model_dir / "history.csv").read_text().splitlines()
     assert header.split(",")[:2] == ["stage", "epoch"] and [r.split(",")[0] for r in rows] == ["1", "2"]
+    seconds = [float(r.split(",")[header.split(",").index("seconds")]) for r in rows]
+    assert 0 < seconds[0] < seconds[1]  # each epoch's own end time, not the stage's
 
 
 def test_loaded_model_evaluates_as_trained(trained, loaded, data):

@@ -160,11 +160,13 @@ class RankingValidation(keras.callbacks.Callback):
     """Full-catalogue validation metrics after every epoch, into ``logs`` as ``val_*``.
 
     With ``refresh=True`` (stage 1) the item table is re-encoded first, so the
-    metrics, and the next epoch, use the current encoder's item vectors.
+    metrics, and the next epoch, use the current encoder's item vectors. With
+    ``start`` (a ``time.monotonic()`` reading), ``logs["seconds"]`` is the time since.
     """
 
-    def __init__(self, recommender, cases, refresh, batch_size=128):
+    def __init__(self, recommender, cases, refresh, batch_size=128, start=None):
         super().__init__()
+        self.start = start
         self.recommender = recommender
         self.cases = cases
         self.refresh = refresh
@@ -178,6 +180,8 @@ class RankingValidation(keras.callbacks.Callback):
         result = evaluation.evaluate(self.recommender, self.cases, batch_size=self.batch_size, progress=False)
         for key in ("ndcg@10", "hr@10", "mrr"):
             logs["val_" + key.replace("@", "_")] = result[key]
+        if self.start is not None:
+            logs["seconds"] = round(time.monotonic() - self.start, 1)
         if result["ndcg@10"] > self.best:
             self.best = result["ndcg@10"]
             self.best_weights = [v.numpy() for v in self.model.weights]
@@ -208,7 +212,7 @@ def finetune(recommender, split, config, verbose="auto"):
         if best_weights is not None:  # stage 2 starts from the best stage-1 model and its item table
             model.set_weights(best_weights)
         model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
-        validation = RankingValidation(recommender, split.valid, refresh, config.validation_batch_size)
+        validation = RankingValidation(recommender, split.valid, refresh, config.validation_batch_size, start)
         callbacks = [
             validation,
             keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
@@ -217,8 +221,7 @@ def finetune(recommender, split, config, verbose="auto"):
             callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
         history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
         for epoch, values in enumerate(zip(*history.history.values())):
-            rows.append({"stage": stage, "epoch": epoch + 1, "seconds": round(time.monotonic() - start, 1),
-                         **dict(zip(history.history.keys(), map(float, values)))})
+            rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
         if validation.best > best:
             best, best_weights = validation.best, validation.best_weights
     if best_weights is not None:
