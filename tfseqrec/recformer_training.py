@@ -19,12 +19,13 @@ import dataclasses
 import json
 import os
 import time
+import typing
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import evaluation
+from tfseqrec import evaluation, training
 from tfseqrec.data import readers, splits, text
 from tfseqrec.data import vocab as vocab_lib
 
@@ -34,8 +35,10 @@ TEXT_FILE = "item_text.json"
 
 
 @dataclasses.dataclass
-class RecformerConfig:
+class RecformerConfig(training.Options):
     """Sizes and schedule of a Recformer run (defaults fit a 2-core CPU; see the README)."""
+
+    kind: typing.ClassVar[str] = "Recformer"
 
     attributes: list = None  # None: by the item-text file (Amazon: title, brand, categories)
     max_attribute_tokens: int = 12
@@ -58,14 +61,6 @@ class RecformerConfig:
     validation_batch_size: int = 128
     max_train_minutes: float = None
     seed: int = 0
-
-    @classmethod
-    def from_dict(cls, values):
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown Recformer options {unknown}; known: {sorted(known)}")
-        return cls(**values)
 
 
 def default_attributes(item_text_path):
@@ -196,8 +191,6 @@ def finetune(recommender, split, config, verbose="auto"):
     NDCG@10); the best weights are restored at the end. ``config.max_train_minutes``
     bounds the time of both stages together.
     """
-    from tfseqrec.training import TimeLimit
-
     model = recommender.model
     train_ds = training_dataset(recommender, split.train, config)
     rows, start = [], time.monotonic()
@@ -218,7 +211,7 @@ def finetune(recommender, split, config, verbose="auto"):
             keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
         ]
         if budget:
-            callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
+            callbacks.append(training.TimeLimit(max(1.0, budget - (time.monotonic() - start))))
         history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
         for epoch, values in enumerate(zip(*history.history.values())):
             rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
@@ -308,8 +301,6 @@ def add_items(recommender, vocabulary, raw_text, config):
 
 def load(model_dir):
     """``(recommender, vocabulary, info)`` of a directory written by ``train``."""
-    from tfseqrec import training
-
     model, vocabulary, info = training.load(model_dir, CONFIG_FILE)
     with open(os.path.join(model_dir, TEXT_FILE), encoding="utf-8") as f:
         raw_text = json.load(f)

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import time
+import typing
 
 import keras
 import tensorflow as tf
@@ -31,8 +32,22 @@ CONFIG_FILE = "train_config.json"
 MONITOR = "val_ndcg_10"
 
 
+class Options:
+    """``from_dict`` for option dataclasses: unknown keys are an error naming the known ones."""
+
+    kind: typing.ClassVar[str] = "training"
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown {cls.kind} options {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
 @dataclasses.dataclass
-class TrainConfig:
+class TrainConfig(Options):
     """Hyper-parameters of a training run; ``None`` means the model's own default."""
 
     model: str = "sasrec"
@@ -57,14 +72,6 @@ class TrainConfig:
     mixed_precision: bool = False
     jit_compile: bool = False
     seed: int = 0
-
-    @classmethod
-    def from_dict(cls, values):
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown training options {unknown}; known: {sorted(known)}")
-        return cls(**values)
 
 
 def build_model(config, num_items):
