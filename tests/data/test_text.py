@@ -1,0 +1,36 @@
+import pytest
+import tensorflow as tf
+
+from tfseqrec.data import text
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "title", "brand", "red", "pen", "acme", "blue", "##s", "ink"]
+
+
+def _tokenizer(max_attribute_tokens=4):
+    return text.ItemTextTokenizer(VOCAB, attributes=["title", "brand"], max_attribute_tokens=max_attribute_tokens)
+
+
+def test_key_value_tokens_with_budget_unknowns_and_empty_values():
+    tokens, types = _tokenizer(max_attribute_tokens=2).tokenize(
+        [["Blue pens ink", "ACME"], ["Red", ""], ["Café", "acme"]]
+    )
+    # "pens" -> pen ##s; the title budget of 2 keeps "blue pen".
+    assert tokens.to_list() == [[3, 8, 6, 4, 7], [3, 5], [3, 1, 4, 7]]
+    assert types.to_list() == [[1, 2, 2, 1, 2], [1, 2], [1, 2, 1, 2]]
+
+
+def test_vocabulary_without_special_tokens_is_refused():
+    with pytest.raises(ValueError, match=r"no '\[CLS\]' token"):
+        text.ItemTextTokenizer(["[PAD]", "[UNK]", "title"], attributes=["title"])
+
+
+def test_histories_are_newest_first_behind_cls_and_capped():
+    # Three items of 2, 3 and 1 tokens, oldest first; a second user with one item.
+    items = tf.ragged.constant([[[10, 11], [20, 21, 22], [30]], [[40, 41]]], dtype=tf.int64, ragged_rank=2)
+    types = tf.ragged.map_flat_values(lambda t: tf.cast(t % 2 + 1, tf.int32), items)
+    packed = text.pack_histories(items, types, cls_id=2, max_items=2, max_tokens=4)
+    # max_items=2 drops the oldest item; max_tokens=4 cuts the last token of the older one kept.
+    assert packed["token_ids"].numpy().tolist() == [[2, 30, 20, 21], [2, 40, 41, 0]]
+    assert packed["item_position_ids"].numpy().tolist() == [[0, 1, 2, 2], [0, 1, 1, 0]]
+    assert packed["token_type_ids"].numpy().tolist() == [[0, 1, 1, 2], [0, 1, 2, 0]]
+    assert packed["padding_mask"].numpy().tolist() == [[True] * 4, [True, True, True, False]]
