@@ -98,3 +98,29 @@ class LossesTest(test_case.TestCase):
         self.assertIsInstance(losses.get(None), losses.FullSoftmaxCrossEntropy)
         with pytest.raises(ValueError, match="unknown loss"):
             losses.get("hinge")
+
+
+def test_bce_negatives_avoid_the_users_history():
+    # 10 items; row 0 has seen items 0-4, row 1 nothing: row 0's negatives are 5 to 9.
+    num_items = 10
+    seen = np.zeros((2, num_items), bool)
+    seen[0, :5] = True
+    rows = tf.constant([0] * 50 + [1] * 50)
+    loss = losses.BinaryCrossEntropy(num_negatives=20, seed=0)
+    negatives = np.asarray(loss._uniform_negatives((100, 20), num_items, (rows, tf.constant(seen))))
+    assert set(negatives[:50].ravel()) == {5, 6, 7, 8, 9}
+    assert len(set(negatives[50:].ravel())) == num_items  # row 1 draws from everything
+    plain = losses.BinaryCrossEntropy(num_negatives=20, exclude_history=False, seed=0)
+    drawn = np.asarray(plain._uniform_negatives((100, 20), num_items, (rows, tf.constant(seen))))
+    assert set(drawn[:50].ravel()) & {0, 1, 2, 3, 4}  # the option is what excludes them
+
+
+def test_sasrec_bce_training_excludes_history_items():
+    """Through the model: a BCE step builds the history of each row from the batch."""
+    from tfseqrec.models import SASRec
+
+    model = SASRec(num_items=6, max_sequence_length=4, hidden_dim=8, loss=losses.BinaryCrossEntropy(num_negatives=3))
+    x = {"item_ids": tf.constant([[3, 4, 5, 6]]), "padding_mask": tf.ones((1, 4), "int32")}
+    rows, seen = model._history(x, tf.constant([[4, 5, 6, 7]]))
+    np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, True, False]])
+    np.testing.assert_array_equal(np.asarray(rows), [[0, 0, 0, 0]])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tfseqrec import training
+from tfseqrec.data import splits
 
 TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
 
@@ -94,10 +95,12 @@ def test_mirrored_strategy_matches_single_device(tmp_path):
         ds = pipeline.causal_dataset(seqs, 8, 32, shuffle=False)
         probe = tf.constant(pipeline.pad_left(seqs, 8)[:16])
 
-        def run(strategy):
+        def run(strategy, loss_normalizer=None):
             keras.utils.set_random_seed(7)
             with strategy.scope():
-                model = SASRec(num_items=20, max_sequence_length=8, hidden_dim=8, dropout=0.0)
+                model = SASRec(
+                    num_items=20, max_sequence_length=8, hidden_dim=8, dropout=0.0, loss_normalizer=loss_normalizer
+                )
                 model.compile(optimizer=keras.optimizers.SGD(0.1))
             model.fit(ds, epochs=3, verbose=0)
             # The trained model's loss over all data, computed outside any strategy.
@@ -111,6 +114,8 @@ def test_mirrored_strategy_matches_single_device(tmp_path):
             "replicas": mirrored.num_replicas_in_sync,
             "single": run(tf.distribute.get_strategy()),
             "mirrored": run(mirrored),
+            "single_fixed": run(tf.distribute.get_strategy(), 40.0),
+            "mirrored_fixed": run(mirrored, 40.0),
         }))
         """
     )
@@ -121,3 +126,19 @@ def test_mirrored_strategy_matches_single_device(tmp_path):
     assert out["replicas"] == 2
     np.testing.assert_allclose(out["mirrored"]["loss"], out["single"]["loss"], rtol=1e-5)
     np.testing.assert_allclose(out["mirrored"]["scores"], out["single"]["scores"], atol=1e-5)
+    # A fixed loss normaliser: each replica's sum over the constant, the same model.
+    np.testing.assert_allclose(out["mirrored_fixed"]["loss"], out["single_fixed"]["loss"], rtol=1e-5)
+    np.testing.assert_allclose(out["mirrored_fixed"]["scores"], out["single_fixed"]["scores"], atol=1e-5)
+
+
+def test_loss_normalizer_is_the_mean_target_count_of_a_batch():
+    # Users of 3 and 5 items, windows of 3 inputs: 2 and 3 targets; batches of 2.
+    seqs = splits.Sequences.from_list(["a", "b"], [[3, 4, 5], [3, 4, 5, 6, 7]])
+    config = training.TrainConfig(max_sequence_length=3, batch_size=128)
+    assert training.loss_normalizer(config, seqs) == 2.5 * 2
+    # BERT4Rec: 3 items in each window, 0.2 * 3 < 1, and at least one is masked.
+    config = training.TrainConfig(model="bert4rec", max_sequence_length=3, batch_size=128)
+    assert training.loss_normalizer(config, seqs) == 1.0 * 2
+    assert training.loss_normalizer(training.TrainConfig(loss_normalization="batch"), seqs) is None
+    with pytest.raises(ValueError, match="loss_normalization"):
+        training.loss_normalizer(training.TrainConfig(loss_normalization="sum"), seqs)

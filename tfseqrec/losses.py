@@ -28,6 +28,9 @@ import keras
 import tensorflow as tf
 
 
+HISTORY_REDRAWS = 50
+
+
 class _CandidateLoss(keras.losses.Loss):
     """Shared sampling and logit building."""
 
@@ -37,7 +40,10 @@ class _CandidateLoss(keras.losses.Loss):
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
+    # Losses whose negatives avoid the user's history set this (see `history`).
+    exclude_history = False
+
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         """Loss of ``hidden`` ``[N, d]`` predicting item indices ``positives`` ``[N]``.
 
         Args:
@@ -47,11 +53,39 @@ class _CandidateLoss(keras.losses.Loss):
             item_bias: optional float ``[num_items]`` output bias.
             sample_weight: optional float ``[N]``; reduced as Keras does (weighted sum
                 over ``N``).
+            history: optional ``(rows, seen)``: int ``[N]`` the sequence of each
+                position and bool ``[num_sequences, num_items]`` the items of each
+                sequence. Losses with ``exclude_history`` draw no negative from it.
         """
         raise NotImplementedError
 
-    def _uniform_negatives(self, shape, num_items):
-        return keras.random.randint(shape, 0, num_items, dtype="int32", seed=self.seed_generator)
+    def _uniform_negatives(self, shape, num_items, history=None):
+        """Uniform item indices ``shape = (N, k)``; with ``history``, outside each row's.
+
+        A negative that falls in the history is drawn again until none does, at most
+        ``HISTORY_REDRAWS`` times (a history of half the catalogue leaves one seen
+        negative in ~10^15 after that; one that covers the whole catalogue cannot be
+        avoided and stops there).
+        """
+        negatives = keras.random.randint(shape, 0, num_items, dtype="int32", seed=self.seed_generator)
+        if history is None or not self.exclude_history:
+            return negatives
+        rows, seen = history
+        rows = tf.broadcast_to(tf.cast(rows, "int32")[:, None], tf.shape(negatives))
+
+        def hits(negatives):
+            return tf.gather_nd(seen, tf.stack([rows, negatives], axis=-1))
+
+        def redraw(i, negatives):
+            fresh = keras.random.randint(shape, 0, num_items, dtype="int32", seed=self.seed_generator)
+            return i + 1, tf.where(hits(negatives), fresh, negatives)
+
+        _, negatives = tf.while_loop(
+            lambda i, negatives: tf.logical_and(i < HISTORY_REDRAWS, tf.reduce_any(hits(negatives))),
+            redraw,
+            (tf.constant(0), negatives),
+        )
+        return negatives
 
     @staticmethod
     def _logits(hidden, table, bias, ids):
@@ -94,7 +128,7 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
         y_pred = tf.cast(y_pred, "float32")
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y_true, "int32"), y_pred)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         logits = tf.matmul(hidden, item_table, transpose_b=True)
         if item_bias is not None:
             logits += item_bias
@@ -106,26 +140,36 @@ class BinaryCrossEntropy(_CandidateLoss):
     """Binary cross-entropy of the positive against uniform random negatives.
 
     The SASRec paper's loss with ``num_negatives=1``. Negatives are drawn per position
-    uniformly over the catalogue; a draw that hits the positive is dropped.
+    uniformly over the catalogue; with ``exclude_history`` (the paper's sampler, the
+    default) none is an item of the user's sequence; a draw that hits the positive is
+    dropped.
+
+    Args:
+        num_negatives: uniform negatives per position (1 in the paper).
+        exclude_history: draw no negative from the user's sequence.
 
     Call arguments:
         y_true: ignored (the positive is column 0 of ``y_pred``); pass zeros.
         y_pred: float ``[N, 1 + num_negatives]`` logits, positive first.
     """
 
-    def __init__(self, num_negatives=1, name="binary_cross_entropy", **kwargs):
+    def __init__(self, num_negatives=1, exclude_history=True, name="binary_cross_entropy", **kwargs):
         super().__init__(num_negatives=num_negatives, name=name, **kwargs)
+        self.exclude_history = exclude_history
 
     def call(self, y_true, y_pred):
         return _bce(tf.cast(y_pred, "float32"), positive_weight=1.0)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         n = tf.shape(positives)[0]
-        negatives = self._uniform_negatives((n, self.num_negatives), tf.shape(item_table)[0])
+        negatives = self._uniform_negatives((n, self.num_negatives), tf.shape(item_table)[0], history)
         ids = tf.concat([positives[:, None], negatives], axis=1)
         logits = self._logits(hidden, item_table, item_bias, ids)
         logits = _drop_accidental_hits(logits, positives, negatives)
         return self(tf.zeros_like(positives), logits, sample_weight=sample_weight)
+
+    def get_config(self):
+        return {**super().get_config(), "exclude_history": self.exclude_history}
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -140,14 +184,16 @@ class GBCE(_CandidateLoss):
     Args:
         num_negatives: uniform negatives per position.
         t: calibration parameter in [0, 1].
+        exclude_history: draw no negative from the user's sequence.
 
     Reference:
         Petrov & Macdonald, "gSASRec: Reducing Overconfidence in Sequential
         Recommendation Trained with Negative Sampling", RecSys 2023.
     """
 
-    def __init__(self, num_negatives=256, t=0.75, name="gbce", **kwargs):
+    def __init__(self, num_negatives=256, t=0.75, exclude_history=False, name="gbce", **kwargs):
         super().__init__(num_negatives=num_negatives, name=name, **kwargs)
+        self.exclude_history = exclude_history
         if not 0.0 <= t <= 1.0:
             raise ValueError(f"t must be in [0, 1], got {t}")
         self.t = t
@@ -162,17 +208,17 @@ class GBCE(_CandidateLoss):
             raise ValueError("GBCE needs num_items: call from_embeddings, or set loss.num_items")
         return _bce(tf.cast(y_pred, "float32"), positive_weight=self.beta(self.num_items))
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         self.num_items = int(item_table.shape[0])
         n = tf.shape(positives)[0]
-        negatives = self._uniform_negatives((n, self.num_negatives), self.num_items)
+        negatives = self._uniform_negatives((n, self.num_negatives), self.num_items, history)
         ids = tf.concat([positives[:, None], negatives], axis=1)
         logits = _drop_accidental_hits(self._logits(hidden, item_table, item_bias, ids), positives, negatives)
         return self(tf.zeros_like(positives), logits, sample_weight=sample_weight)
 
     def get_config(self):
         config = super().get_config()
-        config["t"] = self.t
+        config.update({"t": self.t, "exclude_history": self.exclude_history})
         return config
 
 
@@ -231,7 +277,7 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
 
         return negatives, log_q
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None):
+    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         num_items = int(item_table.shape[0])
         negatives, log_q = self.sample(num_items)
         pos_logits = tf.reduce_sum(hidden * tf.gather(item_table, positives), axis=-1, keepdims=True)

@@ -20,6 +20,7 @@ import time
 import typing
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfseqrec import losses as losses_lib
@@ -57,9 +58,14 @@ class TrainConfig(Options):
     num_heads: int = None
     intermediate_dim: int = None
     dropout: float = None
+    normalized_residual: bool = None
+    initializer_range: float = None
     loss: str = "softmax"
+    loss_normalization: str = "fixed"
     num_negatives: int = None
     mask_prob: float = 0.2
+    mask_token_rate: float = None
+    random_token_rate: float = None
     last_item_only_prob: float = 0.0
     batch_size: int = 128
     learning_rate: float = 1e-3
@@ -74,7 +80,7 @@ class TrainConfig(Options):
     seed: int = 0
 
 
-def build_model(config, num_items):
+def build_model(config, num_items, loss_normalizer=None):
     """The model of ``config`` for a catalogue of ``num_items``."""
     from tfseqrec import models
 
@@ -86,8 +92,16 @@ def build_model(config, num_items):
         "hidden_dim": config.hidden_dim,
         "num_layers": config.num_layers,
         "loss": _loss(config),
+        "loss_normalizer": loss_normalizer,
     }
     for name in ("num_heads", "intermediate_dim", "dropout"):
+        if getattr(config, name) is not None:
+            kwargs[name] = getattr(config, name)
+    per_model = {
+        "sasrec": ("normalized_residual", "initializer_range"),
+        "bert4rec": ("initializer_range", "mask_token_rate", "random_token_rate"),
+    }
+    for name in per_model.get(config.model, ()):
         if getattr(config, name) is not None:
             kwargs[name] = getattr(config, name)
     if config.model == "bert4rec":
@@ -154,7 +168,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
 
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
-        model = build_model(config, vocabulary.num_items)
+        model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train))
         model.compile(
             optimizer=keras.optimizers.Adam(config.learning_rate),
             metrics=metrics_lib.default_metrics(),
@@ -197,6 +211,31 @@ def training_dataset(config, sequences):
         window_stride=config.window_stride,
         bucket_boundaries=config.bucket_boundaries,
     )
+
+
+def loss_normalizer(config, sequences):
+    """The fixed loss normaliser of ``config``: mean target positions per batch.
+
+    ``None`` when ``config.loss_normalization`` is ``"batch"`` (each batch's own mean).
+    With ``"fixed"`` every training position weighs the same whatever batch, and so
+    whatever length bucket, it falls in; the constant keeps the loss on the scale of
+    a per-position mean.
+    """
+    if config.loss_normalization == "batch":
+        return None
+    if config.loss_normalization != "fixed":
+        raise ValueError(f"loss_normalization must be 'fixed' or 'batch', got {config.loss_normalization!r}")
+    if config.model == "bert4rec":
+        windows, _ = pipeline.sliding_windows(sequences, config.max_sequence_length, config.window_stride)
+        items = (windows != vocab_lib.PAD_ID).sum(axis=1)
+        # Cloze: mask_prob of the items, at least one, or only the last item.
+        per_window = (1 - config.last_item_only_prob) * np.maximum(config.mask_prob * items, 1) + config.last_item_only_prob
+    else:
+        windows, _ = pipeline.sliding_windows(sequences, config.max_sequence_length + 1, config.window_stride, min_length=2)
+        per_window = (windows[:, :-1] != vocab_lib.PAD_ID).sum(axis=1)
+    if not len(per_window):
+        return None
+    return float(np.mean(per_window) * min(config.batch_size, len(per_window)))
 
 
 def load(model_dir, config_file=CONFIG_FILE):

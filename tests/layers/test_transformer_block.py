@@ -40,3 +40,75 @@ class TransformerBlockTest(test_case.TestCase):
         self.assertAllClose(np.triu(np.asarray(scores), k=1), np.zeros((3, 2, 4, 4)), atol=1e-7)
         self.assertAllClose(np.asarray(scores).sum(-1), np.ones((3, 2, 4)), atol=1e-5)
         self.run_serialization_test(block)
+
+
+def _layer_norm(x, layer):
+    gamma, beta = (np.asarray(w) for w in layer.weights)
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + layer.epsilon) * gamma + beta
+
+
+def _dense(x, layer):
+    kernel, bias = (np.asarray(w) for w in layer.weights)
+    return x @ kernel + bias
+
+
+def _attention(query, value, layer, causal):
+    """Single-head ``keras.layers.MultiHeadAttention`` in NumPy."""
+    wq, bq, wk, bk, wv, bv, wo, bo = (np.asarray(w) for w in layer.weights)
+    q = np.einsum("bld,dhk->blhk", query, wq) + bq
+    k = np.einsum("bld,dhk->blhk", value, wk) + bk
+    v = np.einsum("bld,dhk->blhk", value, wv) + bv
+    logits = np.einsum("bqhk,bshk->bhqs", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        length = query.shape[1]
+        logits = np.where(np.tril(np.ones((length, length), bool)), logits, -np.inf)
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    out = np.einsum("bhqs,bshk->bqhk", weights, v)
+    return np.einsum("bqhk,hkd->bqd", out, wo) + bo
+
+
+class ReferenceBlockTest(test_case.TestCase):
+    def test_normalized_residual_is_the_sasrec_reference_block(self):
+        """The SASRec reference code's block, transcribed in NumPy:
+
+        Q = LN1(x); h = Q + MHA(Q, x, x); g = LN2(h); out = g + W2 relu(W1 g + b1) + b2.
+        """
+        block = TransformerBlock(
+            num_heads=1, intermediate_dim=8, causal=True, normalized_residual=True, attention_output_dropout=False
+        )
+        x = np.asarray(keras.random.normal((2, 5, 8), seed=4))
+        out = np.asarray(block(x))
+        q = _layer_norm(x, block.attention_norm)
+        h = q + _attention(q, x, block.attention, causal=True)
+        g = _layer_norm(h, block.ffn_norm)
+        expected = g + _dense(np.maximum(_dense(g, block.ffn_in), 0.0), block.ffn_out)
+        self.assertAllClose(out, expected, atol=1e-5)
+
+    def test_textbook_pre_ln_block(self):
+        """x + Attn(LN(x)), then + FFN(LN(.)): the default block, against NumPy."""
+        block = TransformerBlock(num_heads=1, intermediate_dim=8, causal=False)
+        x = np.asarray(keras.random.normal((2, 4, 8), seed=5))
+        out = np.asarray(block(x))
+        n = _layer_norm(x, block.attention_norm)
+        h = x + _attention(n, n, block.attention, causal=False)
+        g = _layer_norm(h, block.ffn_norm)
+        expected = h + _dense(np.maximum(_dense(g, block.ffn_in), 0.0), block.ffn_out)
+        self.assertAllClose(out, expected, atol=1e-5)
+
+    def test_kernel_initializer_reaches_every_kernel(self):
+        block = TransformerBlock(
+            num_heads=1, intermediate_dim=64, kernel_initializer=keras.initializers.RandomNormal(stddev=0.02)
+        )
+        block(np.zeros((1, 3, 64), np.float32))
+        kernels = [w for w in block.weights if "kernel" in w.path]
+        self.assertLen(kernels, 6)  # q, k, v, output, ffn_in, ffn_out
+        for w in kernels:
+            self.assertAllInRange(np.std(np.asarray(w)), 0.015, 0.025)
+        self.assertNotAllClose(kernels[0], kernels[1])  # each kernel draws its own values
+        self.run_serialization_test(block)
+
+    def test_normalized_residual_needs_a_pre_ln_block(self):
+        with self.assertRaisesRegex(ValueError, "normalize_first"):
+            TransformerBlock(num_heads=1, intermediate_dim=8, normalize_first=False, normalized_residual=True)

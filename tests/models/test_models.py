@@ -137,3 +137,20 @@ def test_xla_loss_path_equals_the_gathering_path():
     model.jit_compile = True
     dense = model.compute_loss(x, y, hidden, w)
     np.testing.assert_allclose(dense, gathered, rtol=1e-5)
+
+
+def test_fixed_loss_normalizer_divides_the_summed_loss():
+    """Sum of per-position cross-entropies (NumPy) over the constant, whatever the batch."""
+    model = _tiny(SASRec, dropout=0.0, loss_normalizer=7.0)
+    x, y, w = next(iter(pipeline.causal_dataset(_sequences(), LENGTH, 16, shuffle=False)))
+    hidden = np.asarray(model(x), np.float64)
+    table = np.asarray(model.output_table()[0], np.float64)
+    logits = hidden @ table.T
+    logits -= logits.max(-1, keepdims=True)
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    keep = np.asarray(w) > 0
+    targets = np.asarray(y)[keep] - vocab.NUM_RESERVED
+    expected = -log_p[keep][np.arange(len(targets)), targets].sum() / 7.0
+    np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)
+    model.jit_compile = True  # the static-shape path agrees
+    np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)

@@ -12,9 +12,13 @@ class TransformerBlock(keras.layers.Layer):
     ``causal=False`` attends both ways (BERT4Rec). Padded positions are never attended
     to, and their outputs are zeroed so they carry nothing into the next block.
 
-    ``normalize_first=True`` is the pre-LN block of SASRec
-    (``x + Attn(LN(x))``, ``x + FFN(LN(x))``); ``False`` is BERT's post-LN block
-    (``LN(x + Attn(x))``, ``LN(x + FFN(x))``). Attention is
+    ``normalize_first=True`` is the pre-LN block (``x + Attn(LN(x))``,
+    ``x + FFN(LN(x))``); ``False`` is BERT's post-LN block (``LN(x + Attn(x))``,
+    ``LN(x + FFN(x))``). ``normalized_residual=True`` (with ``normalize_first``) is the
+    block of the SASRec reference code: only the queries are normalised, keys and
+    values come from the un-normalised stream, and each residual starts from the
+    normalised input (``h = LN(x); h + Attn(h, x, x)``, then ``g = LN(.); g + FFN(g)``).
+    Attention is
     ``keras.layers.MultiHeadAttention``. Written here rather than taken from keras-hub's
     ``TransformerEncoder`` because keras-hub is not in the pinned TFX 1.16 stack and this
     block also zeroes padded outputs (as SASRec does) and can return attention maps.
@@ -23,6 +27,12 @@ class TransformerBlock(keras.layers.Layer):
         num_heads: attention heads; ``hidden_dim`` must divide by it.
         intermediate_dim: width of the feed-forward layer.
         dropout: dropout rate on attention weights, after attention and in the FFN.
+        attention_output_dropout: also drop out the attention output (the SASRec
+            reference code drops out the attention weights only).
+        normalized_residual: the SASRec reference block (see above); needs
+            ``normalize_first``.
+        kernel_initializer: initializer of the attention and feed-forward kernels
+            (biases start at zero).
         activation: feed-forward activation (``"relu"`` in SASRec, ``"gelu"`` in BERT4Rec).
         normalize_first: pre-LN (True) or post-LN (False).
         causal: causal (True) or bidirectional (False) attention.
@@ -55,9 +65,14 @@ class TransformerBlock(keras.layers.Layer):
         normalize_first=True,
         causal=True,
         layer_norm_epsilon=1e-6,
+        attention_output_dropout=True,
+        normalized_residual=False,
+        kernel_initializer="glorot_uniform",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if normalized_residual and not normalize_first:
+            raise ValueError("normalized_residual=True needs normalize_first=True (a pre-LN block)")
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -65,6 +80,9 @@ class TransformerBlock(keras.layers.Layer):
         self.normalize_first = normalize_first
         self.causal = causal
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.attention_output_dropout = attention_output_dropout
+        self.normalized_residual = normalized_residual
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -73,7 +91,12 @@ class TransformerBlock(keras.layers.Layer):
             raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={self.num_heads}")
         # === Layers ===
         self.attention = keras.layers.MultiHeadAttention(
-            self.num_heads, hidden_dim // self.num_heads, dropout=self.dropout, dtype=self.dtype_policy, name="attention"
+            self.num_heads,
+            hidden_dim // self.num_heads,
+            dropout=self.dropout,
+            kernel_initializer=self._initializer(),
+            dtype=self.dtype_policy,
+            name="attention",
         )
         self.attention.build(input_shape, input_shape)
         self.attention_norm = keras.layers.LayerNormalization(
@@ -81,10 +104,16 @@ class TransformerBlock(keras.layers.Layer):
         )
         self.attention_norm.build(input_shape)
         self.ffn_in = keras.layers.Dense(
-            self.intermediate_dim, activation=self.activation, dtype=self.dtype_policy, name="ffn_in"
+            self.intermediate_dim,
+            activation=self.activation,
+            kernel_initializer=self._initializer(),
+            dtype=self.dtype_policy,
+            name="ffn_in",
         )
         self.ffn_in.build(input_shape)
-        self.ffn_out = keras.layers.Dense(hidden_dim, dtype=self.dtype_policy, name="ffn_out")
+        self.ffn_out = keras.layers.Dense(
+            hidden_dim, kernel_initializer=self._initializer(), dtype=self.dtype_policy, name="ffn_out"
+        )
         self.ffn_out.build(tuple(input_shape[:-1]) + (self.intermediate_dim,))
         self.ffn_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="ffn_norm"
@@ -92,6 +121,10 @@ class TransformerBlock(keras.layers.Layer):
         self.ffn_norm.build(input_shape)
         self.dropout_layer = keras.layers.Dropout(self.dropout)
         self.built = True
+
+    def _initializer(self):
+        # One initializer object per sub-layer, as keras-hub's clone_initializer.
+        return self.kernel_initializer.__class__.from_config(self.kernel_initializer.get_config())
 
     def attention_mask(self, padding_mask, length):
         """``[batch, length, length]`` bool: query ``i`` may attend key ``j``."""
@@ -110,15 +143,24 @@ class TransformerBlock(keras.layers.Layer):
         mask = self.attention_mask(padding_mask, length)
         keep = ops.cast(ops.expand_dims(padding_mask, -1), x.dtype)
 
-        h = self.attention_norm(x) if self.normalize_first else x
-        attended, scores = self.attention(
-            h, h, attention_mask=mask, training=training, return_attention_scores=True
-        )
-        x = x + self.dropout_layer(attended, training=training)
+        if self.normalized_residual:
+            x = self.attention_norm(x)  # the queries; keys and values stay un-normalised
+            attended, scores = self.attention(
+                x, inputs, attention_mask=mask, training=training, return_attention_scores=True
+            )
+        else:
+            h = self.attention_norm(x) if self.normalize_first else x
+            attended, scores = self.attention(h, h, attention_mask=mask, training=training, return_attention_scores=True)
+        if self.attention_output_dropout:
+            attended = self.dropout_layer(attended, training=training)
+        x = x + attended
         if not self.normalize_first:
             x = self.attention_norm(x)
 
-        h = self.ffn_norm(x) if self.normalize_first else x
+        if self.normalized_residual:
+            x = h = self.ffn_norm(x)
+        else:
+            h = self.ffn_norm(x) if self.normalize_first else x
         h = self.ffn_out(self.dropout_layer(self.ffn_in(h), training=training))
         x = x + self.dropout_layer(h, training=training)
         if not self.normalize_first:
@@ -140,6 +182,9 @@ class TransformerBlock(keras.layers.Layer):
                 "normalize_first": self.normalize_first,
                 "causal": self.causal,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "attention_output_dropout": self.attention_output_dropout,
+                "normalized_residual": self.normalized_residual,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             }
         )
         return config

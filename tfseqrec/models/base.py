@@ -19,7 +19,11 @@ class SequentialRecommender(keras.Model):
     Training (``fit``) takes ``(x, y, sample_weight)`` with
     ``x = {"item_ids", "padding_mask"}``, ``y`` the target id of every position
     ``[batch, length]`` and ``sample_weight`` 0 where nothing is predicted; the loss
-    object scores only positions with non-zero weight. Validation data are
+    object scores only positions with non-zero weight. The batch loss is the sum over
+    those positions divided by ``loss_normalizer`` when it is set (a constant, so each
+    position weighs the same in whatever batch it falls: length bucketing groups short
+    histories into batches of few positions, which a per-batch mean would up-weight),
+    else their mean. Validation data are
     ``(x, y)`` with ``y`` the next item ``[batch]``: the model scores every item and
     updates the compiled ranking metrics (``tfseqrec.metrics``), full-catalogue.
 
@@ -40,6 +44,7 @@ class SequentialRecommender(keras.Model):
         normalize_first,
         loss=None,
         exclude_seen_in_validation=True,
+        loss_normalizer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -54,10 +59,11 @@ class SequentialRecommender(keras.Model):
         self.normalize_first = normalize_first
         self.loss_fn = losses_lib.get(loss)
         self.exclude_seen_in_validation = exclude_seen_in_validation
+        self.loss_normalizer = loss_normalizer
         self._score_fn = None
 
-    def make_blocks(self, causal, default_intermediate_dim, layer_norm_epsilon):
-        """The ``num_layers`` transformer blocks of this model."""
+    def make_blocks(self, causal, default_intermediate_dim, layer_norm_epsilon, **block_options):
+        """The ``num_layers`` transformer blocks of this model (``block_options`` to each)."""
         from tfseqrec.layers import TransformerBlock
 
         return [
@@ -70,6 +76,7 @@ class SequentialRecommender(keras.Model):
                 causal=causal,
                 layer_norm_epsilon=layer_norm_epsilon,
                 name=f"block_{i}",
+                **block_options,
             )
             for i in range(self.num_layers)
         ]
@@ -128,33 +135,60 @@ class SequentialRecommender(keras.Model):
             weight = (
                 tf.cast(y, "int32") >= vocab.NUM_RESERVED if sample_weight is None else tf.greater(sample_weight, 0)
             )
+            history = self._history(x, y) if self.loss_fn.exclude_history else None
             if self.jit_compile is True:
                 # XLA wants static shapes: score every position, weigh the unused ones 0.
                 hidden = tf.reshape(y_pred, [-1, y_pred.shape[-1]])
                 positives = tf.maximum(tf.reshape(tf.cast(y, "int32"), [-1]) - vocab.NUM_RESERVED, 0)
                 w = tf.cast(tf.reshape(weight, [-1]), table.dtype)
+                if history is not None:
+                    history = (tf.reshape(history[0], [-1]), history[1])
                 per_position = self.loss_fn.from_embeddings(
-                    tf.cast(hidden, table.dtype), positives, table, bias, sample_weight=w
+                    tf.cast(hidden, table.dtype), positives, table, bias, sample_weight=w, history=history
                 )
                 count = tf.reduce_sum(w)
-                # from_embeddings averaged over all positions; average over the weighted ones.
+                # from_embeddings averaged over all positions; make it the mean of the weighted ones.
                 loss = per_position * tf.cast(tf.size(w), table.dtype) / tf.maximum(count, 1.0)
             else:
                 hidden = tf.boolean_mask(y_pred, weight)
                 positives = tf.cast(tf.boolean_mask(y, weight), "int32") - vocab.NUM_RESERVED
                 count = tf.shape(positives)[0]
-                loss = self.loss_fn.from_embeddings(tf.cast(hidden, table.dtype), positives, table, bias)
-        # The loss is a mean over this replica's target positions. Replicas hold
-        # different numbers of them, and Keras averages replica losses, so rescale to
-        # sum / (positions over all replicas): the single-device value, exactly.
+                if history is not None:
+                    history = (tf.boolean_mask(history[0], weight), history[1])
+                loss = self.loss_fn.from_embeddings(
+                    tf.cast(hidden, table.dtype), positives, table, bias, history=history
+                )
+        # `loss` is the mean over this replica's target positions. Keras averages the
+        # replicas' losses, so scale to sum / denominator over all replicas: with no
+        # fixed normaliser, the single-device mean exactly.
+        count = tf.cast(count, loss.dtype)
+        replicas, total = 1, count
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
-            count = tf.cast(count, loss.dtype)
+            replicas = context.num_replicas_in_sync
             total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-            loss = loss * count * context.num_replicas_in_sync / tf.maximum(total, 1.0)
+        fixed = self.loss_normalizer if len(y.shape) != 1 else None  # training batches only
+        denominator = tf.maximum(total, 1.0) if fixed is None else float(fixed)
+        if fixed is not None or replicas > 1:
+            loss = loss * count * replicas / denominator
         if self.losses:
             loss += tf.add_n(self.losses)
         return loss
+
+    def _history(self, x, y):
+        """``(rows [batch, length], seen [batch, num_items])`` of a training batch.
+
+        ``seen`` marks every item of each row's inputs and targets: the items a
+        history-aware sampler must not draw as negatives. A scatter of O(batch *
+        length) updates into a ``[batch, num_items]`` bitmap.
+        """
+        ids, _ = self.unpack_inputs(x)
+        both = tf.concat([tf.cast(ids, "int32"), tf.cast(y, "int32")], axis=1)
+        rows = tf.broadcast_to(tf.range(tf.shape(both)[0])[:, None], tf.shape(both))
+        valid = both >= vocab.NUM_RESERVED
+        index = tf.stack([tf.boolean_mask(rows, valid), tf.boolean_mask(both, valid) - vocab.NUM_RESERVED], axis=1)
+        seen = tf.scatter_nd(index, tf.ones(tf.shape(index)[:1], "int32"), [tf.shape(both)[0], self.num_items]) > 0
+        return rows[:, : tf.shape(ids)[1]], seen
 
     def compile(self, optimizer="adam", metrics=None, **kwargs):
         """Like ``keras.Model.compile``; ``metrics`` are ranking metrics for validation.
@@ -301,6 +335,7 @@ class SequentialRecommender(keras.Model):
                 "normalize_first": self.normalize_first,
                 "loss": keras.saving.serialize_keras_object(self.loss_fn),
                 "exclude_seen_in_validation": self.exclude_seen_in_validation,
+                "loss_normalizer": self.loss_normalizer,
             }
         )
         return config

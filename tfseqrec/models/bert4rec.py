@@ -35,7 +35,15 @@ class BERT4Rec(base.SequentialRecommender):
         activation: feed-forward activation (``"gelu"``).
         normalize_first: pre-LN instead of BERT's post-LN.
         mask_prob: Cloze masking probability (0.2 for ML-1M in the paper).
-        last_item_only_prob: share of training sequences with only the last item masked.
+        mask_token_rate: share of chosen items replaced by [MASK] (0.8, as in BERT;
+            the original BERT4Rec code uses 1.0: always [MASK]).
+        random_token_rate: share of chosen items replaced by a random item (0.1; 0.0
+            in the original BERT4Rec code).
+        last_item_only_prob: share of training sequences with only the last item masked
+            (the original code adds such samples).
+        initializer_range: standard deviation of the truncated normal initializer of
+            every embedding and kernel, as in BERT (biases start at 0); ``None``
+            keeps Keras's Glorot kernels (embeddings stay at 0.02).
         seed: masking seed.
         loss: a ``tfseqrec.losses`` object or name; default full softmax.
 
@@ -62,7 +70,10 @@ class BERT4Rec(base.SequentialRecommender):
         activation="gelu",
         normalize_first=False,
         mask_prob=0.2,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
         last_item_only_prob=0.0,
+        initializer_range=0.02,
         seed=None,
         loss=None,
         **kwargs,
@@ -81,28 +92,41 @@ class BERT4Rec(base.SequentialRecommender):
             **kwargs,
         )
         # === Layers ===
-        init = keras.initializers.TruncatedNormal(stddev=0.02)
+        def init(kernel=False):
+            if kernel and not initializer_range:
+                return "glorot_uniform"
+            return keras.initializers.TruncatedNormal(stddev=initializer_range or 0.02)
+
         self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init, name="item_embedding"
+            vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init(), name="item_embedding"
         )
         self.position_embedding = keras.layers.Embedding(
-            max_sequence_length, hidden_dim, embeddings_initializer=init, name="position_embedding"
+            max_sequence_length, hidden_dim, embeddings_initializer=init(), name="position_embedding"
         )
         self.embedding_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="embedding_norm")
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.blocks = self.make_blocks(
-            causal=False, default_intermediate_dim=4 * hidden_dim, layer_norm_epsilon=1e-12
+            causal=False, default_intermediate_dim=4 * hidden_dim, layer_norm_epsilon=1e-12, kernel_initializer=init(True)
         )
-        self.head_dense = keras.layers.Dense(hidden_dim, activation="gelu", kernel_initializer=init, name="head_dense")
+        self.head_dense = keras.layers.Dense(hidden_dim, activation="gelu", kernel_initializer=init(True), name="head_dense")
         self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="head_norm")
         self.output_bias = self.add_weight(shape=(num_items,), initializer="zeros", name="output_bias")
         self.masking = masking_lib.ClozeMasking(
-            num_items, mask_prob=mask_prob, last_item_only_prob=last_item_only_prob, seed=seed, name="cloze_masking"
+            num_items,
+            mask_prob=mask_prob,
+            mask_token_rate=mask_token_rate,
+            random_token_rate=random_token_rate,
+            last_item_only_prob=last_item_only_prob,
+            seed=seed,
+            name="cloze_masking",
         )
 
         # === Config ===
         self.mask_prob = mask_prob
+        self.mask_token_rate = mask_token_rate
+        self.random_token_rate = random_token_rate
         self.last_item_only_prob = last_item_only_prob
+        self.initializer_range = initializer_range
         self.seed = seed
         self(tf.zeros((1, max_sequence_length), "int32"))
 
@@ -144,7 +168,10 @@ class BERT4Rec(base.SequentialRecommender):
         config.update(
             {
                 "mask_prob": self.mask_prob,
+                "mask_token_rate": self.mask_token_rate,
+                "random_token_rate": self.random_token_rate,
                 "last_item_only_prob": self.last_item_only_prob,
+                "initializer_range": self.initializer_range,
                 "seed": self.seed,
             }
         )

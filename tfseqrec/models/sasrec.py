@@ -14,8 +14,11 @@ class SASRec(base.SequentialRecommender):
     """Self-Attentive Sequential Recommendation.
 
     Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learnable position
-    embeddings go through ``num_layers`` causal pre-LN transformer blocks and a final
-    layer norm. Every position predicts the next item; scores are dot products with
+    embeddings go through ``num_layers`` causal transformer blocks and a final layer
+    norm. The blocks are those of the reference code (``normalized_residual=True``):
+    the queries are layer-normalised, keys and values are not, each residual starts
+    from the normalised input, and dropout falls on the attention weights and in the
+    feed-forward layer. Embeddings and kernels start from ``N(0, initializer_range)``. Every position predicts the next item; scores are dot products with
     the same item embeddings (tied weights). Padding (id 0) is masked out of attention
     and its outputs are zeroed.
 
@@ -26,10 +29,20 @@ class SASRec(base.SequentialRecommender):
         num_layers: transformer blocks.
         num_heads: attention heads (the paper uses 1).
         intermediate_dim: feed-forward width; defaults to ``hidden_dim`` (the paper).
-        dropout: dropout rate (0.2 for ML-1M in the paper).
+        dropout: dropout rate (0.2 for ML-1M in the paper; 0.1 in the full-softmax
+            configuration of Klenitskiy & Vasilev, RecSys 2023).
         activation: feed-forward activation (``"relu"`` in the paper).
         normalize_first: pre-LN blocks (the paper) or post-LN.
+        normalized_residual: the reference code's block (see above); ``False`` gives
+            the textbook pre-LN block ``x + Attn(LN(x))`` with dropout on the
+            attention output as well.
+        initializer_range: standard deviation of the normal initializer of every
+            embedding and kernel (biases start at 0); ``None`` for Keras defaults
+            (Glorot kernels) and item embeddings of standard deviation 1 after the
+            ``sqrt(hidden_dim)`` scaling.
         loss: a ``tfseqrec.losses`` object or name; default full softmax.
+        loss_normalizer: divide the summed training loss by this constant instead
+            of averaging each batch (see ``SequentialRecommender``).
 
     Call arguments:
         inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded, newest
@@ -58,9 +71,11 @@ class SASRec(base.SequentialRecommender):
         num_layers=2,
         num_heads=1,
         intermediate_dim=None,
-        dropout=0.2,
+        dropout=0.1,
         activation="relu",
         normalize_first=True,
+        normalized_residual=True,
+        initializer_range=0.02,
         loss=None,
         **kwargs,
     ):
@@ -77,21 +92,32 @@ class SASRec(base.SequentialRecommender):
             loss=loss,
             **kwargs,
         )
+        # === Config ===
+        self.normalized_residual = normalized_residual
+        self.initializer_range = initializer_range
+
         # === Layers ===
+        def init(stddev):
+            return keras.initializers.RandomNormal(stddev=stddev)
+
         self.item_embedding = keras.layers.Embedding(
             vocab.NUM_RESERVED + num_items,
             hidden_dim,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5),
+            embeddings_initializer=init(initializer_range or hidden_dim**-0.5),
             name="item_embedding",
         )
         self.position_embedding = keras.layers.Embedding(
-            max_sequence_length,
-            hidden_dim,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=0.02),
-            name="position_embedding",
+            max_sequence_length, hidden_dim, embeddings_initializer=init(initializer_range or 0.02), name="position_embedding"
         )
         self.embedding_dropout = keras.layers.Dropout(dropout)
-        self.blocks = self.make_blocks(causal=True, default_intermediate_dim=hidden_dim, layer_norm_epsilon=1e-8)
+        self.blocks = self.make_blocks(
+            causal=True,
+            default_intermediate_dim=hidden_dim,
+            layer_norm_epsilon=1e-8,
+            normalized_residual=normalized_residual,
+            attention_output_dropout=not normalized_residual,
+            kernel_initializer=init(initializer_range) if initializer_range else "glorot_uniform",
+        )
         self.final_norm = keras.layers.LayerNormalization(epsilon=1e-8, name="final_norm")
 
         self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
@@ -107,3 +133,8 @@ class SASRec(base.SequentialRecommender):
 
     def output_table(self):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"normalized_residual": self.normalized_residual, "initializer_range": self.initializer_range})
+        return config
