@@ -131,7 +131,7 @@ def build_parser():
 
 TRAIN_FLAGS = [
     ("epochs", int, "maximum epochs (default 200; early stopping on validation NDCG@10)"),
-    ("patience", int, "epochs without improvement before stopping (default 10)"),
+    ("patience", int, "epochs without improvement before stopping (default 20)"),
     ("max_sequence_length", int, "history length the model reads (default 200)"),
     ("hidden_dim", int, "model width (default 64)"),
     ("num_layers", int, "transformer blocks (default 2)"),

@@ -63,6 +63,7 @@ class TrainConfig(Options):
     loss: str = "softmax"
     loss_normalization: str = "fixed"
     num_negatives: int = None
+    negatives_exclude_history: bool = None
     mask_prob: float = 0.2
     mask_token_rate: float = None
     random_token_rate: float = None
@@ -70,7 +71,7 @@ class TrainConfig(Options):
     batch_size: int = 128
     learning_rate: float = 1e-3
     epochs: int = 200
-    patience: int = 10
+    patience: int = 20
     window_stride: int = None
     bucket_boundaries: list = dataclasses.field(default_factory=lambda: [50, 100])
     validation_batch_size: int = 512
@@ -292,6 +293,13 @@ def _loss(config):
     if name not in losses_lib.LOSSES:
         raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
     cls = losses_lib.LOSSES[name]
-    if config.num_negatives is not None and name != "softmax":
-        return cls(num_negatives=config.num_negatives, seed=config.seed)
-    return cls(seed=config.seed) if name != "softmax" else cls()
+    if name == "softmax":
+        return cls()
+    kwargs = {"seed": config.seed}
+    if config.num_negatives is not None:
+        kwargs["num_negatives"] = config.num_negatives
+    if config.negatives_exclude_history is not None:
+        if name not in ("bce", "gbce"):
+            raise ValueError(f"negatives_exclude_history applies to the bce and gbce losses, not {name!r}")
+        kwargs["exclude_history"] = config.negatives_exclude_history
+    return cls(**kwargs)
