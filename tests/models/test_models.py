@@ -154,3 +154,24 @@ def test_fixed_loss_normalizer_divides_the_summed_loss():
     np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)
     model.jit_compile = True  # the static-shape path agrees
     np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)
+
+
+def test_bert4rec_original_masking_always_uses_the_mask_token():
+    model = _tiny(BERT4Rec, mask_prob=1.0, mask_token_rate=1.0, random_token_rate=0.0, seed=0)
+    ids = np.array([[0, 0, 3, 4, 5, 6]], np.int32)
+    masked, labels, weights = model.masking(ids)
+    np.testing.assert_array_equal(masked, [[0, 0] + [vocab.MASK_ID] * 4])
+    np.testing.assert_array_equal(labels, [[0, 0, 3, 4, 5, 6]])
+    clone = BERT4Rec.from_config(model.get_config())
+    assert clone.masking.mask_token_rate == 1.0 and clone.masking.random_token_rate == 0.0
+
+
+def test_initializer_range_sets_the_spread_of_every_kernel():
+    for cls, kernels in ((SASRec, 6 * 2), (BERT4Rec, 6 * 2 + 1)):
+        model = cls(num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=0.02)
+        found = [w for w in model.weights if w.path.endswith("kernel")]
+        assert len(found) == kernels, [w.path for w in found]
+        for w in found:
+            assert 0.012 < np.std(np.asarray(w)) < 0.025, w.path
+        glorot = cls(num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=None)
+        assert np.std(np.asarray(glorot.blocks[0].ffn_in.kernel)) > 0.07  # Glorot: sqrt(2 / (fan_in + fan_out))
