@@ -57,6 +57,7 @@ ABLATIONS = {
         "BCE, any negative": {"loss": "bce", "negatives_exclude_history": False},
         "bfloat16": {"mixed_precision": True},
         "XLA": {"jit_compile": True},
+        "cosine decay over 100 epochs": {"learning_rate_schedule": "cosine", "epochs": 100, "warmup_epochs": 1},
     },
     "bert4rec": {
         "default": {},

@@ -142,3 +142,15 @@ def test_loss_normalizer_is_the_mean_target_count_of_a_batch():
     assert training.loss_normalizer(training.TrainConfig(loss_normalization="batch"), seqs) is None
     with pytest.raises(ValueError, match="loss_normalization"):
         training.loss_normalizer(training.TrainConfig(loss_normalization="sum"), seqs)
+
+
+def test_cosine_learning_rate_warms_up_then_decays_to_zero():
+    config = training.TrainConfig(learning_rate=1e-3, learning_rate_schedule="cosine", epochs=10, warmup_epochs=1)
+    schedule = training.learning_rate(config, total_steps=100)  # 10 steps an epoch
+    at = lambda step: float(schedule(step))  # noqa: E731
+    np.testing.assert_allclose([at(0), at(5), at(10)], [0.0, 5e-4, 1e-3], atol=1e-9)
+    np.testing.assert_allclose(at(55), 1e-3 * 0.5 * (1 + np.cos(np.pi * 45 / 90)), rtol=1e-5)
+    np.testing.assert_allclose(at(100), 0.0, atol=1e-9)
+    assert training.learning_rate(training.TrainConfig(), 100) == 1e-3
+    with pytest.raises(ValueError, match="learning_rate_schedule"):
+        training.learning_rate(training.TrainConfig(learning_rate_schedule="step"), 100)

@@ -70,6 +70,8 @@ class TrainConfig(Options):
     last_item_only_prob: float = 0.0
     batch_size: int = 128
     learning_rate: float = 1e-3
+    learning_rate_schedule: str = "constant"
+    warmup_epochs: float = 0.0
     epochs: int = 200
     patience: int = 20
     window_stride: int = None
@@ -167,15 +169,16 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
         json.dump({"config": dataclasses.asdict(config), **(data or {})}, f, indent=2)
 
+    train_ds = training_dataset(config, split.train)
+    train_steps = int(train_ds.cardinality()) * config.epochs
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
         model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train))
         model.compile(
-            optimizer=keras.optimizers.Adam(config.learning_rate),
+            optimizer=keras.optimizers.Adam(learning_rate(config, train_steps)),
             metrics=metrics_lib.default_metrics(),
             jit_compile=config.jit_compile,
         )
-    train_ds = training_dataset(config, split.train)
     valid_ds = pipeline.eval_dataset(split.valid, config.max_sequence_length, config.validation_batch_size)
     cbs = [
         keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
@@ -211,6 +214,28 @@ def training_dataset(config, sequences):
         seed=config.seed,
         window_stride=config.window_stride,
         bucket_boundaries=config.bucket_boundaries,
+    )
+
+
+def learning_rate(config, total_steps):
+    """Adam's learning rate: ``config.learning_rate``, constant or on a schedule.
+
+    ``"cosine"`` decays it to 0 over ``config.epochs`` epochs (``total_steps``), after
+    a linear warm-up of ``config.warmup_epochs``; under a time budget, set ``epochs``
+    to what the budget holds so the decay ends with it.
+    """
+    if config.learning_rate_schedule == "constant":
+        return config.learning_rate
+    if config.learning_rate_schedule != "cosine":
+        raise ValueError(f"learning_rate_schedule must be 'constant' or 'cosine', got {config.learning_rate_schedule!r}")
+    if total_steps <= 0:
+        raise ValueError("a cosine schedule needs a known number of training steps")
+    warmup = int(total_steps * config.warmup_epochs / config.epochs)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0 if warmup else config.learning_rate,
+        decay_steps=max(total_steps - warmup, 1),
+        warmup_target=config.learning_rate if warmup else None,
+        warmup_steps=warmup,
     )
 
 
