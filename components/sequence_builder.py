@@ -209,9 +209,8 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
         ids = ordered | "Ids" >> beam.FlatMap(
             lambda pairs: [(item, i + vocab_lib.NUM_RESERVED) for i, (item, _) in enumerate(pairs)]
         )
-        records = users | "Split" >> beam.ParDo(SplitUser(min_sequence_length), beam.pvalue.AsDict(ids)).with_outputs(
-            *SPLITS
-        )
+        split_user = beam.ParDo(SplitUser(min_sequence_length), beam.pvalue.AsDict(ids))
+        records = users | "Split" >> split_user.with_outputs(*SPLITS)
         for name in SPLITS:
             _ = (
                 records[name]

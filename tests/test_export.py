@@ -220,7 +220,8 @@ def test_warmup_records_are_prediction_logs_the_model_answers(exported, predicto
     assert len(logs) == 2 * len(export.SIGNATURES)
     for log in logs:
         request = log.predict_log.request
-        batch = tf.make_ndarray(request.inputs["history" if "history" in request.inputs else "examples"]).shape[0]
+        first = "history" if "history" in request.inputs else "examples"
+        batch = tf.make_ndarray(request.inputs[first]).shape[0]
         if request.model_spec.signature_name == "rank_targets":
             ranks = tf.make_ndarray(predictor.predict(request).outputs["rank"])
             assert ranks.shape == (batch,)

@@ -68,7 +68,8 @@ def build_parser():
     evaluate.add_argument("--data", required=True, help=DATA_HELP)
     evaluate.add_argument("--split", choices=["test", "valid"], default="test")
     evaluate.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True,
-                          help="remove each user's history from the candidates, the target excepted (default: yes)")
+                          help="remove each user's history from the candidates, the target excepted "
+                          "(default: yes)")
     evaluate.add_argument("--batch-size", type=int, default=256)
     evaluate.add_argument("--sampled-negatives", type=int, default=None,
                           help="also report sampled_* metrics against N negatives")
@@ -321,8 +322,8 @@ def _evaluate(args):
         item_counts=vocabulary.counts,
     )
     if result["num_unknown_targets"]:
-        print(f"tfseqrec: {result['num_unknown_targets']} cases predict an item the model's vocabulary lacks; "
-              "they count as misses (num_unknown_targets)", file=sys.stderr)
+        print(f"tfseqrec: {result['num_unknown_targets']} cases predict an item the model's vocabulary "
+              "lacks; they count as misses (num_unknown_targets)", file=sys.stderr)
     result["split"] = args.split
     result["skipped_unknown_targets"] = 0  # kept for old readers: unknown targets are misses, none is skipped
     result["oov_interactions"] = report["oov_interactions"]

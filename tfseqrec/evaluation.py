@@ -89,8 +89,9 @@ def evaluate(
             index = targets[rows] - vocab.NUM_RESERVED
             negatives = _sample_negatives(batch, index, scores.shape[1], sampled, item_counts, rng)
             true_scores = scores[np.arange(len(rows)), np.clip(index, 0, scores.shape[1] - 1)]
-            pool = np.concatenate([true_scores[:, None], np.take_along_axis(scores, negatives, axis=1)], axis=1)
-            sampled_ranks[rows] = ranking.ranks(pool, np.where(known, vocab.NUM_RESERVED, vocab.OOV_ID)).numpy()
+            pool = np.concatenate([true_scores[:, None], np.take_along_axis(scores, negatives, axis=1)], 1)
+            pool_targets = np.where(known, vocab.NUM_RESERVED, vocab.OOV_ID)
+            sampled_ranks[rows] = ranking.ranks(pool, pool_targets).numpy()
         if bar is not None:
             bar.update(1)
     if bar is not None:

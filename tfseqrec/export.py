@@ -148,7 +148,7 @@ class Recommender(tf.Module):
         return tf.where((count == 0)[:, None], self.popularity[None, :], scores), packed
 
     def top_k(self, ids, k):
-        """Top-``k`` ``(scores, columns)`` for vocabulary ids ``[batch, None]``, the whole history excluded."""
+        """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
         scores, history = self.scores(ids)
         return ranking.top_k(scores, k, exclude=history)
 
@@ -416,7 +416,8 @@ def write_warmup_requests(export_dir, vocabulary, max_sequence_length, signature
                     request = serving.examples_request(examples, model_name, signature_name=name)
                 elif name == "rank_targets":
                     targets = [h[-1] if h else items[0] for h in histories]
-                    request = serving.predict_request(histories, model_name, signature_name=name, targets=targets)
+                    request = serving.predict_request(histories, model_name, signature_name=name,
+                                                      targets=targets)
                 elif name == "recommend_ids":
                     request = serving.predict_request(
                         [[int(i) for i in h] for h in histories], model_name, signature_name=name

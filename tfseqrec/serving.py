@@ -60,7 +60,8 @@ def pad_histories(histories, signature_name="serving_default"):
     return out
 
 
-def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None, targets=None):
+def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None,
+                    targets=None):
     """A ``PredictRequest`` for one of the history signatures.
 
     Args:

@@ -23,11 +23,7 @@ class SequentialRecommender(keras.Model):
     ``[batch, length]`` and ``sample_weight`` 0 where nothing is predicted; the loss
     object scores only positions with non-zero weight. Validation data are
     ``(x, y)`` with ``y`` the next item ``[batch]``: the model scores every item and
-    updates the compiled ranking metrics (``tfseqrec.metrics``), full-catalogue. With
-    ``exclude_seen_in_validation`` the items of ``x["history"]`` (the whole history,
-    int ``[batch, any]`` padded with 0, as ``pipeline.eval_dataset`` gives it; the
-    input window when there is no ``history``) are removed from the candidates, the
-    target excepted, by ``tfseqrec.ranking``: the rules of ``evaluation.evaluate``.
+    updates the compiled ranking metrics (``tfseqrec.metrics``), full-catalogue.
 
     Scores and recommendations address items by vocabulary id; column ``j`` of a
     score matrix is id ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
@@ -199,6 +195,13 @@ class SequentialRecommender(keras.Model):
         return {m.name: m.result() for m in self.metrics if m.name == "loss"}
 
     def test_step(self, data):
+        """Validation: loss and ranking metrics of the next item ``y`` ``[batch]``.
+
+        With ``exclude_seen_in_validation`` the items of ``x["history"]`` (the whole
+        history, int ``[batch, any]`` padded with 0, as ``pipeline.eval_dataset``
+        gives it; the input window when ``x`` has none) leave the candidates, the
+        target excepted, by ``tfseqrec.ranking``: the rules of ``evaluation.evaluate``.
+        """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         history = None
         if isinstance(x, dict) and "history" in x:
@@ -324,4 +327,3 @@ class SequentialRecommender(keras.Model):
         config = dict(config)
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
         return cls(**config)
-
