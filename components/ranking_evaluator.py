@@ -1,11 +1,16 @@
 """RankingEvaluator: full-catalogue ranking metrics of the exported model, and its blessing.
 
 It evaluates what would be pushed: the Trainer's serving SavedModel
-(``Format-Serving``), run through its ``recommend_top_k`` signature on the raw item ids
-of the ``test`` split with ``k`` = the whole catalogue, so each target's rank among all
-items is exact (already-seen items excluded, as served; ties count against the
-target). Metrics: NDCG@K and HR@K for K in 1, 5, 10, 20, and MRR, as in
-``tfseqrec.evaluation``.
+(``Format-Serving``), run through its ``rank_targets`` signature on the raw item ids
+of the ``test`` split. The signature ranks each target among all items with
+``tfseqrec.ranking``, the rules of ``tfseqrec.evaluation`` and of validation in ``fit``:
+the rest of the user's history is excluded as served, but a target the user saw
+before stays a candidate (a top-k that excludes the whole history would rank it
+last), ties count against the target, a non-finite score ranks it last, and a target
+the model's vocabulary lacks is a miss (counted in ``num_unknown_targets``). Metrics:
+NDCG@K and HR@K for K in 1, 5, 10, 20, and MRR, by ``ranking.metrics_from_ranks``.
+An export without ``rank_targets`` (written before it existed) is refused with a
+message: re-export it.
 
 Outputs: ``evaluation`` (``ModelEvaluation``: ``metrics.json`` and the metrics as
 custom properties, so they are in ML Metadata) and ``blessing`` (a standard
@@ -23,7 +28,7 @@ import tensorflow as tf
 from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
-from tfseqrec.evaluation import metrics_from_ranks
+from tfseqrec.ranking import metrics_from_ranks
 
 BLESSED_FILE, NOT_BLESSED_FILE = "BLESSED", "NOT_BLESSED"
 
@@ -52,28 +57,30 @@ def read_cases(examples, split):
 
 
 def rank_cases(export_dir, histories, targets, batch_size=256):
-    """0-based ranks of ``targets`` among all items, by the export's ``recommend_top_k``."""
-    fn = tf.saved_model.load(export_dir).signatures["recommend_top_k"]
-    ranks = []
+    """``(ranks, known)`` of raw ``targets`` given raw ``histories``, by the export's ``rank_targets``."""
+    loaded = tf.saved_model.load(export_dir)
+    if "rank_targets" not in loaded.signatures:
+        raise ValueError(
+            f"{export_dir} has no 'rank_targets' signature (signatures: {sorted(loaded.signatures)}); it was "
+            "exported by an older tfseqrec: export it again to evaluate it"
+        )
+    fn = loaded.signatures["rank_targets"]
+    ranks, known = [], []
     for start in range(0, len(histories), batch_size):
         rows = histories[start : start + batch_size]
         width = max(1, max(len(h) for h in rows))
-        padded = tf.constant([h + [b""] * (width - len(h)) for h in rows], tf.string)
-        out = fn(history=padded, k=tf.fill([len(rows)], tf.int32.max))
-        items, scores = out["item_ids"].numpy(), out["scores"].numpy()
-        for row, target in enumerate(targets[start : start + batch_size]):
-            where = np.flatnonzero(items[row] == target)
-            if len(where) == 0:  # not in the vocabulary: it cannot be recommended
-                ranks.append(items.shape[1])
-                continue
-            # Ties against the target: every other item scoring at least as much is ahead.
-            ranks.append(int(np.sum(scores[row] >= scores[row, where[0]])) - 1)
-    return np.asarray(ranks)
+        padded = tf.constant([list(h) + [b""] * (width - len(h)) for h in rows], tf.string)
+        out = fn(history=padded, target=tf.constant(list(targets[start : start + batch_size]), tf.string))
+        ranks.append(out["rank"].numpy())
+        known.append(out["known"].numpy())
+    return np.concatenate(ranks).astype(np.int64), np.concatenate(known)
 
 
 def evaluate_export(export_dir, histories, targets, batch_size=256):
-    metrics = metrics_from_ranks(rank_cases(export_dir, histories, targets, batch_size))
+    ranks, known = rank_cases(export_dir, histories, targets, batch_size)
+    metrics = metrics_from_ranks(ranks)
     metrics["num_users"] = len(targets)
+    metrics["num_unknown_targets"] = int((~known).sum())
     return metrics
 
 

@@ -9,7 +9,9 @@ Input: ``Examples`` with one event per record (for example ``CsvExampleGen`` ove
   ``min_sequence_length`` events give their whole sequence to ``train`` and no case,
   as ``tfseqrec.data.splits.leave_one_out`` does. The vocabulary is also written at
   ``sequences.uri/item_vocab.tsv``, so a Trainer given only these ``Examples`` has it.
-- ``vocabulary``: ``ItemVocabulary`` (``item_vocab.tsv``), items by interaction count.
+- ``vocabulary``: ``ItemVocabulary`` (``item_vocab.tsv``), items by their count of
+  *training* interactions (held-out validation and test items count 0 there), as
+  ``tfseqrec.data.splits.prepare`` counts them.
 
 Events of a user are ordered by time; equal times by item id, so every runner
 produces the same sequences. Timestamps may be numbers or ISO 8601 strings.
@@ -103,8 +105,32 @@ def write_vocabulary(pairs, paths):
     return len(pairs)
 
 
+def order_user(element):
+    """``(user, items)``: a user's events to its items in time order (equal times by item id)."""
+    user, events = element
+    return user, [item for _, item in sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))]
+
+
+def train_length(n, min_length):
+    """How many of a user's ``n`` items are training items (leave-one-out)."""
+    return n - 2 if n >= min_length else n
+
+
+def training_counts(element, min_length):
+    """``(item, count)`` pairs of one user: 1 per training event, 0 for a held-out one.
+
+    Held-out items still get a (zero) pair, so items seen only in validation or test
+    targets are in the vocabulary (a target needs an id to be ranked) without
+    counting as popular.
+    """
+    _, items = element
+    n_train = train_length(len(items), min_length)
+    for i, item in enumerate(items):
+        yield item, int(i < n_train)
+
+
 class SplitUser(beam.DoFn):
-    """One user's events to tagged ``tf.train.Example`` records (leave-one-out)."""
+    """One user's time-ordered items (``order_user``) to tagged ``tf.train.Example`` records."""
 
     def __init__(self, min_length):
         self.min_length = min_length
@@ -112,13 +138,12 @@ class SplitUser(beam.DoFn):
         self.events = beam.metrics.Metrics.counter(NAMESPACE, "interactions")
 
     def process(self, element, ids):
-        user, events = element
-        items = [item for _, item in sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))]
+        user, items = element
         self.users.inc()
         self.events.inc(len(items))
         item_ids = [ids[item] for item in items]
         n = len(items)
-        train_n = n - 2 if n >= self.min_length else n
+        train_n = train_length(n, self.min_length)
         yield beam.pvalue.TaggedOutput("train", tfrecord.make_example(user, item_ids[:train_n], items[:train_n]))
         if n >= self.min_length:
             yield beam.pvalue.TaggedOutput(
@@ -172,10 +197,11 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
             | "Flatten" >> beam.Flatten()
             | "Parse" >> beam.Map(parse_event, user_column, item_column, time_column)
         )
+        users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user)
         ordered = (
-            events
-            | "Items" >> beam.Map(lambda event: event[1][1])
-            | "Count" >> beam.combiners.Count.PerElement()
+            users
+            | "TrainingItems" >> beam.FlatMap(training_counts, min_sequence_length)
+            | "Count" >> beam.CombinePerKey(sum)
             | "Collect" >> beam.combiners.ToList()
             | "Order" >> beam.Map(ordered_vocabulary)
         )
@@ -183,11 +209,8 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
         ids = ordered | "Ids" >> beam.FlatMap(
             lambda pairs: [(item, i + vocab_lib.NUM_RESERVED) for i, (item, _) in enumerate(pairs)]
         )
-        records = (
-            events
-            | "ByUser" >> beam.GroupByKey()
-            | "Split" >> beam.ParDo(SplitUser(min_sequence_length), beam.pvalue.AsDict(ids)).with_outputs(*SPLITS)
-        )
+        split_user = beam.ParDo(SplitUser(min_sequence_length), beam.pvalue.AsDict(ids))
+        records = users | "Split" >> split_user.with_outputs(*SPLITS)
         for name in SPLITS:
             _ = (
                 records[name]

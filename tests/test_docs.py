@@ -34,6 +34,7 @@ def test_readme_python_examples_run(data_root, monkeypatch, capsys):
         "tfseqrec.layers.transformer_block",
         "tfseqrec.losses",
         "tfseqrec.metrics",
+        "tfseqrec.ranking",
         "tfseqrec.models.sasrec",
         "tfseqrec.models.bert4rec",
         "tfseqrec.export",

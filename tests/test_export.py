@@ -66,6 +66,10 @@ def test_export_writes_a_tf_serving_version_directory(exported):
         "scores": "float32",
         "user_id": "string",
     }
+    assert out["signatures"]["rank_targets"] == {
+        "inputs": {"history": "string", "target": "string"},
+        "outputs": {"known": "bool", "rank": "int32"},
+    }
 
 
 def test_next_export_gets_the_next_version_and_never_overwrites(exported, tmp_path):
@@ -168,6 +172,36 @@ def test_recommend_top_k_asks_for_another_k(predictor, in_memory):
     assert predictor.run("recommend_top_k", {"history": history, "k": np.array([0, -3], np.int32)})["scores"].shape == (2, 0)
 
 
+def test_rank_targets_keeps_a_seen_target_and_agrees_with_the_top_k(predictor, in_memory):
+    model, vocabulary = in_memory
+    everything = predictor.run(
+        "recommend_top_k", {"history": serving.pad_histories(HISTORIES), "k": np.full(3, 10**6, np.int32)}
+    )
+    listed = [[v.decode() for v in row] for row in everything["item_ids"]]
+    # An unseen target: its place in the served list (random-free scores have no ties here).
+    unseen = [row[3] for row in listed]
+    # A seen target ("172", in history 0) is not listed by the top-k, but rank_targets ranks it.
+    request = {"history": serving.pad_histories(HISTORIES + HISTORIES[:1] + [HISTORIES[0]]),
+               "target": np.array(unseen + ["172", "no-such-item"], dtype=object)}
+    out = predictor.run("rank_targets", request)
+    assert out["rank"][:3].tolist() == [3, 3, 3]
+    assert out["known"].tolist() == [True, True, True, True, False]
+    assert out["rank"][4] == vocabulary.num_items  # unknown: a miss
+    ids = vocabulary.lookup(HISTORIES[0])
+    scores = model.score(np.array([ids[-MAX_LEN:]]))
+    expected = evaluation_rank(scores, int(vocabulary.lookup(["172"])[0]), ids)
+    assert out["rank"][3] == expected
+
+
+def evaluation_rank(scores, target, history):
+    """The oracle: other unseen items scoring at least the target's score."""
+    scores = np.asarray(scores)[0].copy()
+    t = target - 3
+    mask = np.ones(len(scores), bool)
+    mask[[i - 3 for i in history if i != target]] = False
+    return int(np.sum(scores[mask] >= scores[t])) - 1
+
+
 def test_predict_examples_reads_the_tfrecord_schema(predictor, in_memory):
     _, vocabulary = in_memory
     records = [
@@ -185,8 +219,15 @@ def test_warmup_records_are_prediction_logs_the_model_answers(exported, predicto
     assert signatures == set(export.SIGNATURES)
     assert len(logs) == 2 * len(export.SIGNATURES)
     for log in logs:
-        reply = serving.predict_reply(predictor.predict(log.predict_log.request))
-        assert len(reply.item_ids) == tf.make_ndarray(next(iter(log.predict_log.request.inputs.values()))).shape[0]
+        request = log.predict_log.request
+        first = "history" if "history" in request.inputs else "examples"
+        batch = tf.make_ndarray(request.inputs[first]).shape[0]
+        if request.model_spec.signature_name == "rank_targets":
+            ranks = tf.make_ndarray(predictor.predict(request).outputs["rank"])
+            assert ranks.shape == (batch,)
+            continue
+        reply = serving.predict_reply(predictor.predict(request))
+        assert len(reply.item_ids) == batch
 
 
 def test_grpc_and_rest_requests_through_the_loaded_model(predictor, in_memory):

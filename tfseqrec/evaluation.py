@@ -1,32 +1,30 @@
 """Offline evaluation: rank each held-out item among the whole catalogue.
 
-``evaluate`` streams evaluation cases in batches through a model's ``score``,
-removes already-seen items (the *whole* history, not only the model's input
-window) when asked, and ranks the true item with ties counted against it. Reserved
-ids are never candidates (models score real items only).
+``evaluate`` streams evaluation cases in batches through a model's ``score`` and
+ranks each target with ``tfseqrec.ranking`` (run eagerly on the batch), the same
+functions that validation inside ``fit``, the export's signatures and the TFX
+``RankingEvaluator`` use. With ``exclude_seen`` the user's *whole* history is removed
+from the candidates, not only the model's input window, except the target itself when
+it repeats a history item (it stays a candidate with its own score). Ties count
+against the target, reserved ids are never candidates, a non-finite target score ranks
+the target last, and a target outside the vocabulary (``OOV_ID``) is a miss with rank
+``num_items``; such cases still count in ``num_users`` and are reported as
+``num_unknown_targets``.
 
 Sampled metrics, where the true item competes only with ``N`` sampled negatives as
 in the SASRec and BERT4Rec papers, are computed only on request and reported under
 ``sampled_`` names: they can reverse the order of models (Krichene & Rendle, KDD 2020).
+The sampled rank follows the same rules (``ranking.ranks`` over the target and its
+negatives). Popularity sampling needs per-item counts of *training* events
+(``ItemVocabulary.counts`` of a vocabulary built by ``splits.prepare``).
 """
 
 import numpy as np
+import tensorflow as tf
 
+from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
-
-DEFAULT_KS = (1, 5, 10, 20)
-
-
-def metrics_from_ranks(ranks, ks=DEFAULT_KS, prefix=""):
-    """NDCG@K, HR@K and MRR of 0-based ranks (one relevant item per case)."""
-    ranks = np.asarray(ranks, np.float64)
-    out = {}
-    for k in ks:
-        hit = ranks < k
-        out[f"{prefix}ndcg@{k}"] = float(np.mean(np.where(hit, 1.0 / np.log2(ranks + 2.0), 0.0)))
-        out[f"{prefix}hr@{k}"] = float(np.mean(hit))
-    out[f"{prefix}mrr"] = float(np.mean(1.0 / (ranks + 1.0)))
-    return out
+from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
 
 
 def evaluate(
@@ -47,19 +45,20 @@ def evaluate(
             ``score`` and ``max_sequence_length``).
         cases: ``splits.Cases``.
         ks: cut-offs for NDCG@K and HR@K.
-        exclude_seen: score every item of a user's history ``-inf`` first.
+        exclude_seen: remove every item of a user's history from the candidates
+            (the target excepted).
         batch_size: cases scored at once.
         sampled: ``None``, or ``{"num_negatives": 100, "sampler": "uniform" or
             "popularity"}`` to add ``sampled_*`` metrics; negatives exclude the
             history and the target.
-        item_counts: per-item interaction counts (``ItemVocabulary.counts``), needed
-            for the popularity sampler.
+        item_counts: per-item training interaction counts (``ItemVocabulary.counts``),
+            needed for the popularity sampler.
         seed: negative sampling seed.
         progress: tqdm bar over batches; ``None`` shows one on a terminal.
 
     Returns:
-        ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "exclude_seen"}`` plus the
-        sampled metrics and their settings when asked.
+        ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
+        "exclude_seen"}`` plus the sampled metrics and their settings when asked.
     """
     histories, targets = cases.histories, np.asarray(cases.targets, np.int64)
     n = len(targets)
@@ -68,6 +67,7 @@ def evaluate(
     rng = np.random.default_rng(seed)
     score = getattr(model, "compiled_score", None) or model.score
     ranks = np.empty(n, np.int64)
+    unknown = 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
     if sampled and sampled.get("sampler", "uniform") == "popularity" and item_counts is None:
         raise ValueError("the popularity sampler needs item_counts")
@@ -77,26 +77,27 @@ def evaluate(
         rows = np.arange(start, min(start + batch_size, n))
         batch = histories.select(rows)
         window = pipeline.pad_left(batch, model.max_sequence_length)
-        scores = np.array(score(window), dtype=np.float32)
-        index = targets[rows] - vocab.NUM_RESERVED
-        true_scores = scores[np.arange(len(rows)), index]
-        if exclude_seen:
-            seen_rows = np.repeat(np.arange(len(rows)), batch.lengths)
-            seen = batch.values - vocab.NUM_RESERVED
-            ok = seen >= 0
-            scores[seen_rows[ok], seen[ok]] = -np.inf
-            scores[np.arange(len(rows)), index] = true_scores  # the target may recur in history
-        ranks[rows] = (scores >= true_scores[:, None]).sum(axis=1) - 1
+        scores = tf.cast(score(window), tf.float32)
+        batch_targets = tf.constant(targets[rows])
+        seen = tf.RaggedTensor.from_row_splits(batch.values, batch.row_splits) if exclude_seen else None
+        ranks[rows] = ranking.rank_targets(scores, batch_targets, seen).numpy()
+        known = ranking.known_targets(batch_targets, scores.shape[1]).numpy()
+        unknown += int((~known).sum())
         if sampled:
+            # The target (column 0) among its negatives, ranked by the same rule.
+            scores = scores.numpy()
+            index = targets[rows] - vocab.NUM_RESERVED
             negatives = _sample_negatives(batch, index, scores.shape[1], sampled, item_counts, rng)
-            neg_scores = np.take_along_axis(scores, negatives, axis=1)
-            sampled_ranks[rows] = (neg_scores >= true_scores[:, None]).sum(axis=1)
+            true_scores = scores[np.arange(len(rows)), np.clip(index, 0, scores.shape[1] - 1)]
+            pool = np.concatenate([true_scores[:, None], np.take_along_axis(scores, negatives, axis=1)], 1)
+            pool_targets = np.where(known, vocab.NUM_RESERVED, vocab.OOV_ID)
+            sampled_ranks[rows] = ranking.ranks(pool, pool_targets).numpy()
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
     out = metrics_from_ranks(ranks, ks)
-    out.update(num_users=int(n), exclude_seen=bool(exclude_seen))
+    out.update(num_users=int(n), num_unknown_targets=unknown, exclude_seen=bool(exclude_seen))
     if sampled:
         out.update(metrics_from_ranks(sampled_ranks, ks, prefix="sampled_"))
         out["sampled"] = {"num_negatives": int(sampled["num_negatives"]), "sampler": sampled.get("sampler", "uniform")}
@@ -117,11 +118,12 @@ def _sample_negatives(batch, target_index, num_items, sampled, item_counts, rng)
     for r in range(len(target_index)):
         banned = np.append(batch[r] - vocab.NUM_RESERVED, target_index[r])
         allowed = np.ones(num_items, bool)
-        allowed[banned[banned >= 0]] = False
+        allowed[banned[(banned >= 0) & (banned < num_items)]] = False
         candidates = np.flatnonzero(allowed)
         if len(candidates) < k:
             raise ValueError(f"only {len(candidates)} unseen items left for {k} negatives")
-        weights = None if p is None else p[candidates] / p[candidates].sum()
+        mass = 0.0 if p is None else p[candidates].sum()
+        weights = p[candidates] / mass if mass > 0 else None  # no training counts left: uniform
         out[r] = rng.choice(candidates, size=k, replace=False, p=weights)
     return out
 

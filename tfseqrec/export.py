@@ -4,7 +4,7 @@
 path expects (``tensorflow_model_server --model_base_path=BASE/NAME`` serves the
 newest version):
 
-    saved_model.pb, variables/    the model and four signatures (below)
+    saved_model.pb, variables/    the model and five signatures (below)
     assets/item_vocab.tsv          the vocabulary: raw id -> id lookups in the graph
     assets.extra/tf_serving_warmup_requests
                                    ``PredictionLog`` records the server replays before
@@ -27,6 +27,10 @@ Signatures, all of method ``tensorflow/serving/predict``; histories are oldest f
     ``predict_examples````examples`` string ``[batch]``: serialized  ``user_id`` string ``[batch]``,
                         ``tf.Example`` in ``tfrecord.FEATURE_SPEC``  ``item_ids``, ``scores``
                         (reads ``items``), for TFX BulkInferrer
+    ``rank_targets``    ``history`` as ``serving_default``;          ``rank`` int32 ``[batch]``: 0-based rank
+                        ``target`` string ``[batch]``: a known       of the target among all items;
+                        next item (evaluation)                       ``known`` bool ``[batch]``: the target
+                                                                     is in the vocabulary
     ==================  ===========================================  =========================================
 
 Every signature handles any well-typed request: unknown ids and padding are dropped
@@ -35,6 +39,14 @@ reads the newest ``max_sequence_length`` known items, and a history with no know
 item gets the most popular items (scored by their share of training interactions).
 ``k`` is capped at the number of items; when fewer unseen items remain than ``k``,
 the last slots score ``-inf``.
+
+Exclusion, top-k and ranks are ``tfseqrec.ranking``'s. ``rank_targets`` is for
+evaluators that know the target (the TFX ``RankingEvaluator``): it ranks the target
+with the rest of the history excluded but the target itself kept as a candidate
+even when the user saw it before, which a top-k that excludes the whole history
+cannot tell. Ties count against the target, a non-finite target score ranks it last
+(``num_items - 1``) and a target the vocabulary lacks gets ``num_items`` (a miss),
+as in ``tfseqrec.evaluation``.
 """
 
 import os
@@ -45,10 +57,11 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from tfseqrec import ranking
 from tfseqrec.data import vocab as vocab_lib
 
 WARMUP_FILE = "tf_serving_warmup_requests"
-SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples")
+SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples", "rank_targets")
 TEXT_SIGNATURES = ("recommend_texts", "encode_items")
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 
@@ -114,8 +127,13 @@ class Recommender(tf.Module):
 
     # --- the computation every signature shares --------------------------------------
 
-    def top_k(self, ids, k):
-        """Top-``k`` columns and scores for vocabulary ids ``[batch, None]`` (any order of padding)."""
+    def scores(self, ids):
+        """``(scores [batch, num_items], history)`` for vocabulary ids ``[batch, None]``.
+
+        ``history`` holds each row's known ids (unknown ids and padding moved left as
+        0); the model reads its newest ``max_sequence_length`` items, and a row with
+        no known item is scored by popularity.
+        """
         ids = tf.cast(ids, tf.int64)
         # One padding column in front: an empty request still gives a [batch, 1] window.
         ids = tf.pad(ids, [[0, 0], [1, 0]])
@@ -126,13 +144,18 @@ class Recommender(tf.Module):
         count = tf.reduce_sum(tf.cast(known, tf.int32), axis=1)
         width = tf.clip_by_value(_max_or_zero(count), 1, self.max_sequence_length)
         window = packed[:, tf.shape(packed)[1] - width :]
+        scores = tf.cast(self.model.score(window), tf.float32)
+        return tf.where((count == 0)[:, None], self.popularity[None, :], scores), packed
 
-        from tfseqrec.models.base import exclude_items
+    def top_k(self, ids, k):
+        """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
+        scores, history = self.scores(ids)
+        return ranking.top_k(scores, k, exclude=history)
 
-        scores = exclude_items(tf.cast(self.model.score(window), tf.float32), packed)
-        scores = tf.where((count == 0)[:, None], self.popularity[None, :], scores)
-        k = tf.clip_by_value(k, 0, self.model.num_items)
-        return tf.math.top_k(scores, k)
+    def rank(self, ids, targets):
+        """``tfseqrec.ranking.rank_targets`` of target ids ``[batch]`` given histories ``[batch, None]``."""
+        scores, history = self.scores(ids)
+        return ranking.rank_targets(scores, targets, history)
 
     def _recommend_raw(self, history, k):
         ids = self.to_id.lookup(history)
@@ -172,6 +195,19 @@ class Recommender(tf.Module):
         )
         out = self._recommend_raw(features["items"].to_tensor(default_value=""), self.k)
         return {"user_id": features["user_id"], **out}
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="history"),
+            tf.TensorSpec([None], tf.string, name="target"),
+        ]
+    )
+    def rank_targets(self, history, target):
+        target_ids = self.to_id.lookup(target)
+        return {
+            "rank": self.rank(self.to_id.lookup(history), target_ids),
+            "known": ranking.known_targets(target_ids, self.model.num_items),
+        }
 
     def signatures(self):
         """The concrete functions to save, by signature name."""
@@ -253,7 +289,7 @@ class TextRecommender(Recommender):
         scores = tf.cast(model.scores(model(inputs, training=False)), tf.float32)
         empty = items.row_lengths() == 0
         scores = tf.where(empty[:, None], self.popularity[None, :], scores)
-        top = tf.math.top_k(scores, self.k)
+        top = ranking.top_k(scores, self.k)
         return {"item_ids": self.to_raw.lookup(tf.cast(top.indices, tf.int64)), "scores": top.values}
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
@@ -378,6 +414,10 @@ def write_warmup_requests(export_dir, vocabulary, max_sequence_length, signature
                         for i, h in enumerate(histories)
                     ]
                     request = serving.examples_request(examples, model_name, signature_name=name)
+                elif name == "rank_targets":
+                    targets = [h[-1] if h else items[0] for h in histories]
+                    request = serving.predict_request(histories, model_name, signature_name=name,
+                                                      targets=targets)
                 elif name == "recommend_ids":
                     request = serving.predict_request(
                         [[int(i) for i in h] for h in histories], model_name, signature_name=name

@@ -1,29 +1,28 @@
-"""Streaming full-catalogue ranking metrics as Keras metrics.
+"""Streaming full-catalogue ranking metrics as Keras metrics, on top of ``tfseqrec.ranking``.
 
 Each metric takes the true next item and a score for every item of the catalogue:
 
     y_true: int ``[batch]`` vocabulary ids (``>= vocab.NUM_RESERVED``)
     y_pred: float ``[batch, num_items]`` scores, column ``j`` for id ``j + NUM_RESERVED``
 
-The rank of the true item is the number of *other* items scoring at least as high:
-ties count against it, so a model that scores everything equally ranks last, not
-first. Items to exclude (already seen) must carry ``-inf``. With one relevant item,
-HR@K equals Recall@K and NDCG@K is ``1 / log2(rank + 2)`` when ``rank < K``.
+Ranks and gains are ``tfseqrec.ranking``'s: the rank of the true item is the number of
+*other* items scoring at least as high (ties count against it, so a model that scores
+everything equally ranks last, not first); a NaN or infinite score of the true item
+ranks it last, a NaN score of another item puts that item ahead of it, and a true item
+outside the vocabulary is a miss (rank ``num_items``). Items to exclude (already seen,
+the true item excepted) must carry ``-inf``: ``ranking.exclude_items(scores, history,
+keep=y_true)``. With one relevant item, HR@K equals Recall@K and NDCG@K is
+``1 / log2(rank + 2)`` when ``rank < K``.
 """
 
 import keras
-import tensorflow as tf
 
-from tfseqrec.data import vocab
+from tfseqrec import ranking
 
 
 def ranks(y_true, y_pred):
-    """0-based rank of each true item among all items, ties against it: int32 ``[batch]``."""
-    y_pred = tf.cast(y_pred, "float32")
-    index = tf.cast(y_true, "int32") - vocab.NUM_RESERVED
-    true_score = tf.gather(y_pred, index[:, None], batch_dims=1)
-    at_least = tf.reduce_sum(tf.cast(y_pred >= true_score, "int32"), axis=1)
-    return at_least - 1
+    """``ranking.ranks(y_pred, y_true)`` in Keras argument order: int32 ``[batch]``."""
+    return ranking.ranks(y_pred, y_true)
 
 
 class _RankingMetric(keras.metrics.Mean):
@@ -54,8 +53,7 @@ class NDCG(_RankingMetric):
         self.k = k
 
     def from_ranks(self, r):
-        gain = 1.0 / (tf.math.log(tf.cast(r, "float32") + 2.0) / tf.math.log(2.0))
-        return tf.where(r < self.k, gain, 0.0)
+        return ranking.ndcg_gain(r, self.k)
 
     def get_config(self):
         return {**super().get_config(), "k": self.k}
@@ -70,7 +68,7 @@ class HitRate(_RankingMetric):
         self.k = k
 
     def from_ranks(self, r):
-        return tf.cast(r < self.k, "float32")
+        return ranking.hit_gain(r, self.k)
 
     def get_config(self):
         return {**super().get_config(), "k": self.k}
@@ -84,7 +82,7 @@ class MRR(_RankingMetric):
         super().__init__(name=name, dtype=dtype)
 
     def from_ranks(self, r):
-        return 1.0 / (tf.cast(r, "float32") + 1.0)
+        return ranking.reciprocal_rank(r)
 
 
 def default_metrics(ks=(10,)):

@@ -60,15 +60,19 @@ def pad_histories(histories, signature_name="serving_default"):
     return out
 
 
-def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None):
+def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None,
+                    targets=None):
     """A ``PredictRequest`` for one of the history signatures.
 
     Args:
         histories: lists of raw item ids, oldest first.
         model_name: the served model's name (``--model_name`` of the server).
-        signature_name: ``serving_default``, ``recommend_ids`` or ``recommend_top_k``.
+        signature_name: ``serving_default``, ``recommend_ids``, ``recommend_top_k`` or
+            ``rank_targets``.
         version: a model version to pin (default: the newest the server has).
         k: for ``recommend_top_k``, an int or one int per history.
+        targets: for ``rank_targets``, one raw item id per history (the reply's
+            ``rank`` is its 0-based rank among all items, see ``tfseqrec.export``).
     """
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
@@ -81,6 +85,9 @@ def predict_request(histories, model_name, signature_name="serving_default", ver
     if k is not None:
         ks = np.broadcast_to(np.asarray(k, dtype=np.int32), (len(array),))
         request.inputs["k"].CopyFrom(tf.make_tensor_proto(ks, dtype=tf.int32))
+    if targets is not None:
+        values = np.array([_text(t) for t in targets], dtype=object)
+        request.inputs["target"].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string, shape=[len(values)]))
     return request
 
 

@@ -54,7 +54,9 @@ def test_leave_one_out_splits_and_vocabulary(tmp_path):
     sequences, vocabulary = _build(tmp_path, events)
     assert artifact_utils.decode_split_names(sequences.split_names) == ["train", "eval", "test"]
     vocab = vocab_lib.ItemVocabulary.load(os.path.join(vocabulary.uri, "item_vocab.tsv"))
-    assert vocab.items == ["10", "30", "20"] and vocab.counts.tolist() == [3, 2, 1]
+    # Training events only: u1's 20 30 and u2's 10 30 (u1's held-out 10 10 do not count;
+    # over all events 10 would lead with 3).
+    assert vocab.items == ["30", "10", "20"] and vocab.counts.tolist() == [2, 1, 1]
     assert vocab == vocab_lib.ItemVocabulary.load(os.path.join(sequences.uri, "item_vocab.tsv"))
     # u1 in time order: 20 30 10 10 -> train 20 30, eval 10 after [20 30], test 10 after [20 30 10].
     train = _read(sequences, "train")

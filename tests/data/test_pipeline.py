@@ -54,6 +54,10 @@ def test_eval_dataset():
     x, y = next(iter(pipeline.eval_dataset(cases, 3, 8)))
     np.testing.assert_array_equal(x["item_ids"], [[6, 7, 8], [0, 9, 10]])
     np.testing.assert_array_equal(y, [11, 12])
+    # The whole history rides along (validation excludes all of it), right-padded per batch.
+    np.testing.assert_array_equal(x["history"], [[3, 4, 5, 6, 7, 8], [9, 10, 0, 0, 0, 0]])
+    x, _ = next(iter(pipeline.eval_dataset(cases, 3, 8, history=False)))
+    assert set(x) == {"item_ids", "padding_mask"}
 
 
 def test_bucketing_trims_padding_and_keeps_every_window():

@@ -85,3 +85,23 @@ def test_prepare_on_ml1m_counts(data_root):
     assert (report["num_users"], report["num_items"], report["num_interactions"]) == (6040, 3416, 999611)
     assert report["test_cases"] == report["valid_cases"] == 6040
     assert report["train_interactions"] == 999611 - 2 * 6040
+
+
+def test_prepare_counts_training_events_only():
+    # u: a b | c (valid) | d (test); v: b | c | c; w is too short to evaluate: d d, all training.
+    rows = [("u", "a", 1), ("u", "b", 2), ("u", "c", 3), ("u", "d", 4),
+            ("v", "b", 1), ("v", "c", 2), ("v", "c", 3),
+            ("w", "d", 1), ("w", "d", 2)]
+    _, v, _ = splits.prepare(_interactions(rows))
+    # Training events: a 1, b 2, d 2 (w); c only ever held out: kept with count 0, last.
+    # (Counting every event would give c 3, d 3, b 2, a 1.)
+    assert v.items == ["b", "d", "a", "c"] and v.counts.tolist() == [2, 2, 1, 0]
+    # Other held-out targets (u's test d -> a, v's valid c -> a) leave the counts as they were.
+    changed = [(u, "a" if (u, t) in {("u", 4), ("v", 2)} else i, t) for u, i, t in rows]
+    split, v2, _ = splits.prepare(_interactions(changed))
+    assert (v2.items, v2.counts.tolist()) == (v.items, v.counts.tolist())
+    assert v2.to_raw(split.test.targets) == ["a", "c"] and v2.to_raw(split.valid.targets) == ["c", "a"]
+    # Ids follow the training counts; a given vocabulary is used as it is.
+    assert v.lookup(["b", "c"]).tolist() == [3, 6]
+    given = vocab.ItemVocabulary(["c", "a", "b", "d"], [9, 9, 9, 9])
+    assert splits.prepare(_interactions(rows), vocabulary=given)[1] is given

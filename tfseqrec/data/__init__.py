@@ -28,6 +28,7 @@ _EXPORTS = {
         "leave_one_out",
         "prepare",
         "sort_by_time",
+        "training_vocabulary",
     ],
     "tfseqrec.data.tfrecord": ["FEATURE_SPEC", "make_example", "parse_examples", "read_examples", "write_examples"],
     "tfseqrec.data.vocab": ["MASK_ID", "NUM_RESERVED", "OOV_ID", "PAD_ID", "ItemVocabulary"],

@@ -145,12 +145,25 @@ def cloze_dataset(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-def eval_dataset(cases, max_sequence_length, batch_size):
-    """Evaluation data: ``(x, target)`` with the last ``N`` history items as input."""
+def eval_dataset(cases, max_sequence_length, batch_size, history=True):
+    """Evaluation data: ``(x, target)`` with the last ``N`` history items as input.
+
+    ``x`` holds ``item_ids`` and ``padding_mask`` (the model's window) and, with
+    ``history=True``, ``history``: the *whole* history, int32 ``[batch, longest]``
+    right-padded with ``PAD_ID`` per batch. Validation inside ``fit``
+    (``SequentialRecommender.test_step``) excludes it from the candidates, the target
+    excepted, as ``evaluation.evaluate`` does; without it only the window is excluded.
+    """
     inputs = pad_left(cases.histories, max_sequence_length)
     targets = cases.targets.astype(np.int32)
-    ds = tf.data.Dataset.from_tensor_slices(({"item_ids": inputs, "padding_mask": _mask(inputs)}, targets))
-    return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    x = {"item_ids": inputs, "padding_mask": _mask(inputs)}
+    if history:
+        seen = cases.histories
+        x["history"] = tf.RaggedTensor.from_row_splits(seen.values.astype(np.int32), seen.row_splits)
+    ds = tf.data.Dataset.from_tensor_slices((x, targets)).batch(batch_size)
+    if history:
+        ds = ds.map(lambda x, y: ({**x, "history": x["history"].to_tensor(vocab.PAD_ID)}, y))
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def _mask(ids):

@@ -6,6 +6,8 @@ The steps, each reporting what it removed:
     k_core            drop users and items with too few events, until none remain
     build_sequences   one integer sequence per user, through an ``ItemVocabulary``
     leave_one_out     last item test, second-last validation, the rest training
+    prepare           all of the above; the vocabulary's counts (popularity, id order)
+                      come from training events only
     cold_start_split  test cases whose target item never appears in training
 
 Sequences are stored flat (``values`` plus ``row_splits``, as ``tf.RaggedTensor``
@@ -259,8 +261,23 @@ def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
     )
 
 
+def training_vocabulary(vocabulary, train):
+    """``vocabulary``'s items re-counted on the ``train`` sequences (its ids) and re-ordered.
+
+    Items that occur only in held-out events keep their place in the vocabulary (a
+    target must have an id to be ranked) with count 0, after every trained item.
+    """
+    counts = np.bincount(train.values, minlength=vocabulary.size)[vocab_lib.NUM_RESERVED : vocabulary.size]
+    return vocab_lib.ItemVocabulary.from_counts(dict(zip(vocabulary.items, counts.tolist())))
+
+
 def prepare(interactions, min_user_interactions=0, min_item_interactions=0, vocabulary=None):
     """Interactions to a leave-one-out ``Split``: sort, k-core, vocabulary, split.
+
+    A new vocabulary (``vocabulary=None``) holds every item of ``interactions``, but
+    its counts, hence its popularity id order, come from the *training* events only
+    (``training_vocabulary``): validation and test targets never count. A given
+    ``vocabulary`` (a trained model's) is used as it is.
 
     Returns:
         ``(split, vocabulary, report)``; ``report`` merges every step's counts, so
@@ -271,9 +288,16 @@ def prepare(interactions, min_user_interactions=0, min_item_interactions=0, voca
     if min_user_interactions > 1 or min_item_interactions > 1:
         events, core = k_core(events, min_user_interactions, min_item_interactions)
         report.update(core)
+    given = vocabulary is not None
     sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
-    report.update(seq_report)
     split = leave_one_out(sequences)
+    if not given:
+        # Counts, and with them the id order, come from training events only: the
+        # held-out targets must not make their items look more popular.
+        vocabulary = training_vocabulary(vocabulary, split.train)
+        sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
+        split = leave_one_out(sequences)
+    report.update(seq_report)
     report.update(split.report)
     lengths = sequences.lengths
     report.update(

@@ -10,7 +10,10 @@ tfseqrec uses this layout:
 
 Items are stored most frequent first (ties by raw id), so id order is popularity
 order: the popularity baseline is ``ids[:k]``, and log-uniform candidate samplers,
-which assume a Zipfian id order, draw sensible negatives.
+which assume a Zipfian id order, draw sensible negatives. The counts must be of
+*training* events: ``splits.prepare`` and the TFX ``SequenceBuilder`` count each
+user's training items only, so held-out validation and test targets never raise an
+item's popularity (items seen only there get count 0, after all others).
 
 On disk a vocabulary is a plain UTF-8 text file with one ``raw_id<TAB>count`` line
 per item, line ``i`` holding id ``NUM_RESERVED + i``. TensorFlow reads it in the

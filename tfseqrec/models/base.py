@@ -5,7 +5,9 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec import losses as losses_lib
+from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
+from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
 
 class SequentialRecommender(keras.Model):
@@ -227,15 +229,32 @@ class SequentialRecommender(keras.Model):
         return {m.name: m.result() for m in self.metrics if m.name == "loss"}
 
     def test_step(self, data):
+        """Validation: loss and ranking metrics of the next item ``y`` ``[batch]``.
+
+        With ``exclude_seen_in_validation`` the items of ``x["history"]`` (the whole
+        history, int ``[batch, any]`` padded with 0, as ``pipeline.eval_dataset``
+        gives it; the input window when ``x`` has none) leave the candidates, the
+        target excepted, by ``tfseqrec.ranking``: the rules of ``evaluation.evaluate``.
+        """
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        history = None
+        if isinstance(x, dict) and "history" in x:
+            x = dict(x)
+            history = x.pop("history")
         ids, _ = self.unpack_inputs(x)
         hidden = self(self.inference_inputs(x), training=False)
         scores = self.scores_from_hidden(hidden[:, -1])
-        loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y, "int32") - vocab.NUM_RESERVED, scores)
+        y = tf.reshape(tf.cast(y, "int32"), [-1])
+        # A target outside the vocabulary has no logit: it is left out of the loss
+        # (and ranks last in the metrics).
+        known = ranking.known_targets(y, self.num_items)
+        per_case = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.where(known, y - vocab.NUM_RESERVED, 0), scores
         )
+        weight = tf.cast(known, per_case.dtype)
+        loss = tf.reduce_sum(per_case * weight) / tf.maximum(tf.reduce_sum(weight), 1.0)
         if self.exclude_seen_in_validation:
-            scores = exclude_items(scores, ids)
+            scores = ranking.exclude_items(scores, ids if history is None else history, keep=y)
         for metric in self.metrics:
             if metric.name == "loss":
                 metric.update_state(loss)
@@ -264,7 +283,7 @@ class SequentialRecommender(keras.Model):
         ids, _ = self.unpack_inputs(inputs)
         hidden = self(self.inference_inputs(inputs), training=False)
         scores = self.scores_from_hidden(hidden[:, -1])
-        return exclude_items(scores, ids) if exclude_seen else scores
+        return ranking.exclude_items(scores, ids) if exclude_seen else scores
 
     def recommend(self, histories, k=10, exclude_seen=True, batch_size=256):
         """Top-``k`` next items for each history.
@@ -312,10 +331,8 @@ class SequentialRecommender(keras.Model):
         if self._score_fn is None:
 
             def top_k(window, full, k, exclude_seen):
-                scores = self.score(window)
-                if exclude_seen:  # a Python bool: one trace per value
-                    scores = exclude_items(scores, full)
-                return tf.math.top_k(scores, k)
+                # exclude_seen is a Python bool: one trace per value.
+                return ranking.top_k(self.score(window), k, exclude=full if exclude_seen else None)
 
             self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn
@@ -345,18 +362,3 @@ class SequentialRecommender(keras.Model):
         config = dict(config)
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
         return cls(**config)
-
-
-def exclude_items(scores, item_ids):
-    """``scores`` ``[batch, num_items]`` with each row's ``item_ids`` set to ``-inf``.
-
-    Padding and reserved ids in ``item_ids`` are ignored. A scatter, not a one-hot
-    ``[batch, length, num_items]`` tensor, so it costs O(batch * length).
-    """
-    ids = tf.cast(item_ids, "int32")
-    valid = ids >= vocab.NUM_RESERVED
-    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
-    index = tf.stack([tf.boolean_mask(rows, valid), tf.boolean_mask(ids, valid) - vocab.NUM_RESERVED], axis=1)
-    return tf.tensor_scatter_nd_update(
-        scores, index, tf.fill(tf.shape(index)[:1], tf.constant(-np.inf, scores.dtype))
-    )

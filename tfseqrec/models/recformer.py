@@ -409,9 +409,11 @@ class RecformerRecommender(tf.Module):
     def recommend(self, histories, k=10, exclude_seen=True, batch_size=256):
         """Top-``k`` next items of id histories (lists of vocabulary ids, oldest first).
 
+        Ranked by ``tfseqrec.ranking.top_k``; ``exclude_seen`` removes the whole history.
+
         Returns ``(ids, scores)``: int64 vocabulary ids ``[batch, k]`` and float32 scores.
         """
-        from tfseqrec.models.base import exclude_items
+        from tfseqrec import ranking
 
         k = min(int(k), self.num_items)
         ids_out, scores_out = [], []
@@ -419,10 +421,7 @@ class RecformerRecommender(tf.Module):
             rows = [list(h) for h in histories[start : start + batch_size]]
             width = max([1] + [len(h) for h in rows])
             full = np.array([[0] * (width - len(h)) + h for h in rows], np.int64)
-            scores = self.compiled_score(full)
-            if exclude_seen:
-                scores = exclude_items(scores, full)
-            top = tf.math.top_k(scores, k)
+            top = ranking.top_k(self.compiled_score(full), k, exclude=full if exclude_seen else None)
             ids_out.append(top.indices.numpy().astype(np.int64) + vocab_ids.NUM_RESERVED)
             scores_out.append(top.values.numpy())
         return np.concatenate(ids_out), np.concatenate(scores_out)

@@ -1,0 +1,257 @@
+"""tfseqrec.ranking against a NumPy oracle, and every ranking path against each other.
+
+The oracle below sorts candidates with ``np.lexsort`` and reads off the target's
+position; it shares no code with ``tfseqrec.ranking``. Its rules, transcribed from
+the module docstring: candidates are the real items minus the history (the target
+kept), ties go against the target, a NaN candidate sorts ahead of the target, a
+non-finite target score ranks ``num_items - 1``, a target outside the vocabulary
+ranks ``num_items``.
+"""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import test_case
+from tfseqrec import evaluation, export, metrics, ranking
+from tfseqrec.data import ItemVocabulary, pipeline, splits
+from tfseqrec.models import SASRec
+
+R = 3  # vocab.NUM_RESERVED, written out: the oracle does not import the code under test
+
+
+def oracle_rank(scores, target, history, exclude=True):
+    num_items = len(scores)
+    if not R <= target < R + num_items:
+        return num_items
+    t = target - R
+    if not np.isfinite(scores[t]):
+        return num_items - 1
+    seen = {h - R for h in history if R <= h < R + num_items} if exclude else set()
+    candidates = np.array([j for j in range(num_items) if j == t or j not in seen])
+    key = np.where(np.isnan(scores[candidates]), np.inf, scores[candidates])
+    after_ties = (candidates == t).astype(int)  # the target sorts after items it ties with
+    order = candidates[np.lexsort((after_ties, -key))]
+    return int(np.flatnonzero(order == t)[0])
+
+
+def oracle_metrics(ranks, ks):
+    ranks = np.asarray(ranks, np.float64)
+    out = {}
+    for k in ks:
+        out[f"ndcg@{k}"] = np.mean([1 / math.log2(r + 2) if r < k else 0.0 for r in ranks])
+        out[f"hr@{k}"] = np.mean(ranks < k)
+    out["mrr"] = np.mean(1 / (ranks + 1))
+    return out
+
+
+def oracle_top_k(scores, k, history):
+    s = np.where(np.isnan(scores), -np.inf, scores).astype(np.float64)
+    for h in history:
+        if R <= h < R + len(s):
+            s[h - R] = -np.inf
+    order = np.argsort(-s, kind="stable")[: min(k, len(s))]
+    return s[order], order
+
+
+def _cases(seed=0, batch=64, num_items=9):
+    """Scores with ties and NaNs; histories with padding, reserved ids and repeats of the target."""
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 4, size=(batch, num_items)).astype(np.float32)  # many ties
+    scores[rng.random(scores.shape) < 0.1] = np.nan
+    scores[rng.random(scores.shape) < 0.05] = np.inf
+    scores[rng.random(scores.shape) < 0.05] = -np.inf
+    targets = rng.integers(R, R + num_items, size=batch)
+    targets[:4] = [0, 1, 2, R + num_items + 5]  # padding, [MASK], OOV, past the catalogue
+    histories = []
+    for row in range(batch):
+        h = list(rng.integers(0, R + num_items + 2, size=int(rng.integers(0, 7))))
+        if row % 3 == 0:
+            h.insert(int(rng.integers(0, len(h) + 1)), int(targets[row]))  # the target repeats
+        histories.append(h)
+    return scores, targets, histories
+
+
+class RankingOracleTest(test_case.TestCase):
+    def test_ranks_equal_the_oracle_dense_and_ragged_history(self):
+        scores, targets, histories = _cases()
+        width = max(len(h) for h in histories)
+        dense = np.array([h + [0] * (width - len(h)) for h in histories], np.int64)
+        ragged = tf.ragged.constant(histories, dtype=tf.int64)
+        expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(len(targets))]
+        self.assertAllEqual(ranking.rank_targets(scores, targets, dense), expected)
+        self.assertAllEqual(ranking.rank_targets(scores, targets, ragged), expected)
+        unfiltered = [oracle_rank(scores[i], targets[i], [], exclude=False) for i in range(len(targets))]
+        self.assertAllEqual(ranking.rank_targets(scores, targets), unfiltered)
+        self.assertAllEqual(ranking.ranks(scores, targets), unfiltered)
+
+    def test_hand_computed_rules(self):
+        nan, inf = np.nan, np.inf
+        scores = np.array(
+            [
+                [1.0, 1.0, 1.0, 1.0],  # a constant model ranks the target last
+                [0.2, 0.9, 0.5, 0.1],  # target 4 (0.9) in the history stays a candidate: rank 0
+                [nan, 0.0, 0.0, 0.0],  # NaN target: last
+                [0.5, nan, 0.1, 0.1],  # a NaN candidate is ahead of the target
+                [0.5, inf, -inf, 0.1],  # +inf ahead, -inf behind
+                [0.5, 0.9, 0.1, 0.1],  # unknown target (OOV)
+            ],
+            np.float32,
+        )
+        targets = [6, 4, 3, 3, 3, 2]
+        history = [[0, 0, 0], [4, 5, 4], [0, 0, 0], [0, 0, 0], [0, 0, 0], [4, 0, 0]]
+        self.assertAllEqual(ranking.rank_targets(scores, targets, history), [3, 0, 3, 1, 1, 4])
+        self.assertAllEqual(ranking.known_targets(targets, 4), [True] * 5 + [False])
+
+    def test_exclude_items_keeps_only_the_target_and_ignores_reserved_ids(self):
+        scores = np.arange(12, dtype=np.float32).reshape(2, 6)
+        out = ranking.exclude_items(scores, [[0, 1, 2, 3, 8, 30], [5, 5, 0, 0, 0, 0]], keep=[8, 4])
+        expected = scores.copy()
+        expected[0, 0] = -np.inf  # id 3; 8 is kept, 30 lies past the catalogue
+        expected[1, 2] = -np.inf  # id 5
+        self.assertAllEqual(out, expected)
+
+    def test_exclude_items_and_ranks_compile_with_xla(self):
+        scores, targets, histories = _cases(seed=1)
+        width = max(len(h) for h in histories)
+        dense = tf.constant([h + [0] * (width - len(h)) for h in histories], tf.int32)
+        fn = tf.function(ranking.rank_targets, jit_compile=True)
+        self.assertAllEqual(fn(tf.constant(scores), tf.constant(targets, tf.int32), dense),
+                            ranking.rank_targets(scores, targets, dense))
+
+    def test_top_k_equals_the_oracle(self):
+        rng = np.random.default_rng(2)
+        scores = rng.normal(size=(16, 10)).astype(np.float32)  # no ties: indices are defined
+        scores[rng.random(scores.shape) < 0.1] = np.nan
+        histories = [list(rng.integers(0, 15, size=int(rng.integers(0, 5)))) for _ in range(16)]
+        padded = tf.ragged.constant(histories, dtype=tf.int64)
+        for k in (1, 4, 10, 25):
+            values, columns = ranking.top_k(scores, k, exclude=padded)
+            for row in range(16):
+                want_values, want_columns = oracle_top_k(scores[row], k, histories[row])
+                self.assertAllEqual(values[row], want_values)
+                finite = np.isfinite(want_values)
+                self.assertAllEqual(np.asarray(columns[row])[finite], want_columns[finite])
+        self.assertEqual(ranking.top_k(scores, -3)[0].shape, (16, 0))
+
+    def test_gains_and_metrics_from_ranks_equal_the_formulas(self):
+        ranks = np.array([0, 1, 4, 9, 10, 100, 3])
+        out = ranking.metrics_from_ranks(ranks, ks=(1, 5, 10))
+        for key, value in oracle_metrics(ranks, (1, 5, 10)).items():
+            self.assertAllClose(out[key], value, atol=1e-12)
+        for k in (1, 5, 10):
+            m = metrics.NDCG(k)
+            m.update_state(ranks + R, np.tile(-np.arange(101, dtype=np.float32), (len(ranks), 1)))
+            self.assertAllClose(m.result(), out[f"ndcg@{k}"], atol=1e-6)
+
+    def test_keras_metrics_never_reward_a_nan(self):
+        ndcg, hr, mrr = metrics.NDCG(10), metrics.HitRate(10), metrics.MRR()
+        for m in (ndcg, hr, mrr):
+            m.update_state([3, 4], [[np.nan, 1.0, 2.0], [np.nan, np.nan, np.nan]])
+        # Target 3 scores NaN: last (rank 2). Target 4 scores NaN: last (rank 2).
+        self.assertAllClose(ndcg.result(), 0.5)
+        self.assertAllClose(hr.result(), 1.0)  # 3 items, K = 10: last is still in the top 10
+        self.assertAllClose(mrr.result(), 1 / 3)
+
+
+class _FixedScores:
+    """A stand-in model whose scores are the next rows of a table, batch after batch."""
+
+    max_sequence_length = 2
+
+    def __init__(self, table):
+        self.table = np.asarray(table, np.float32)
+        self.offset = 0
+
+    def score(self, window):
+        self.offset += len(window)
+        return self.table[self.offset - len(window) : self.offset]
+
+
+def test_evaluate_equals_the_oracle_on_repeats_ties_nan_and_unknown_targets():
+    scores, targets, histories = _cases(seed=3, batch=40)
+    histories = [[h for h in hist if h != 0] for hist in histories]  # Sequences hold no padding
+    cases = splits.Cases(splits.Sequences.from_list(range(40), histories), targets)
+    out = evaluation.evaluate(_FixedScores(scores), cases, batch_size=16, progress=False)
+    expected = oracle_metrics([oracle_rank(scores[i], targets[i], histories[i]) for i in range(40)],
+                              evaluation.DEFAULT_KS)
+    for key, value in expected.items():
+        assert out[key] == pytest.approx(value, abs=1e-12), key
+    assert out["num_users"] == 40 and out["num_unknown_targets"] == 4
+    raw = evaluation.evaluate(_FixedScores(scores), cases, exclude_seen=False, batch_size=16, progress=False)
+    unfiltered = [oracle_rank(scores[i], targets[i], [], exclude=False) for i in range(40)]
+    assert raw["mrr"] == pytest.approx(oracle_metrics(unfiltered, (1,))["mrr"])
+
+
+# --- one model, every path -----------------------------------------------------------
+
+NUM_ITEMS, WINDOW = 15, 4
+
+
+def _consistency_data():
+    """Histories longer than the window, targets repeating items inside and outside it."""
+    rng = np.random.default_rng(5)
+    histories, targets = [], []
+    for u in range(30):
+        h = [int(i) for i in rng.integers(R, R + NUM_ITEMS, size=int(rng.integers(2, 12)))]
+        kind = u % 4
+        if kind == 0 and len(h) > WINDOW:
+            target = h[0]  # seen, only outside the model's window
+        elif kind == 1:
+            target = h[-1]  # seen, inside the window
+        else:
+            target = int(rng.integers(R, R + NUM_ITEMS))
+        histories.append(h)
+        targets.append(target)
+    targets[-1] = 2  # OOV: a target the vocabulary lacks
+    return splits.Cases(splits.Sequences.from_list(range(30), histories), np.array(targets))
+
+
+def test_every_ranking_path_gives_the_same_numbers(tmp_path):
+    """``evaluate``, validation in ``fit``, the export's signatures and the RankingEvaluator agree."""
+    pytest.importorskip("tfx")
+    from components import ranking_evaluator
+
+    cases = _consistency_data()
+    keras.utils.set_random_seed(0)
+    model = SASRec(num_items=NUM_ITEMS, max_sequence_length=WINDOW, hidden_dim=8, num_layers=2)
+    model.compile(optimizer="adam", metrics=metrics.default_metrics(evaluation.DEFAULT_KS))
+    vocabulary = ItemVocabulary([f"i{j}" for j in range(NUM_ITEMS)], np.arange(NUM_ITEMS, 0, -1))
+
+    library = evaluation.evaluate(model, cases, progress=False)
+    assert library["num_unknown_targets"] == 1 and library["num_users"] == 30
+
+    in_fit = model.evaluate(pipeline.eval_dataset(cases, WINDOW, batch_size=8), return_dict=True, verbose=0)
+    for k in evaluation.DEFAULT_KS:
+        assert in_fit[f"ndcg_{k}"] == pytest.approx(library[f"ndcg@{k}"], abs=1e-6)
+        assert in_fit[f"hr_{k}"] == pytest.approx(library[f"hr@{k}"], abs=1e-6)
+    assert in_fit["mrr"] == pytest.approx(library["mrr"], abs=1e-6)
+    # The data make the window-versus-whole-history difference show.
+    window_ds = pipeline.eval_dataset(cases, WINDOW, 8, history=False)
+    window_only = model.evaluate(window_ds, return_dict=True, verbose=0)
+    assert abs(window_only["mrr"] - library["mrr"]) > 1e-3
+
+    path = str(tmp_path / "export" / "1")
+    export.save(model, vocabulary, path, warmup=False)
+    raw_histories = [[vocabulary.items[i - R].encode() for i in h] for h in cases.histories.to_list()]
+    raw_targets = [vocabulary.items[t - R].encode() if t >= R else b"unknown-item" for t in cases.targets]
+    served = ranking_evaluator.evaluate_export(path, raw_histories, raw_targets, batch_size=7)
+    for key, value in library.items():
+        if key != "exclude_seen":
+            assert served[key] == pytest.approx(value, abs=1e-6), key
+
+    # The top-k that serving uses: an unseen target sits at its rank; a seen one is never listed.
+    ranks, known = ranking_evaluator.rank_cases(path, raw_histories, raw_targets)
+    loaded = tf.saved_model.load(path).signatures["recommend_top_k"]
+    seen_targets = 0
+    for h, t, r, ok in zip(raw_histories, raw_targets, ranks, known):
+        listed = list(loaded(history=tf.constant([h]), k=tf.constant([NUM_ITEMS]))["item_ids"][0].numpy())
+        if t in h:
+            seen_targets += 1
+            assert t not in listed[: NUM_ITEMS - len(set(h))]
+        elif ok:
+            assert listed.index(t) == r
+    assert seen_targets >= 10

@@ -1,0 +1,189 @@
+"""Ranking rules, written once: exclusion, the rank of a target, top-k, NDCG/HR/MRR gains.
+
+Every path that ranks goes through these functions: validation inside ``fit``
+(``SequentialRecommender.test_step`` and the ``tfseqrec.metrics`` Keras metrics),
+``tfseqrec.evaluation.evaluate`` (which runs them eagerly on NumPy batches),
+``recommend`` of every model, the SavedModel signatures of ``tfseqrec.export`` and the
+TFX ``RankingEvaluator`` (through the export's ``rank_targets`` signature). They are
+TensorFlow ops, so they work eagerly, inside ``tf.function`` and in saved graphs, and
+have static output shapes (XLA compiles them).
+
+Layout: ``scores`` are ``[batch, num_items]``, column ``j`` for vocabulary id
+``j + vocab.NUM_RESERVED``; targets and histories are vocabulary ids. The rules:
+
+- **Candidates** are the ``num_items`` real items. Reserved ids (padding, [MASK],
+  OOV) are never candidates: they have no column.
+- **Exclusion** (``exclude_items``) gives excluded columns a score of ``-inf``. Ids
+  that are reserved or outside the catalogue are ignored, so histories may hold
+  padding anywhere.
+- **A target that also occurs in the history stays a candidate**: ``rank_targets``
+  excludes the rest of the history and keeps the target's own score. (Serving has no
+  target and excludes the whole history: ``top_k``.)
+- **Rank** (``ranks``): the 0-based number of other candidates scoring at least as
+  high as the target. Ties count against the target, so a model that scores every
+  item alike ranks the target last, not first.
+- **Non-finite scores never help the target.** A target whose own score is NaN or
+  +-inf ranks last: ``num_items - 1``. A NaN score of another item counts as at least
+  the target's (it is ahead of the target). ``+inf`` is ahead by ordering; ``-inf``
+  is the exclusion mark and is behind any finite target score, as ordering says.
+- **A target outside the vocabulary** (``OOV_ID``, another reserved id, an id past
+  the catalogue; an unknown raw id looks up to ``OOV_ID``) cannot be ranked: it gets
+  rank ``num_items``, one past the last candidate, so it is a miss at every K and
+  adds ``1 / (num_items + 1)`` to MRR. It still counts as a case; callers report how
+  many there were as ``num_unknown_targets``.
+- **Gains**: NDCG@K is ``1 / log2(rank + 2)`` when ``rank < K`` else 0 (one relevant
+  item, so the ideal DCG is 1); HR@K is ``rank < K`` (Recall@K with one target); MRR
+  is ``1 / (rank + 1)``.
+- **Top-k** (``top_k``): best first, ties by lower column (``tf.math.top_k``); NaN
+  scores sort as ``-inf``, so an item the model cannot score is never recommended
+  ahead of one it can; ``k`` is capped at ``num_items``, and when fewer candidates
+  remain than ``k`` the last slots score ``-inf``.
+
+Example:
+
+>>> scores = [[0.5, 0.9, 0.5, float("nan")]]    # ids 3, 4, 5, 6
+>>> int(ranks(scores, [3])[0])                  # id 6 (NaN) and id 4 are ahead, id 5 ties
+3
+>>> int(rank_targets(scores, [4], history=[[4, 6, 0]])[0])  # 6 excluded, 4 is the target
+0
+>>> int(ranks(scores, [6])[0]), int(ranks(scores, [2])[0])  # NaN target; OOV target
+(3, 4)
+>>> metrics_from_ranks([0, 3], ks=(1,))
+{'ndcg@1': 0.5, 'hr@1': 0.5, 'mrr': 0.625}
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec.data import vocab
+
+DEFAULT_KS = (1, 5, 10, 20)
+
+
+def known_targets(targets, num_items):
+    """Whether each target id is a candidate (a real item of the catalogue): bool ``[batch]``."""
+    column = tf.reshape(tf.cast(targets, tf.int32), [-1]) - vocab.NUM_RESERVED
+    return (column >= 0) & (column < tf.cast(num_items, tf.int32))
+
+
+def exclude_items(scores, item_ids, keep=None):
+    """``scores`` ``[batch, num_items]`` with each row's ``item_ids`` set to ``-inf``.
+
+    Args:
+        scores: float ``[batch, num_items]``.
+        item_ids: int vocabulary ids per row: a dense ``[batch, length]`` tensor (any
+            padding, anywhere) or a ``tf.RaggedTensor`` ``[batch, (length)]``. Reserved
+            ids and ids past the catalogue are ignored.
+        keep: optional int ``[batch]``: one id per row that keeps its score even when
+            it is in ``item_ids`` (the target of an evaluation case).
+
+    A scatter, not a one-hot ``[batch, length, num_items]`` tensor, so it costs
+    O(batch * length); ids that are not excluded go to a spare column that is dropped
+    afterwards, so every shape is static.
+    """
+    scores = tf.convert_to_tensor(scores)
+    if isinstance(item_ids, tf.RaggedTensor):
+        rows = tf.cast(item_ids.value_rowids(), tf.int32)
+        ids = tf.cast(item_ids.flat_values, tf.int32)
+    else:
+        ids = tf.cast(item_ids, tf.int32)
+        rows = tf.reshape(tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids)), [-1])
+        ids = tf.reshape(ids, [-1])
+    num_items = tf.shape(scores)[1]
+    column = ids - vocab.NUM_RESERVED
+    valid = (column >= 0) & (column < num_items)
+    if keep is not None:
+        keep = tf.reshape(tf.cast(keep, tf.int32), [-1])
+        valid &= tf.not_equal(ids, tf.gather(keep, rows))
+    column = tf.where(valid, column, num_items)
+    padded = tf.pad(scores, [[0, 0], [0, 1]])
+    minus_inf = tf.fill(tf.shape(column), tf.constant(-np.inf, scores.dtype))
+    return tf.tensor_scatter_nd_update(padded, tf.stack([rows, column], axis=1), minus_inf)[:, :-1]
+
+
+def ranks(scores, targets):
+    """0-based rank of each target among all candidates: int32 ``[batch]``.
+
+    ``scores`` already carry the exclusions (``-inf``); see the module docstring for
+    ties, non-finite scores and unknown targets.
+    """
+    scores = tf.cast(scores, tf.float32)
+    num_items = tf.shape(scores)[1]
+    column = tf.reshape(tf.cast(targets, tf.int32), [-1]) - vocab.NUM_RESERVED
+    known = known_targets(targets, num_items)
+    target_score = tf.gather(scores, tf.clip_by_value(column, 0, num_items - 1)[:, None], batch_dims=1)
+    ahead = (scores >= target_score) | tf.math.is_nan(scores)
+    # A finite target counts itself once among the scores at least as high.
+    rank = tf.reduce_sum(tf.cast(ahead, tf.int32), axis=1) - 1
+    rank = tf.where(tf.math.is_finite(target_score[:, 0]), rank, num_items - 1)
+    return tf.where(known, rank, num_items)
+
+
+def rank_targets(scores, targets, history=None):
+    """Ranks of ``targets`` after excluding each row's ``history``, the target kept.
+
+    Args:
+        scores: float ``[batch, num_items]``, the model's scores (no exclusions yet).
+        targets: int vocabulary ids ``[batch]``.
+        history: ``None`` (nothing excluded) or the ids to exclude, dense or ragged as
+            in ``exclude_items``; a history item equal to the target stays a candidate.
+
+    Returns:
+        int32 ``[batch]``.
+    """
+    if history is not None:
+        scores = exclude_items(scores, history, keep=targets)
+    return ranks(scores, targets)
+
+
+def top_k(scores, k, exclude=None):
+    """The ``k`` best columns of each row: ``(values, columns)``, float32 and int32 ``[batch, k]``.
+
+    Args:
+        scores: float ``[batch, num_items]``.
+        k: int scalar; capped at ``[0, num_items]``.
+        exclude: ``None`` or ids never to return (dense or ragged, as ``exclude_items``).
+
+    Columns are ``id - NUM_RESERVED``. NaN scores sort as ``-inf``.
+    """
+    scores = tf.cast(scores, tf.float32)
+    if exclude is not None:
+        scores = exclude_items(scores, exclude)
+    scores = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, tf.float32), scores)
+    k = tf.clip_by_value(tf.cast(k, tf.int32), 0, tf.shape(scores)[1])
+    return tf.math.top_k(scores, k)
+
+
+# --- gains ---------------------------------------------------------------------------
+
+
+def ndcg_gain(ranks, k, dtype="float32"):
+    """NDCG@K of each case with one relevant item: ``1 / log2(rank + 2)`` if ``rank < K`` else 0."""
+    r = tf.cast(ranks, dtype)
+    gain = tf.math.log(tf.constant(2.0, dtype)) / tf.math.log(r + 2.0)
+    return tf.where(r < k, gain, tf.zeros_like(gain))
+
+
+def hit_gain(ranks, k, dtype="float32"):
+    """HR@K (Recall@K with one relevant item) of each case: 1 if ``rank < K`` else 0."""
+    return tf.cast(tf.cast(ranks, dtype) < k, dtype)
+
+
+def reciprocal_rank(ranks, dtype="float32"):
+    """``1 / (rank + 1)`` of each case (its mean is MRR)."""
+    return 1.0 / (tf.cast(ranks, dtype) + 1.0)
+
+
+def metrics_from_ranks(ranks, ks=DEFAULT_KS, prefix=""):
+    """Mean NDCG@K, HR@K and MRR of 0-based ranks, as Python floats (float64 means).
+
+    Returns:
+        ``{f"{prefix}ndcg@{k}", f"{prefix}hr@{k}" for k in ks} | {f"{prefix}mrr"}``.
+    """
+    r = tf.constant(np.asarray(ranks, np.int64).reshape(-1))
+    out = {}
+    for k in ks:
+        out[f"{prefix}ndcg@{k}"] = float(tf.reduce_mean(ndcg_gain(r, k, "float64")))
+        out[f"{prefix}hr@{k}"] = float(tf.reduce_mean(hit_gain(r, k, "float64")))
+    out[f"{prefix}mrr"] = float(tf.reduce_mean(reciprocal_rank(r, "float64")))
+    return out
