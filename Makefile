@@ -7,7 +7,7 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-serving bench-recformer env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-recformer env clean-env
 
 # The main job: train SASRec on ML-1M (30 minutes at most), evaluate on the test split.
 main: env
@@ -30,8 +30,16 @@ test-latest:
 bench-masking: env
 	.venv/bin/python benchmarks/masking.py
 
+# Time budgets of the ML-1M targets: SASRec 30 minutes, BERT4Rec 60; three seeds each.
 bench-ml1m: env
-	.venv/bin/python benchmarks/ml1m.py --model both --minutes 30
+	mkdir -p runs
+	.venv/bin/python benchmarks/ml1m.py --model sasrec --minutes 30 --seeds 0 1 2 --json runs/bench-ml1m-sasrec.json
+	.venv/bin/python benchmarks/ml1m.py --model bert4rec --minutes 60 --seeds 0 1 2 --json runs/bench-ml1m-bert4rec.json
+
+bench-ml1m-ablation: env
+	mkdir -p runs
+	.venv/bin/python benchmarks/ml1m.py --model sasrec --minutes 10 --ablation all --json runs/ablation-sasrec.json
+	.venv/bin/python benchmarks/ml1m.py --model bert4rec --minutes 10 --ablation all --json runs/ablation-bert4rec.json
 
 bench-serving: env
 	.venv/bin/python benchmarks/serving.py
