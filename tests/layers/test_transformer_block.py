@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+from absl.testing import parameterized
 
 from tests import test_case
 from tfseqrec.layers import TransformerBlock
@@ -69,33 +70,35 @@ def _attention(query, value, layer, causal):
     return np.einsum("bqhk,hkd->bqd", out, wo) + bo
 
 
-class ReferenceBlockTest(test_case.TestCase):
-    def test_normalized_residual_is_the_sasrec_reference_block(self):
-        """The SASRec reference code's block, transcribed in NumPy:
+def _ln_residual(x, block, reference):
+    q = _layer_norm(x, block.attention_norm)
+    h = (q if reference else x) + _attention(q, x if reference else q, block.attention, causal=True)
+    g = _layer_norm(h, block.ffn_norm)
+    return (g if reference else h) + _ffn(g, block)
 
-        Q = LN1(x); h = Q + MHA(Q, x, x); g = LN2(h); out = g + W2 relu(W1 g + b1) + b2.
-        """
+
+def _ffn(x, block):
+    return _dense(np.maximum(_dense(x, block.ffn_in), 0.0), block.ffn_out)
+
+
+class ReferenceBlockTest(test_case.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(
+        # The SASRec reference code's block:
+        # Q = LN1(x); h = Q + MHA(Q, x, x); g = LN2(h); out = g + FFN(g).
+        ("reference", True, lambda x, b: _ln_residual(x, b, reference=True)),
+        # The textbook pre-LN block: h = x + MHA(LN1(x)); out = h + FFN(LN2(h)).
+        ("textbook", False, lambda x, b: _ln_residual(x, b, reference=False)),
+    )
+    def test_block_equals_its_numpy_transcription(self, normalized_residual, oracle):
         block = TransformerBlock(
-            num_heads=1, intermediate_dim=8, causal=True, normalized_residual=True, attention_output_dropout=False
+            num_heads=1,
+            intermediate_dim=8,
+            causal=True,
+            normalized_residual=normalized_residual,
+            attention_output_dropout=False,
         )
         x = np.asarray(keras.random.normal((2, 5, 8), seed=4))
-        out = np.asarray(block(x))
-        q = _layer_norm(x, block.attention_norm)
-        h = q + _attention(q, x, block.attention, causal=True)
-        g = _layer_norm(h, block.ffn_norm)
-        expected = g + _dense(np.maximum(_dense(g, block.ffn_in), 0.0), block.ffn_out)
-        self.assertAllClose(out, expected, atol=1e-5)
-
-    def test_textbook_pre_ln_block(self):
-        """x + Attn(LN(x)), then + FFN(LN(.)): the default block, against NumPy."""
-        block = TransformerBlock(num_heads=1, intermediate_dim=8, causal=False)
-        x = np.asarray(keras.random.normal((2, 4, 8), seed=5))
-        out = np.asarray(block(x))
-        n = _layer_norm(x, block.attention_norm)
-        h = x + _attention(n, n, block.attention, causal=False)
-        g = _layer_norm(h, block.ffn_norm)
-        expected = h + _dense(np.maximum(_dense(g, block.ffn_in), 0.0), block.ffn_out)
-        self.assertAllClose(out, expected, atol=1e-5)
+        self.assertAllClose(np.asarray(block(x)), oracle(x, block), atol=1e-5)
 
     def test_kernel_initializer_reaches_every_kernel(self):
         block = TransformerBlock(
