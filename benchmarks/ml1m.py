@@ -49,10 +49,16 @@ PEAK_GFLOPS = 130.0
 ABLATIONS = {
     "sasrec": {
         "default": {},
+        "positions from the newest item": {"position_origin": "newest"},
         "textbook pre-LN block": {"normalized_residual": False},
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},
-        "previous (all three)": {"normalized_residual": False, "initializer_range": 0, "loss_normalization": "batch"},
+        "previous (all four)": {
+            "position_origin": "newest",
+            "normalized_residual": False,
+            "initializer_range": 0,
+            "loss_normalization": "batch",
+        },
         "BCE, negatives outside history": {"loss": "bce"},
         "BCE, any negative": {"loss": "bce", "negatives_exclude_history": False},
         "bfloat16": {"mixed_precision": True},

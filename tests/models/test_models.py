@@ -166,6 +166,28 @@ def test_bert4rec_original_masking_always_uses_the_mask_token():
     assert clone.masking.mask_token_rate == 1.0 and clone.masking.random_token_rate == 0.0
 
 
+def test_sasrec_position_ids_from_either_end():
+    mask = tf.constant([[False, False, True, True, True, True], [True] * 6])
+    oldest = _tiny(SASRec).position_ids(mask).numpy()
+    np.testing.assert_array_equal(oldest, [[0, 0, 0, 1, 2, 3], [0, 1, 2, 3, 4, 5]])
+    newest = _tiny(SASRec, position_origin="newest").position_ids(mask[:, 2:]).numpy()
+    np.testing.assert_array_equal(newest, [[2, 3, 4, 5], [2, 3, 4, 5]])  # LENGTH - 1 at the last slot
+
+
+def test_sasrec_output_does_not_depend_on_the_padding_width():
+    for origin in ("oldest", "newest"):
+        model = _tiny(SASRec, position_origin=origin)
+        wide = model(np.array([[0, 0, 0, 3, 4, 5]]))
+        narrow = model(np.array([[3, 4, 5]]))
+        np.testing.assert_allclose(wide[:, 3:], narrow, atol=1e-5)
+
+
+def test_sasrec_saved_before_position_origin_loads_counting_from_the_newest():
+    config = _tiny(SASRec).get_config()
+    del config["position_origin"]
+    assert SASRec.from_config(config).position_origin == "newest"
+
+
 def test_initializer_range_sets_the_spread_of_every_kernel():
     for cls, kernels in ((SASRec, 6 * 2), (BERT4Rec, 6 * 2 + 1)):
         model = cls(num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=0.02)

@@ -87,7 +87,7 @@ def causal_dataset(
         bucket_boundaries: widths such as ``(50, 100)``: windows are grouped by length
             and each batch is cut to the smallest width that holds its windows, so
             short histories do not pay for ``max_sequence_length`` of padding. The
-            model's positions count from the right, so outputs are unchanged.
+            model's positions do not depend on the padding, so outputs are unchanged.
     """
     windows, _ = sliding_windows(sequences, max_sequence_length + 1, window_stride, min_length=2)
     inputs, targets = windows[:, :-1], windows[:, 1:]

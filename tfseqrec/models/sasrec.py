@@ -18,7 +18,9 @@ class SASRec(base.SequentialRecommender):
     norm. The blocks are those of the reference code (``normalized_residual=True``):
     the queries are layer-normalised, keys and values are not, each residual starts
     from the normalised input, and dropout falls on the attention weights and in the
-    feed-forward layer. Embeddings and kernels start from ``N(0, initializer_range)``. Every position predicts the next item; scores are dot products with
+    feed-forward layer. Embeddings and kernels start from ``N(0, initializer_range)``.
+    Position ids count from the oldest item of the window (``position_origin``).
+    Every position predicts the next item; scores are dot products with
     the same item embeddings (tied weights). Padding (id 0) is masked out of attention
     and its outputs are zeroed.
 
@@ -40,6 +42,10 @@ class SASRec(base.SequentialRecommender):
             embedding and kernel (biases start at 0); ``None`` for Keras defaults
             (Glorot kernels) and item embeddings of standard deviation 1 after the
             ``sqrt(hidden_dim)`` scaling.
+        position_origin: ``"newest"``: the newest item always has position
+            ``max_sequence_length - 1`` (the original code's left padding);
+            ``"oldest"``: the oldest item of the window has position 0 (the reference
+            code's right padding).
         loss: a ``tfseqrec.losses`` object or name; default full softmax.
         loss_normalizer: divide the summed training loss by this constant instead
             of averaging each batch (see ``SequentialRecommender``).
@@ -76,6 +82,7 @@ class SASRec(base.SequentialRecommender):
         normalize_first=True,
         normalized_residual=True,
         initializer_range=0.02,
+        position_origin="oldest",
         loss=None,
         **kwargs,
     ):
@@ -95,6 +102,9 @@ class SASRec(base.SequentialRecommender):
         # === Config ===
         self.normalized_residual = normalized_residual
         self.initializer_range = initializer_range
+        self.position_origin = position_origin
+        if position_origin not in ("newest", "oldest"):
+            raise ValueError(f"position_origin must be 'newest' or 'oldest', got {position_origin!r}")
 
         # === Layers ===
         def init(stddev):
@@ -125,16 +135,40 @@ class SASRec(base.SequentialRecommender):
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
         x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
-        x += self.position_embedding(self.positions(tf.shape(ids)[1]))[None]
+        x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.final_norm(x)
         return (x, attention) if return_attention_scores else x
+
+    def position_ids(self, padding_mask):
+        """Int ``[batch, length]`` position of each slot (padded slots: 0).
+
+        ``"oldest"``: 0 for the oldest item of the window, counting up to the newest;
+        ``"newest"``: ``max_sequence_length - 1`` for the last slot, counting down.
+        """
+        if self.position_origin == "oldest":
+            return tf.maximum(tf.cumsum(tf.cast(padding_mask, "int32"), axis=1) - 1, 0)
+        shape = tf.shape(padding_mask)
+        return tf.broadcast_to(self.positions(shape[1])[None], shape)
 
     def output_table(self):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
 
     def get_config(self):
         config = super().get_config()
-        config.update({"normalized_residual": self.normalized_residual, "initializer_range": self.initializer_range})
+        config.update(
+            {
+                "normalized_residual": self.normalized_residual,
+                "initializer_range": self.initializer_range,
+                "position_origin": self.position_origin,
+            }
+        )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # Models saved before position_origin existed counted from the newest item.
+        config = dict(config)
+        config.setdefault("position_origin", "newest")
+        return super().from_config(config)
