@@ -84,6 +84,29 @@ def evaluate_export(export_dir, histories, targets, batch_size=256):
     return metrics
 
 
+def blessing_refusals(metric, value, num_cases, threshold, baseline_value=None, min_improvement=0.0):
+    """Why a model is not blessed: a list of reasons, empty when it is.
+
+    Blessed only on a non-empty split with a finite ``value >= threshold`` that beats
+    a finite ``baseline_value`` by more than ``min_improvement`` (a non-finite
+    baseline counts as no baseline). A NaN compares false with everything, so each
+    test is written to fail, not pass, on NaN.
+    """
+    reasons = []
+    if num_cases == 0:
+        reasons.append("the split has no cases to evaluate")
+    if not np.isfinite(value):
+        reasons.append(f"{metric} is {value} (not finite)")
+    elif not value >= threshold:
+        reasons.append(f"{metric} {value:.4f} is below the threshold {threshold:.4f}")
+    if baseline_value is not None and np.isfinite(baseline_value) and not value > baseline_value + min_improvement:
+        reasons.append(
+            f"{metric} {value:.4f} does not beat the last blessed model's {baseline_value:.4f}"
+            + (f" by more than {min_improvement:.4f}" if min_improvement else "")
+        )
+    return reasons
+
+
 @tfx.dsl.components.component
 def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
     examples: tfx.dsl.components.InputArtifact[tfx.types.standard_artifacts.Examples],
@@ -106,14 +129,9 @@ def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
     if baseline_model is not None:
         baseline = evaluate_export(serving_dir(baseline_model), histories, targets, batch_size)
     value = candidate[metric]
-    reasons = []
-    if value < threshold:
-        reasons.append(f"{metric} {value:.4f} is below the threshold {threshold:.4f}")
-    if baseline is not None and not value > baseline[metric] + min_improvement:
-        reasons.append(
-            f"{metric} {value:.4f} does not beat the last blessed model's {baseline[metric]:.4f}"
-            + (f" by more than {min_improvement:.4f}" if min_improvement else "")
-        )
+    reasons = blessing_refusals(
+        metric, value, len(targets), threshold, None if baseline is None else baseline[metric], min_improvement
+    )
     blessed = not reasons
     report = {
         "split": split,

@@ -21,7 +21,6 @@ runs on the DirectRunner here and on Dataflow, Flink or Spark through the pipeli
 ``beam_pipeline_args``.
 """
 
-import datetime
 import json
 import os
 
@@ -33,7 +32,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.artifacts import ItemVocabulary
-from tfseqrec.data import tfrecord
+from tfseqrec.data import readers, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
 SPLITS = ("train", "eval", "test")
@@ -58,23 +57,15 @@ def feature_value(example, column):
 
 
 def parse_time(value, column):
-    """A timestamp as a float: numbers as they are, strings as numbers or ISO 8601 dates."""
+    """A timestamp as a float, by ``readers.parse_timestamp`` (naive ISO dates are UTC)."""
     if isinstance(value, (int, float)):
-        return float(value)
-    text = value.decode("utf-8", "replace").strip()
+        text = repr(value)
+    else:
+        text = value.decode("utf-8", "replace")
     try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"column {column!r}: cannot read {text!r} as a time (expected a number or an ISO 8601 date)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.timestamp()
+        return readers.parse_timestamp(text)
+    except ValueError as e:
+        raise InputError(f"column {column!r}: {e}") from None
 
 
 def parse_event(record, user_column, item_column, time_column):

@@ -7,7 +7,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 # TFX installs on the primary stack only; elsewhere its tests are not even collected.
-collect_ignore = [] if importlib.util.find_spec("tfx") else ["components"]
+collect_ignore = [] if importlib.util.find_spec("tfx") else ["components", "reliability/test_blessing.py"]
 
 
 def pytest_configure(config):
@@ -33,5 +33,6 @@ def data_root():
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "tests/components/" in str(item.fspath).replace("\\", "/"):
+        path = str(item.fspath).replace("\\", "/")
+        if "tests/components/" in path or path.endswith("tests/reliability/test_blessing.py"):
             item.add_marker(pytest.mark.tfx)

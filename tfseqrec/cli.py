@@ -21,9 +21,11 @@ def main(argv=None):
         return 2
     try:
         return args.func(args) or 0
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
+    except (ValueError, OSError, OverflowError) as e:
         # DataError is a ValueError whose message already says file:line: problem.
-        print(f"tfseqrec: error: {e}", file=sys.stderr)
+        # OSError covers missing files, permissions and existing outputs.
+        message = str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror or e}"
+        print(f"tfseqrec: error: {message}", file=sys.stderr)
         return 1
 
 
@@ -36,8 +38,10 @@ def build_parser():
     stats = data_sub.add_parser("stats", help="counts and leave-one-out split sizes of a dataset")
     stats.add_argument("path", help=DATA_HELP)
     _add_format_flags(stats)
-    stats.add_argument("--min-user-interactions", type=int, default=0, help="k-core: drop users with fewer")
-    stats.add_argument("--min-item-interactions", type=int, default=0, help="k-core: drop items with fewer")
+    stats.add_argument("--min-user-interactions", type=_nonnegative_int, default=0,
+                       help="k-core: drop users with fewer")
+    stats.add_argument("--min-item-interactions", type=_nonnegative_int, default=0,
+                       help="k-core: drop items with fewer")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(func=_data_stats)
 
@@ -51,11 +55,16 @@ def build_parser():
     train.add_argument("--model", choices=["sasrec", "bert4rec", "recformer"], default="sasrec")
     train.add_argument("--item-text", help="Recformer: item text (*.item.json, movies.dat, u.item)")
     train.add_argument("--data", required=True, help=DATA_HELP)
-    train.add_argument("--output", required=True, help="model directory (an unfinished run there resumes)")
+    train.add_argument("--output", required=True,
+                       help="model directory, written when the run completes; an unfinished run "
+                       "(OUTPUT.partial) resumes")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace a model already in --output (kept until the new run completes)")
     train.add_argument("--config", help="JSON object or file of training options (flags override it)")
     _add_format_flags(train)
     for name, kind, help_text in TRAIN_FLAGS:
-        train.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, help=help_text)
+        train.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_option_type(name, kind), default=None,
+                           help=help_text)
     train.add_argument("--bucket-boundaries", type=_int_list, default=None,
                        help="comma-separated batch widths for length bucketing (default 50,100; '' for none)")
     train.add_argument("--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU")
@@ -70,8 +79,8 @@ def build_parser():
     evaluate.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True,
                           help="remove each user's history from the candidates, the target excepted "
                           "(default: yes)")
-    evaluate.add_argument("--batch-size", type=int, default=256)
-    evaluate.add_argument("--sampled-negatives", type=int, default=None,
+    evaluate.add_argument("--batch-size", type=_positive_int, default=256)
+    evaluate.add_argument("--sampled-negatives", type=_positive_int, default=None,
                           help="also report sampled_* metrics against N negatives")
     evaluate.add_argument("--sampler", choices=["uniform", "popularity"], default="uniform")
     _add_format_flags(evaluate)
@@ -87,7 +96,7 @@ def build_parser():
     recommend = sub.add_parser("recommend", help="top-k next items for a history")
     recommend.add_argument("--model-dir", required=True)
     recommend.add_argument("--history", required=True, help='raw item ids, oldest first: "id1 id2 ..."')
-    recommend.add_argument("--k", type=int, default=10)
+    recommend.add_argument("--k", type=_positive_int, default=10)
     recommend.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True)
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
     recommend.set_defaults(func=_recommend)
@@ -96,8 +105,9 @@ def build_parser():
     export.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
     export.add_argument("--output", required=True,
                         help="the TF Serving model base path, e.g. saved_models/ml1m; writes OUTPUT/VERSION/")
-    export.add_argument("--version", type=int, default=None, help="version number (default: the next free one)")
-    export.add_argument("--k", type=int, default=10, help="items per serving_default answer (default 10)")
+    export.add_argument("--version", type=_positive_int, default=None,
+                        help="version number (default: the next free one)")
+    export.add_argument("--k", type=_positive_int, default=10, help="items per serving_default answer (default 10)")
     export.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip assets.extra/tf_serving_warmup_requests")
     export.add_argument("--item-text", help="Recformer: add the items of this file the model has not seen "
@@ -116,9 +126,9 @@ def build_parser():
                      help="where the Pusher pushes blessed models (default saved_models/tfseqrec)")
     run.add_argument("--custom-config", help="JSON object or file of training options (TrainConfig keys, serving_k)")
     run.add_argument("--pipeline-name", default="tfseqrec")
-    run.add_argument("--train-steps", type=int, default=None, help="cap on training steps")
-    run.add_argument("--threshold", type=float, default=0.0, help="least --metric a model needs to be pushed")
-    run.add_argument("--min-improvement", type=float, default=0.0,
+    run.add_argument("--train-steps", type=_positive_int, default=None, help="cap on training steps")
+    run.add_argument("--threshold", type=_finite_float, default=0.0, help="least --metric a model needs to be pushed")
+    run.add_argument("--min-improvement", type=_finite_float, default=0.0,
                      help="how much it must beat the last blessed model by")
     run.add_argument("--metric", default="ndcg@10", help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr")
     run.add_argument("--user-col", default="user_id")
@@ -149,6 +159,46 @@ TRAIN_FLAGS = [
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),
     ("seed", int, "random seed (default 0)"),
 ]
+
+
+def _checked(convert, **bounds):
+    """An argparse type: ``convert`` then ``training.check_number`` (the library's own check)."""
+
+    def parse(text):
+        from tfseqrec.training import check_number
+
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if convert is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        try:
+            return check_number("the value", value, integer=convert is int, **bounds)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e).replace("the value must", "must")) from None
+
+    return parse
+
+
+_positive_int = _checked(int, minimum=1)
+_nonnegative_int = _checked(int, minimum=0)
+_finite_float = _checked(float)
+# Ranges of the training flags; TrainConfig.check holds the same rules for --config files.
+FLAG_RANGES = {
+    "patience": _nonnegative_int,
+    "seed": _checked(int),
+    "dropout": _checked(float, minimum=0, maximum=1, exclusive_maximum=True),
+    "mask_prob": _checked(float, minimum=0, maximum=1, exclusive_minimum=True),
+    "last_item_only_prob": _checked(float, minimum=0, maximum=1),
+    "learning_rate": _checked(float, minimum=0, exclusive_minimum=True),
+    "max_train_minutes": _checked(float, minimum=0, exclusive_minimum=True),
+}
+
+
+def _option_type(name, kind):
+    if name in FLAG_RANGES:
+        return FLAG_RANGES[name]
+    return _positive_int if kind is int else kind
 
 
 def _int_list(text):
@@ -274,7 +324,8 @@ def _train_recformer(args):
                                  f"see RecformerConfig for its options (--config)")
             options[RECFORMER_FLAGS[name]] = getattr(args, name)
     recommender, rows, split, _ = recformer_training.train(
-        _resolve(args.data), _resolve(args.item_text), args.output, options, verbose=2 if args.quiet else "auto"
+        _resolve(args.data), _resolve(args.item_text), args.output, options, verbose=2 if args.quiet else "auto",
+        overwrite=args.overwrite,
     )
     result = evaluation.evaluate(recommender, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output
@@ -297,7 +348,7 @@ def _train(args):
             options[name] = getattr(args, name)
     model, history, split, vocabulary = training.train(
         _resolve(args.data), args.output, options, format=args.format,
-        verbose=2 if args.quiet else "auto", **_read_kwargs(args)
+        verbose=2 if args.quiet else "auto", overwrite=args.overwrite, **_read_kwargs(args)
     )
     result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output

@@ -222,7 +222,8 @@ def finetune(recommender, split, config, verbose="auto"):
     return rows
 
 
-def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None):
+def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None,
+          overwrite=False):
     """Fine-tunes a Recformer; returns ``(recommender, history_rows, split, vocabulary)``.
 
     Args:
@@ -233,6 +234,8 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         verbose: ``fit`` verbosity.
         split, vocabulary: a prepared split to train on instead of ``data_path``'s
             leave-one-out split (for example ``splits.cold_start_split``'s train set).
+        overwrite: replace a model already in ``output_dir`` (``training.output_directory``:
+            the run writes ``output_dir`` only when it completes).
     """
     config = config if isinstance(config, RecformerConfig) else RecformerConfig.from_dict(config or {})
     if config.attributes is None:
@@ -244,9 +247,17 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
     raw_text = readers.read_item_text(item_text_path)
     texts, missing = item_texts(raw_text, vocabulary, config.attributes)
     recommender = build(config, vocabulary, texts)
-    model = recommender.model
 
-    os.makedirs(output_dir, exist_ok=True)
+    record = {"config": dataclasses.asdict(config), "data": str(data_path)}
+    with training.output_directory(output_dir, record, overwrite, CONFIG_FILE) as work:
+        rows = _write_and_finetune(work, recommender, split, vocabulary, raw_text, config, report, data_path,
+                                   item_text_path, missing, verbose)
+    return recommender, rows, split, vocabulary
+
+
+def _write_and_finetune(output_dir, recommender, split, vocabulary, raw_text, config, report, data_path,
+                        item_text_path, missing, verbose):
+    model = recommender.model
     vocabulary.save(output_dir)
     with open(os.path.join(output_dir, TEXT_FILE), "w", encoding="utf-8") as f:
         json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
@@ -263,7 +274,7 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         f.write(",".join(keys) + "\n")
         for r in rows:
             f.write(",".join(str(r.get(k, "")) for k in keys) + "\n")
-    return recommender, rows, split, vocabulary
+    return rows
 
 
 def add_items(recommender, vocabulary, raw_text, config):

@@ -3,19 +3,26 @@
 ``train`` reads and splits the data, builds the model, fits it with the standard
 callbacks, and writes a model directory:
 
-    model.keras       the best model by validation NDCG@10 (ModelCheckpoint)
+    model.keras       the best model by validation NDCG@10 (``BestModel``)
     item_vocab.tsv    the item vocabulary (raw ids <-> ids)
     train_config.json the ``TrainConfig`` and the data it was trained on
     history.csv       per-epoch loss and validation metrics (CSVLogger)
     logs/             TensorBoard
-    backup/           BackupAndRestore state: rerunning a killed run resumes it
+
+The run works in ``OUTPUT.partial/`` and becomes ``OUTPUT/`` only when it completes
+(``output_directory``). While it is unfinished, ``OUTPUT.partial/backup/`` holds the
+last finished epoch (BackupAndRestore, plus the best-model state): rerunning the same
+command after a crash or ``kill -9`` resumes it and ends with the same best model.
 
 ``load`` reads such a directory back.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
+import shutil
+import sys
 import time
 import typing
 
@@ -31,6 +38,14 @@ from tfseqrec.data import vocab as vocab_lib
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "train_config.json"
 MONITOR = "val_ndcg_10"
+BACKUP_DIR = "backup"
+BEST_STATE_FILE = "best_model.json"
+PARTIAL_SUFFIX = ".partial"
+RUN_FILES = ("train_config.json", "recformer_config.json")  # what marks a tfseqrec model directory
+
+
+class TrainingDiverged(ValueError):
+    """Training stopped on a non-finite loss; the best model so far stays on disk."""
 
 
 class Options:
@@ -45,6 +60,45 @@ class Options:
         if unknown:
             raise ValueError(f"unknown {cls.kind} options {unknown}; known: {sorted(known)}")
         return cls(**values)
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self):
+        """Raises ``ValueError`` naming the first option out of range (subclasses extend it)."""
+
+
+def check_number(name, value, minimum=None, maximum=None, integer=False, exclusive_minimum=False,
+                 exclusive_maximum=False, optional=False):
+    """Raises ``ValueError`` unless ``value`` is a finite number in range; returns it.
+
+    The message names the option and the value, e.g. ``batch_size must be an integer
+    >= 1, got -3``. Booleans are not numbers here.
+    """
+    if value is None and optional:
+        return value
+    kind = "an integer" if integer else "a finite number"
+    bounds = []
+    if minimum is not None:
+        bounds.append(f"{'>' if exclusive_minimum else '>='} {minimum}")
+    if maximum is not None:
+        bounds.append(f"{'<' if exclusive_maximum else '<='} {maximum}")
+    wanted = f"{name} must be {kind}{' ' + ' and '.join(bounds) if bounds else ''}, got {value!r}"
+    numeric = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float, np.integer, np.floating))
+    if isinstance(value, bool) or not numeric or not np.isfinite(value):
+        raise ValueError(wanted)
+    if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
+        raise ValueError(wanted)
+    if maximum is not None and (value >= maximum if exclusive_maximum else value > maximum):
+        raise ValueError(wanted)
+    return value
+
+
+def check_choice(name, value, choices, optional=False):
+    """Raises ``ValueError`` unless ``value`` is one of ``choices``."""
+    if (value is None and optional) or value in choices:
+        return value
+    raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
 
 
 @dataclasses.dataclass
@@ -83,6 +137,33 @@ class TrainConfig(Options):
     jit_compile: bool = False
     seed: int = 0
 
+    def check(self):
+        for name in ("max_sequence_length", "hidden_dim", "num_layers", "batch_size", "epochs",
+                     "validation_batch_size"):
+            check_number(name, getattr(self, name), minimum=1, integer=True)
+        for name in ("num_heads", "intermediate_dim", "num_negatives", "window_stride"):
+            check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
+        check_number("patience", self.patience, minimum=0, integer=True)
+        check_number("seed", self.seed, integer=True)
+        check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
+        check_number("initializer_range", self.initializer_range, minimum=0, optional=True)
+        check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
+        check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
+        for name in ("mask_token_rate", "random_token_rate"):
+            check_number(name, getattr(self, name), minimum=0, maximum=1, optional=True)
+        if (self.mask_token_rate or 0) + (self.random_token_rate or 0) > 1:
+            raise ValueError("mask_token_rate + random_token_rate must be <= 1")
+        check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True)
+        check_number("warmup_epochs", self.warmup_epochs, minimum=0)
+        check_number("max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True)
+        check_choice("loss_normalization", self.loss_normalization, ("fixed", "batch"))
+        check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "cosine"))
+        check_choice("position_origin", self.position_origin, ("newest", "oldest"), optional=True)
+        if not isinstance(self.bucket_boundaries, (list, tuple)):
+            raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
+        for width in self.bucket_boundaries:
+            check_number("bucket_boundaries", width, minimum=1, integer=True)
+
 
 def build_model(config, num_items, loss_normalizer=None):
     """The model of ``config`` for a catalogue of ``num_items``."""
@@ -113,17 +194,100 @@ def build_model(config, num_items, loss_normalizer=None):
     return models.MODELS[config.model](**kwargs)
 
 
-def train(data_path, output_dir, config=None, format=None, strategy=None, callbacks=(), verbose="auto", **read_kwargs):
+@contextlib.contextmanager
+def output_directory(output_dir, record, overwrite=False, config_file=CONFIG_FILE):
+    """The directory a run writes to, moved to ``output_dir`` when the run completes.
+
+    A run works in ``output_dir + ".partial"`` and replaces ``output_dir`` only when
+    the ``with`` block finishes without an exception, so a failed or killed run never
+    leaves a model beside another run's vocabulary or config.
+
+    - ``output_dir`` non-empty: refused unless ``overwrite`` (a finished model, or
+      files that are not a tfseqrec model directory at all); with ``overwrite`` the
+      old contents stay until the new run completes.
+    - ``output_dir + ".partial"`` holding an unfinished run (a backup of at least one
+      finished epoch): resumed when its ``record`` (the options and the data) is the
+      same; refused when it differs, naming the differences, unless ``overwrite``
+      (which starts over). A partial directory with no finished epoch starts over.
+
+    Args:
+        output_dir: the model directory.
+        record: ``{"config": {...}, "data": path}``: what must match to resume.
+        overwrite: replace a finished model or an unfinished run of other options.
+        config_file: the run's JSON file inside the directory.
+
+    Yields:
+        The working directory.
+    """
+    output_dir = os.path.normpath(output_dir)
+    work = output_dir + PARTIAL_SUFFIX
+    if _non_empty(output_dir) and not overwrite:
+        if _is_run(output_dir):
+            raise FileExistsError(f"{output_dir} already holds a trained model; pass --overwrite to replace it "
+                                  "(it stays in place until the new run completes)")
+        raise FileExistsError(f"{output_dir} is not empty and is not a tfseqrec model directory; choose another "
+                              "--output, or pass --overwrite to replace its contents")
+    if _non_empty(work):
+        if not _is_run(work):
+            raise FileExistsError(f"{work} is not an unfinished tfseqrec run; move it away or remove it")
+        with open(os.path.join(work, config_file)) as f:
+            previous = json.load(f)
+        differences = _differences(previous, record)
+        resumable = os.path.isdir(os.path.join(work, BACKUP_DIR))
+        if resumable and differences and not overwrite:
+            raise ValueError(f"{work} holds an unfinished run with other options ({'; '.join(differences)}); "
+                             "run again with the same options to resume it, or pass --overwrite to start over")
+        if resumable and not differences:
+            print(f"tfseqrec: resuming the unfinished run in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work)
+    os.makedirs(work, exist_ok=True)
+    yield work
+    if os.path.lexists(output_dir):
+        replaced = output_dir + ".replaced"
+        if os.path.lexists(replaced):
+            shutil.rmtree(replaced)
+        os.replace(output_dir, replaced)
+        os.replace(work, output_dir)
+        shutil.rmtree(replaced)
+    else:
+        os.replace(work, output_dir)
+
+
+def _non_empty(path):
+    return os.path.exists(path) and (not os.path.isdir(path) or bool(os.listdir(path)))
+
+
+def _is_run(path):
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, name)) for name in RUN_FILES)
+
+
+def _differences(previous, record):
+    """``["key: A there, B here", ...]`` between two run records."""
+    out = []
+    old_config, new_config = previous.get("config", {}), record.get("config", {})
+    for key in sorted(set(old_config) | set(new_config)):
+        if old_config.get(key) != new_config.get(key):
+            out.append(f"{key}: {old_config.get(key)!r} there, {new_config.get(key)!r} here")
+    if previous.get("data") != record.get("data"):
+        out.append(f"data: {previous.get('data')!r} there, {record.get('data')!r} here")
+    return out
+
+
+def train(data_path, output_dir, config=None, format=None, strategy=None, callbacks=(), verbose="auto",
+          overwrite=False, **read_kwargs):
     """Trains ``config.model`` on leave-one-out splits of ``data_path``.
 
     Args:
         data_path: interaction file or dataset directory (see ``readers``).
-        output_dir: model directory (created; an unfinished run there resumes).
+        output_dir: model directory, written when the run completes (see
+            ``output_directory``: an unfinished run resumes).
         config: ``TrainConfig`` or dict.
         format: input format (``None`` detects it).
         strategy: a ``tf.distribute`` strategy to build and train under.
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity (progress bar on a terminal).
+        overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
         **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
 
     Returns:
@@ -133,7 +297,9 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
-    model, history = fit(split, vocabulary, output_dir, config, strategy, callbacks, verbose, data)
+    record = {"config": dataclasses.asdict(config), "data": data["data"]}
+    with output_directory(output_dir, record, overwrite) as work:
+        model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data)
     return model, history, split, vocabulary
 
 
@@ -181,14 +347,13 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
             jit_compile=config.jit_compile,
         )
     valid_ds = pipeline.eval_dataset(split.valid, config.max_sequence_length, config.validation_batch_size)
+    best = BestModel(
+        os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,
+        config.patience,
+    )
     cbs = [
-        keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
-        keras.callbacks.ModelCheckpoint(
-            os.path.join(output_dir, MODEL_FILE), monitor=MONITOR, mode="max", save_best_only=True
-        ),
-        keras.callbacks.EarlyStopping(
-            monitor=MONITOR, mode="max", patience=config.patience, restore_best_weights=True
-        ),
+        best,  # before the backup: its state is on disk before the epoch counts as done
+        keras.callbacks.BackupAndRestore(os.path.join(output_dir, BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv"), append=True),
         keras.callbacks.TensorBoard(log_dir or os.path.join(output_dir, "logs")),
         *callbacks,
@@ -199,6 +364,10 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
         cbs.append(StepLimit(max_steps))
     # The pipelines shuffle (fresh each epoch); fit's own shuffle does not apply to tf.data.
     train_ds, steps_per_epoch = _repeated(train_ds)
+    if steps_per_epoch and best.epochs_done:
+        # Resuming: the batches of the epochs already trained are skipped, so every
+        # later epoch sees the same shuffled order as in an uninterrupted run.
+        train_ds = train_ds.skip(best.epochs_done * steps_per_epoch)
     valid_ds = _without_autotune(valid_ds)
     history = model.fit(
         train_ds,
@@ -209,7 +378,12 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
         verbose=verbose,
         shuffle=False,
     )
-    model.save(os.path.join(output_dir, MODEL_FILE))
+    if best.diverged is not None:
+        raise TrainingDiverged(best.describe_divergence())
+    if best.best_epoch is None:
+        raise TrainingDiverged(
+            f"no epoch gave a finite {MONITOR} (is the validation split empty?); nothing was saved to {best.path}"
+        )
     return model, history
 
 
@@ -309,11 +483,113 @@ def load(model_dir, config_file=CONFIG_FILE):
     # modules named in a saved file by itself.
     import tfseqrec.models  # noqa: F401
 
-    model = keras.saving.load_model(path)
+    model = keras.saving.load_model(path, safe_mode=True)
     vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
+    num_items = getattr(model, "num_items", None)
+    if num_items is not None and num_items != vocabulary.num_items:
+        raise ValueError(f"{model_dir}: the model scores {num_items} items but its vocabulary lists "
+                         f"{vocabulary.num_items}; the directory mixes two runs")
     with open(os.path.join(model_dir, config_file)) as f:
         info = json.load(f)
     return model, vocabulary, info
+
+
+class BestModel(keras.callbacks.Callback):
+    """Keeps the best model by ``monitor`` on disk, across restarts, and stops early.
+
+    What ``ModelCheckpoint(save_best_only=True)`` and ``EarlyStopping(patience,
+    restore_best_weights=True)`` do together, with two differences:
+
+    - The best value, its epoch, the epochs waited since and the epochs done are
+      written to ``state_path`` after every epoch (atomically, before
+      ``BackupAndRestore`` saves the epoch), and read back when it is created. A run killed and
+      resumed therefore ends with the best model of all its epochs; with the Keras
+      callbacks, whose best-so-far lives in memory only, it ended with a later,
+      worse epoch.
+    - Nothing non-finite is ever saved: a batch with a non-finite loss stops
+      training (``TerminateOnNaN``), and an epoch is saved only when its loss, its
+      metric and every weight are finite. ``diverged`` then says where it happened.
+
+    The model file is replaced atomically (written beside it, then renamed), so an
+    interruption never leaves half a file. At the end the best weights are loaded
+    back into the model.
+    """
+
+    def __init__(self, path, state_path, monitor, patience):
+        super().__init__()
+        self.path = path
+        self.state_path = state_path
+        self.monitor = monitor
+        self.patience = patience
+        self.best = -np.inf
+        self.best_epoch = None
+        self.wait = 0
+        self.diverged = None
+        self.epochs_done = 0
+        self._epoch = 0
+        if os.path.exists(state_path):  # a run resumes
+            with open(state_path) as f:
+                state = json.load(f)
+            self.best_epoch, self.wait, self.epochs_done = state["best_epoch"], state["wait"], state["epochs_done"]
+            self.best = -np.inf if state["best"] is None else state["best"]
+            if self.best_epoch is not None and not os.path.exists(path):
+                raise FileNotFoundError(f"{state_path} names epoch {self.best_epoch + 1} as the best, "
+                                        f"but {path} is missing")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(loss) and self.diverged is None:
+            self.diverged = {"epoch": self._epoch, "batch": batch, "loss": float(loss)}
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        value, loss = logs.get(self.monitor), logs.get("loss")
+        if loss is not None and not np.isfinite(loss) and self.diverged is None:
+            self.diverged = {"epoch": epoch, "batch": None, "loss": float(loss)}
+            self.model.stop_training = True
+        finite = self.diverged is None and value is not None and np.isfinite(value)
+        if finite and value > self.best and self._weights_finite():
+            self._save_model()
+            self.best, self.best_epoch, self.wait = float(value), epoch, 0
+        else:
+            self.wait += 1
+            if self.wait >= self.patience:
+                self.model.stop_training = True
+        self.epochs_done = epoch + 1
+        self._write_state()
+
+    def on_train_end(self, logs=None):
+        if self.best_epoch is not None:
+            self.model.load_weights(self.path)
+
+    def describe_divergence(self):
+        d = self.diverged
+        where = f"epoch {d['epoch'] + 1}" + (f", batch {d['batch'] + 1}" if d["batch"] is not None else "")
+        kept = (f"the best model so far (epoch {self.best_epoch + 1}, {self.monitor} {self.best:.4f}) is in {self.path}"
+                if self.best_epoch is not None else "no model was saved")
+        return (f"training diverged: the loss became {d['loss']} in {where}; {kept}. "
+                "Try a lower learning rate.")
+
+    def _weights_finite(self):
+        return all(np.all(np.isfinite(np.asarray(w))) for w in self.model.weights if w.dtype.startswith("float"))
+
+    def _save_model(self):
+        partial = os.path.join(os.path.dirname(self.path), ".partial-" + os.path.basename(self.path))
+        self.model.save(partial)
+        os.replace(partial, self.path)
+
+    def _write_state(self):
+        os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
+        partial = self.state_path + ".partial"
+        with open(partial, "w") as f:
+            best = None if self.best_epoch is None else self.best
+            json.dump({"best": best, "best_epoch": self.best_epoch, "wait": self.wait,
+                       "epochs_done": self.epochs_done}, f)
+        os.replace(partial, self.state_path)
 
 
 class TimeLimit(keras.callbacks.Callback):

@@ -25,6 +25,7 @@ wrong. Nothing is dropped without being counted.
 import csv
 import dataclasses
 import datetime
+import math
 import glob
 import gzip
 import json
@@ -265,22 +266,28 @@ def _lines(path, encoding, progress=False):
     path = os.fspath(path)
     size = os.path.getsize(path)
     bar = _progress_bar(size, path, progress)
+    line_no = 0
     with _open_binary(path) as f:
-        for line_no, raw in enumerate(f, start=1):
+        for chunk in f:
             if bar is not None:
-                bar.update(len(raw))
-            try:
-                line = raw.decode(encoding)
-            except UnicodeDecodeError as e:
-                raise DataError(
-                    path,
-                    line_no,
-                    f"not valid {encoding} ({e.reason} at byte {e.start}); pass encoding='latin-1' "
-                    "or the file's real encoding",
-                ) from None
-            line = line.rstrip("\r\n")
-            if line.strip():
-                yield line_no, line
+                bar.update(len(chunk))
+            # \n, \r\n and a bare \r (old Mac files) all end a line, as in Python's
+            # universal newlines.
+            for raw in chunk.splitlines():
+                line_no += 1
+                try:
+                    line = raw.decode(encoding)
+                except UnicodeDecodeError as e:
+                    raise DataError(
+                        path,
+                        line_no,
+                        f"not valid {encoding} ({e.reason} at byte {e.start}); pass encoding='latin-1' "
+                        "or the file's real encoding",
+                    ) from None
+                if line_no == 1:
+                    line = line.lstrip("\ufeff")  # a UTF-8 byte-order mark (Excel writes one)
+                if line.strip():
+                    yield line_no, line
     if bar is not None:
         bar.close()
 
@@ -327,6 +334,8 @@ def _read_movielens(path, encoding, progress):
             )
         if not parts[3].strip().lstrip("-").isdigit():
             raise DataError(path, line_no, f"timestamp {parts[3]!r} is not an integer")
+        if not -(2**63) <= int(parts[3]) < 2**63:
+            raise DataError(path, line_no, f"timestamp {parts[3]!r} is out of the int64 range")
         users.append(parts[0].strip())
         items.append(parts[1].strip())
         times.append(int(parts[3]))
@@ -334,12 +343,31 @@ def _read_movielens(path, encoding, progress):
 
 
 def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress):
-    lines = _lines(path, encoding, progress)
+    where = [0]  # the line the csv module has read up to
+
+    def text():
+        for line_no, line in _lines(path, encoding, progress):
+            where[0] = line_no
+            yield line + "\n"
+
+    # One csv.reader over the whole file, so a quoted field may hold a newline.
+    reader = csv.reader(text(), delimiter=delimiter, strict=True)
+
+    def rows():
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                raise DataError(path, where[0], f"malformed CSV ({e})") from None
+            yield where[0], row
+
+    records = rows()
     try:
-        header_no, header_line = next(lines)
+        header_no, header = next(records)
     except StopIteration:
         raise DataError(path, 0, "no interactions: the file is empty") from None
-    header = next(csv.reader([header_line], delimiter=delimiter))
     header = [h.strip() for h in header]
     wanted = [c for c in (user_col, item_col, time_col) if c is not None]
     missing = [c for c in wanted if c not in header]
@@ -354,8 +382,7 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
     ti = header.index(time_col) if time_col is not None else None
     users, items, times = [], [], []
     parse_time = None
-    for line_no, line in lines:
-        row = next(csv.reader([line], delimiter=delimiter))
+    for line_no, row in records:
         if len(row) != len(header):
             raise DataError(path, line_no, f"expected {len(header)} fields as in the header, got {len(row)}")
         users.append(row[ui].strip())
@@ -363,27 +390,58 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
         if ti is not None:
             value = row[ti].strip()
             if parse_time is None:
-                parse_time = float if _is_number(value) else _iso_seconds
+                parse_time = _seconds if _is_number(value) else _iso_seconds
             try:
                 times.append(parse_time(value))
-            except ValueError:
-                raise DataError(
-                    path, line_no, f"column {time_col!r}: cannot parse timestamp {value!r} (expected a number or ISO-8601)"
-                ) from None
+            except ValueError as e:
+                raise DataError(path, line_no, f"column {time_col!r}: {e}") from None
         if not users[-1] or not items[-1]:
             raise DataError(path, line_no, f"empty {user_col if not users[-1] else item_col!r}")
     if ti is None:
         return users, items, np.arange(len(users), dtype=np.int64), False
     times = np.asarray(times, dtype=np.float64)
-    if np.all(times == np.round(times)):
+    if np.all(times == np.round(times)) and np.all(np.abs(times) < 2**63):
         times = times.astype(np.int64)
     return users, items, times, True
 
 
+def parse_timestamp(text):
+    """Seconds since the epoch of a timestamp field: the one parser of the project.
+
+    A number (integer or decimal seconds) as it is; otherwise an ISO 8601 date, where
+    a date without a UTC offset is UTC (never the machine's local time zone, so the
+    split does not change with ``TZ``). The readers and the TFX SequenceBuilder both
+    call this.
+
+    Raises:
+        ValueError: not a finite number and not an ISO 8601 date (``nan`` and
+            ``inf`` are refused: an event must have a place in time).
+    """
+    text = text.strip()
+    if _is_number(text):
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"timestamp {text!r} is not a finite number")
+        return value
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"cannot parse timestamp {text!r} (expected a number or an ISO 8601 date)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
 def _iso_seconds(value):
     if _is_number(value):
-        raise ValueError(value)  # a number after ISO dates: mixed column
-    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        raise ValueError(f"cannot parse timestamp {value!r} (expected an ISO 8601 date, as in the column's first row)")
+    return parse_timestamp(value)
+
+
+def _seconds(value):
+    if not _is_number(value):
+        raise ValueError(f"cannot parse timestamp {value!r} (expected a number, as in the column's first row)")
+    return parse_timestamp(value)
 
 
 def _read_inter_json(path, encoding):

@@ -288,6 +288,11 @@ def prepare(interactions, min_user_interactions=0, min_item_interactions=0, voca
     if min_user_interactions > 1 or min_item_interactions > 1:
         events, core = k_core(events, min_user_interactions, min_item_interactions)
         report.update(core)
+        if not len(events):
+            raise ValueError(
+                f"the k-core filter (users >= {min_user_interactions}, items >= {min_item_interactions} "
+                f"interactions) removed all {report['input_interactions']} interactions; lower the thresholds"
+            )
     given = vocabulary is not None
     sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
     split = leave_one_out(sequences)
