@@ -9,10 +9,19 @@ PYTEST_FLAGS ?= -q -p no:cacheprovider
 
 .PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-recformer env clean-env
 
+# Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
+# cache that `tfseqrec data download ml-1m` fills.
+TFSEQREC_CACHE ?= $(HOME)/.cache/tfseqrec/data
+MAIN_DATA = $(if $(wildcard $(TFSEQREC_DATA)/ml-1m/ml-1m.txt),$(TFSEQREC_DATA),$(TFSEQREC_CACHE))
+
 # The main job: train SASRec on ML-1M (30 minutes at most), evaluate on the test split.
+# A rerun replaces the model when it completes; a killed run resumes.
 main: env
-	.venv/bin/tfseqrec train --model sasrec --data $(TFSEQREC_DATA)/ml-1m/ml-1m.txt \
-	    --output runs/sasrec-ml1m --max-train-minutes 30
+	@if [ ! -f "$(MAIN_DATA)/ml-1m/ml-1m.txt" ]; then \
+	  echo "No ML-1M in TFSEQREC_DATA=$(TFSEQREC_DATA): downloading it to $(TFSEQREC_CACHE)" >&2; \
+	  .venv/bin/tfseqrec data download ml-1m --dir "$(TFSEQREC_CACHE)"; fi
+	.venv/bin/tfseqrec train --model sasrec --data $(MAIN_DATA)/ml-1m/ml-1m.txt \
+	    --output runs/sasrec-ml1m --max-train-minutes 30 --overwrite
 
 stats: env
 	.venv/bin/tfseqrec data stats $(TFSEQREC_DATA)/ml-1m/ml-1m.txt

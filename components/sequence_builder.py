@@ -36,6 +36,7 @@ from tfseqrec.data import readers, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
 SPLITS = ("train", "eval", "test")
+EMPTY_USERS_FILE = "empty_users.count"
 NAMESPACE = "tfseqrec.SequenceBuilder"
 
 
@@ -77,7 +78,8 @@ def parse_event(record, user_column, item_column, time_column):
         if value is None:
             raise InputError(f"column {column!r} has no single value in record {_short(example)}")
         values[column] = value
-    user, item = _text(values[user_column]), _text(values[item_column])
+    # Stripped as the library's readers strip CSV fields.
+    user, item = _text(values[user_column]).strip(), _text(values[item_column]).strip()
     if not item or "\t" in item or "\n" in item:
         raise InputError(f"column {item_column!r}: item id {item!r} is empty or holds a tab or newline")
     return user, (parse_time(values[time_column], time_column), item)
@@ -177,6 +179,11 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     beam_pipeline: tfx.dsl.components.BeamComponentParameter[beam.Pipeline] = None,
 ):
     """Groups events by user into leave-one-out sequence splits and builds the vocabulary."""
+    if isinstance(min_sequence_length, bool) or not isinstance(min_sequence_length, int) or min_sequence_length < 3:
+        raise InputError(
+            f"min_sequence_length must be an integer >= 3 (a training item, a validation and a test target), "
+            f"got {min_sequence_length!r}"
+        )
     names = artifact_utils.decode_split_names(examples.split_names)
     patterns = [os.path.join(artifact_utils.get_split_uri([examples], name), "*") for name in names]
     check_columns(patterns, (user_column, item_column, time_column))
@@ -188,6 +195,14 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
             | "Flatten" >> beam.Flatten()
             | "Parse" >> beam.Map(parse_event, user_column, item_column, time_column)
         )
+        # Events without a user id are counted, then refused after the pipeline (below).
+        _ = (
+            events
+            | "EmptyUsers" >> beam.Filter(lambda event: not event[0])
+            | "CountEmptyUsers" >> beam.combiners.Count.Globally()
+            | "WriteEmptyUsers" >> beam.Map(_write_count, os.path.join(sequences.uri, EMPTY_USERS_FILE))
+        )
+        events = events | "WithUser" >> beam.Filter(lambda event: bool(event[0]))
         users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user)
         ordered = (
             users
@@ -211,6 +226,11 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
                 )
             )
 
+    with tf.io.gfile.GFile(os.path.join(sequences.uri, EMPTY_USERS_FILE)) as f:
+        empty_users = int(f.read())
+    tf.io.gfile.remove(os.path.join(sequences.uri, EMPTY_USERS_FILE))
+    if empty_users:
+        raise InputError(f"{empty_users} input records have an empty {user_column!r}; every event needs a user")
     with tf.io.gfile.GFile(paths[0]) as f:
         num_items = sum(1 for _ in f)
     if num_items == 0:
@@ -224,6 +244,11 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     vocabulary.set_int_custom_property("num_items", num_items)
     with tf.io.gfile.GFile(os.path.join(sequences.uri, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+
+
+def _write_count(count, path):
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(str(int(count)))
 
 
 def _count_records(pattern):

@@ -7,7 +7,10 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 # TFX installs on the primary stack only; elsewhere its tests are not even collected.
-collect_ignore = [] if importlib.util.find_spec("tfx") else ["components", "reliability/test_blessing.py"]
+# tests/reliability/test_tfx_*.py likewise.
+HAS_TFX = importlib.util.find_spec("tfx") is not None
+collect_ignore = [] if HAS_TFX else ["components"]
+collect_ignore_glob = [] if HAS_TFX else ["reliability/test_tfx_*.py"]
 
 
 def pytest_configure(config):
@@ -34,5 +37,5 @@ def data_root():
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = str(item.fspath).replace("\\", "/")
-        if "tests/components/" in path or path.endswith("tests/reliability/test_blessing.py"):
+        if "tests/components/" in path or "tests/reliability/test_tfx_" in path:
             item.add_marker(pytest.mark.tfx)

@@ -45,6 +45,15 @@ def build_parser():
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(func=_data_stats)
 
+    download = data_sub.add_parser("download", help="fetch ml-1m or ml-100k from their publishers (checked)")
+    download.add_argument("dataset", choices=["ml-1m", "ml-100k"])
+    download.add_argument("--dir", default=None,
+                          help="data root (default $TFSEQREC_CACHE or ~/.cache/tfseqrec/data); "
+                          "then set TFSEQREC_DATA to it")
+    download.add_argument("--base-url", default=None,
+                          help="fetch every file from this URL prefix instead (a mirror)")
+    download.set_defaults(func=_data_download)
+
     convert = data_sub.add_parser("tfrecord", help="write leave-one-out splits as TFRecord tf.Examples")
     convert.add_argument("path", help=DATA_HELP)
     _add_format_flags(convert)
@@ -273,11 +282,26 @@ def _data_stats(args):
         "removed": {k: v for k, v in report.items() if k.startswith("removed_") or k == "oov_interactions"},
     }
     if args.json:
-        print(json.dumps(out))
+        _print_json(out)
     else:
         width = max(len(k) for k in out)
         for key, value in out.items():
             print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _data_download(args):
+    import dataclasses
+
+    from tfseqrec.data import download
+
+    sources = None
+    if args.base_url:
+        base = args.base_url.rstrip("/")
+        sources = [dataclasses.replace(s, url=f"{base}/{s.filename}") for s in download.DATASETS[args.dataset]]
+    folder = download.download(args.dataset, args.dir, sources)
+    _print_json({"dataset": args.dataset, "folder": folder, "files": sorted(os.listdir(folder)),
+                 "data_root": os.path.dirname(folder)})
     return 0
 
 
@@ -330,7 +354,7 @@ def _train_recformer(args):
     result = evaluation.evaluate(recommender, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output
     result["epochs"] = len(rows)
-    print(json.dumps(result))
+    _print_json(result)
     return 0
 
 
@@ -353,7 +377,7 @@ def _train(args):
     result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output
     result["epochs"] = len(history.history.get("loss", []))
-    print(json.dumps(result))
+    _print_json(result)
     return 0
 
 
@@ -378,7 +402,7 @@ def _evaluate(args):
     result["split"] = args.split
     result["skipped_unknown_targets"] = 0  # kept for old readers: unknown targets are misses, none is skipped
     result["oov_interactions"] = report["oov_interactions"]
-    print(json.dumps(result))
+    _print_json(result)
     return 0 if np.isfinite(result["mrr"]) else 1
 
 
@@ -418,15 +442,49 @@ def _recommend(args):
     if unknown:
         print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
     history = [int(i) for i in ids if i != vocab.OOV_ID]
-    top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen)
+    if history:
+        top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen)
+    else:
+        # As the SavedModel answers a history with no known item: by popularity.
+        print("tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr)
+        top_ids, top_scores = _popular(vocabulary, args.k)
     items = vocabulary.to_raw(top_ids[0])
     scores = [float(s) for s in top_scores[0]]
     if args.json:
-        print(json.dumps({"item_ids": items, "scores": scores}))
+        _print_json({"item_ids": items, "scores": scores})
     else:
         for rank, (item, score) in enumerate(zip(items, scores), start=1):
             print(f"{rank}\t{item}\t{score:.6f}")
     return 0
+
+
+def _popular(vocabulary, k):
+    """``(ids [1, k], scores [1, k])`` by training popularity: the export's answer to an empty history."""
+    import numpy as np
+
+    from tfseqrec import ranking
+    from tfseqrec.data import vocab
+
+    counts = vocabulary.counts.astype(np.float64)
+    popularity = (counts / max(counts.sum(), 1.0)).astype(np.float32)
+    scores, columns = ranking.top_k(popularity[None], min(k, vocabulary.num_items))
+    return columns.numpy().astype(np.int64) + vocab.NUM_RESERVED, scores.numpy()
+
+
+def _print_json(value):
+    """Prints ``value`` as strict JSON: a non-finite float becomes ``null``, never ``-Infinity``."""
+    import math
+
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    print(json.dumps(clean(value), allow_nan=False))
 
 
 def _export(args):
@@ -488,7 +546,7 @@ def _pipeline_run(args):
         "pipeline_root": os.path.abspath(args.pipeline_root),
         "metadata_path": os.path.abspath(args.metadata_path),
     }
-    print(json.dumps(result))
+    _print_json(result)
     return 0
 
 

@@ -19,7 +19,8 @@ Signatures, all of method ``tensorflow/serving/predict``; histories are oldest f
                         padded with ``""``                           ``scores`` float32 ``[batch, k]``
     ``recommend_ids``   ``history`` int64 ``[batch, None]``,         ``item_ids`` int64, ``scores``
                         padded with ``-1`` (only when every raw id
-                        of the vocabulary is an integer)
+                        of the vocabulary is an integer in
+                        [0, 2**63) without leading zeros)
     ``recommend_top_k`` ``history`` as ``serving_default``;          as ``serving_default``, ``[batch, K]``
                         ``k`` int32 ``[batch]`` (``K`` = the
                         batch's largest ``k``): another ``k``
@@ -63,7 +64,13 @@ from tfseqrec.data import vocab as vocab_lib
 WARMUP_FILE = "tf_serving_warmup_requests"
 SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples", "rank_targets")
 TEXT_SIGNATURES = ("recommend_texts", "encode_items")
-_INTEGER = re.compile(r"-?[0-9]+\Z")
+# Raw ids a recommend_ids export can carry as int64: non-negative, canonical (no
+# leading zeros: "007" would come back as 7) and below 2**63. Negative ids are padding.
+_INTEGER = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
+
+
+def _integer_id(raw):
+    return bool(_INTEGER.match(raw)) and int(raw) < 2**63
 
 
 class Recommender(tf.Module):
@@ -107,7 +114,7 @@ class Recommender(tf.Module):
         object.__setattr__(self, "model", model)
         self.k = min(int(k), vocabulary.num_items)
         self.max_sequence_length = int(model.max_sequence_length)
-        self.integer_ids = all(_INTEGER.match(item) for item in vocabulary.items)
+        self.integer_ids = all(_integer_id(item) for item in vocabulary.items)
         self.to_id = vocabulary.lookup_table(vocabulary_path)
         self.to_raw = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(

@@ -51,6 +51,11 @@ def pad_histories(histories, signature_name="serving_default"):
     histories = [list(h) for h in histories]
     width = max((len(h) for h in histories), default=0)
     if integer:
+        for history in histories:
+            for h in history:
+                if not 0 <= int(h) < 2**63:
+                    raise ValueError(f"{signature_name} takes item ids in [0, 2**63); got {h} "
+                                     "(a negative id is padding)")
         out = np.full((len(histories), width), INT_PAD, dtype=np.int64)
     else:
         out = np.full((len(histories), width), STRING_PAD, dtype=object)
@@ -240,8 +245,7 @@ class SavedModelPredictor:
 
     def run(self, signature_name, inputs):
         """Runs a signature on NumPy ``inputs`` (by input name); returns NumPy outputs by name."""
-        if signature_name not in self.signatures:
-            raise KeyError(f"no signature {signature_name!r}; the export has {sorted(self.signatures)}")
+        self._signature(signature_name)
         signature = self.signatures[signature_name]
         missing = sorted(set(signature.inputs) - set(inputs))
         extra = sorted(set(inputs) - set(signature.inputs))
@@ -251,6 +255,11 @@ class SavedModelPredictor:
         fn = self.callable(signature_name)
         values = fn(*[inputs[name] for name in names])
         return dict(zip(sorted(signature.outputs), values))
+
+    def _signature(self, name):
+        if name not in self.signatures:
+            raise ValueError(f"no signature {name!r}; the export has {sorted(self.signatures)}")
+        return self.signatures[name]
 
     def callable(self, signature_name):
         """A fast ``fn(*inputs sorted by name) -> outputs sorted by name`` (``Session.make_callable``)."""
@@ -280,7 +289,7 @@ class SavedModelPredictor:
     def predict_json(self, body):
         """A REST reply (dict) for a REST ``:predict`` body (dict)."""
         name = body.get("signature_name", "serving_default")
-        signature = self.signatures[name]
+        signature = self._signature(name)
         dtypes = {key: _numpy_dtype(spec.dtype) for key, spec in signature.inputs.items()}
         if "instances" in body:
             rows = body["instances"]

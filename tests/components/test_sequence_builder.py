@@ -93,5 +93,5 @@ def test_missing_column_names_it(tmp_path):
 
 def test_unparsable_timestamp_names_the_column_and_value(tmp_path):
     rows = [{"user_id": "u", "item_id": "i", "timestamp": "1"}, {"user_id": "u", "item_id": "j", "timestamp": "later"}]
-    with pytest.raises(Exception, match="column 'timestamp': cannot read 'later' as a time"):
+    with pytest.raises(Exception, match="column 'timestamp': cannot parse timestamp 'later'"):
         _build(tmp_path, {"train": rows})
