@@ -2,7 +2,7 @@
 
 ::
 
-    CsvExampleGen ──> SequenceBuilder ──> Trainer ──────────────> RankingEvaluator ──> Pusher
+    EventExampleGen ─> SequenceBuilder ──> Trainer ──────────────> RankingEvaluator ──> Pusher
     (user,item,         (Beam: group by     (run_fn: fit,            ^  (NDCG@10 on test,     (saved_models/
      timestamp CSV)      user, vocabulary,    export the serving     |   threshold and        <name>/<version>/)
                          leave-one-out)       SavedModel)            |   last blessed model)
@@ -21,6 +21,7 @@ import os
 
 from tfx import v1 as tfx
 
+from components.event_example_gen import EventExampleGen
 from components.ranking_evaluator import RankingEvaluator
 from components.sequence_builder import SequenceBuilder
 
@@ -48,8 +49,8 @@ def create_pipeline(
     """The pipeline over the CSV files in ``data_root``.
 
     Args:
-        data_root: directory of CSV files with a header (``user_id,item_id,timestamp``
-            by default; other columns are ignored).
+        data_root: directory of CSV (or TSV) files with a header
+            (``user_id,item_id,timestamp`` by default; other columns are ignored).
         pipeline_root: where artifacts go.
         metadata_path: the SQLite ML Metadata file.
         serving_model_dir: the Pusher's TF Serving base path (``saved_models/<name>``).
@@ -63,7 +64,10 @@ def create_pipeline(
         user_column, item_column, time_column: the CSV's column names.
         beam_pipeline_args: Beam options (default: the in-process DirectRunner).
     """
-    example_gen = tfx.components.CsvExampleGen(input_base=os.fspath(data_root))
+    # Not CsvExampleGen: its type inference merges ids "007" and "7" (see event_example_gen).
+    example_gen = EventExampleGen(
+        input_base=os.fspath(data_root), user_column=user_column, item_column=item_column, time_column=time_column
+    )
     builder = SequenceBuilder(
         examples=example_gen.outputs["examples"],
         user_column=user_column,

@@ -1,7 +1,8 @@
 """SequenceBuilder: interaction ``Examples`` to per-user sequence ``Examples``, with Beam.
 
-Input: ``Examples`` with one event per record (for example ``CsvExampleGen`` over a
-``user,item,timestamp`` CSV), read from every split it has. Output:
+Input: ``Examples`` with one event per record (``EventExampleGen`` over
+``user,item,timestamp`` CSV files; int64 and float features are read too), from every
+split it has. Output:
 
 - ``sequences``: ``Examples`` in the ``tfseqrec.data.tfrecord`` schema, splits
   ``train`` (each user's sequence without its last two items), ``eval`` and ``test``

@@ -13,7 +13,7 @@ from tfseqrec import serving
 
 GOOD = {"epochs": 8, "hidden_dim": 32, "batch_size": 32, "learning_rate": 0.005, "serving_k": 5}
 COMPONENTS = {
-    "CsvExampleGen": "tfx.components.example_gen.csv_example_gen.component.CsvExampleGen",
+    "EventExampleGen": "components.event_example_gen.EventExampleGen",
     "SequenceBuilder": "components.sequence_builder.SequenceBuilder",
     "Trainer": "tfx.components.trainer.component.Trainer",
     "latest_blessed_model_resolver": "tfx.dsl.components.common.resolver.Resolver",
