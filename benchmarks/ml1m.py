@@ -69,6 +69,7 @@ ABLATIONS = {
         "default": {},
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},
+        "positions from the oldest item": {"position_origin": "oldest"},
         "always [MASK] (original code)": {"mask_token_rate": 1.0, "random_token_rate": 0.0},
         "+ last-item-only samples 0.1": {"last_item_only_prob": 0.1},
         "bfloat16": {"mixed_precision": True},

@@ -184,7 +184,7 @@ def build_model(config, num_items, loss_normalizer=None):
             kwargs[name] = getattr(config, name)
     per_model = {
         "sasrec": ("normalized_residual", "initializer_range", "position_origin"),
-        "bert4rec": ("initializer_range", "mask_token_rate", "random_token_rate"),
+        "bert4rec": ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"),
     }
     for name in per_model.get(config.model, ()):
         if getattr(config, name) is not None:

@@ -174,18 +174,20 @@ def test_sasrec_position_ids_from_either_end():
     np.testing.assert_array_equal(newest, [[2, 3, 4, 5], [2, 3, 4, 5]])  # LENGTH - 1 at the last slot
 
 
-def test_sasrec_output_does_not_depend_on_the_padding_width():
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+def test_output_does_not_depend_on_the_padding_width(cls):
     for origin in ("oldest", "newest"):
-        model = _tiny(SASRec, position_origin=origin)
+        model = _tiny(cls, position_origin=origin, dropout=0.0)
         wide = model(np.array([[0, 0, 0, 3, 4, 5]]))
         narrow = model(np.array([[3, 4, 5]]))
         np.testing.assert_allclose(wide[:, 3:], narrow, atol=1e-5)
 
 
-def test_sasrec_saved_before_position_origin_loads_counting_from_the_newest():
-    config = _tiny(SASRec).get_config()
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+def test_saved_before_position_origin_loads_counting_from_the_newest(cls):
+    config = _tiny(cls).get_config()
     del config["position_origin"]
-    assert SASRec.from_config(config).position_origin == "newest"
+    assert cls.from_config(config).position_origin == "newest"
 
 
 def test_initializer_range_sets_the_spread_of_every_kernel():

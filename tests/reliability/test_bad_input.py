@@ -86,3 +86,12 @@ def test_a_k_core_that_removes_everything_says_so(tmp_path):
     path = _write(tmp_path, "log.csv", "user_id,item_id,timestamp\nu,a,1\nu,b,2\nv,a,3\n")
     with pytest.raises(ValueError, match=r"removed all 3 interactions; lower the thresholds"):
         splits.prepare(readers.read_interactions(path), min_user_interactions=5, min_item_interactions=5)
+
+
+@pytest.mark.parametrize("batch_size", [-3, 0, 2.5, True])
+def test_evaluate_refuses_a_bad_batch_size(batch_size):
+    from tfseqrec import evaluation
+
+    cases = splits.Cases(splits.Sequences.from_list(["u"], [[3, 4]]), np.array([5]))
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        evaluation.evaluate(object(), cases, batch_size=batch_size)

@@ -47,9 +47,13 @@ class SequentialRecommender(keras.Model):
         loss=None,
         exclude_seen_in_validation=True,
         loss_normalizer=None,
+        position_origin="newest",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if position_origin not in ("newest", "oldest"):
+            raise ValueError(f"position_origin must be 'newest' or 'oldest', got {position_origin!r}")
+        self.position_origin = position_origin
         self.num_items = num_items
         self.max_sequence_length = max_sequence_length
         self.hidden_dim = hidden_dim
@@ -122,6 +126,19 @@ class SequentialRecommender(keras.Model):
     def positions(self, length):
         """Position ids: the newest item (last slot) always gets ``max_sequence_length - 1``."""
         return tf.range(length) + (self.max_sequence_length - length)
+
+    def position_ids(self, padding_mask):
+        """Int ``[batch, length]`` position of each slot (padded slots: 0).
+
+        ``position_origin="oldest"``: 0 for the oldest item of the window, counting up
+        to the newest (the reference code's right padding); ``"newest"``:
+        ``max_sequence_length - 1`` for the last slot, counting down (the original
+        code's left padding). Neither depends on how much padding there is.
+        """
+        if self.position_origin == "oldest":
+            return tf.maximum(tf.cumsum(tf.cast(padding_mask, "int32"), axis=1) - 1, 0)
+        shape = tf.shape(padding_mask)
+        return tf.broadcast_to(self.positions(shape[1])[None], shape)
 
     # --- training and validation ---------------------------------------------------
 
@@ -353,6 +370,7 @@ class SequentialRecommender(keras.Model):
                 "loss": keras.saving.serialize_keras_object(self.loss_fn),
                 "exclude_seen_in_validation": self.exclude_seen_in_validation,
                 "loss_normalizer": self.loss_normalizer,
+                "position_origin": self.position_origin,
             }
         )
         return config
@@ -360,5 +378,7 @@ class SequentialRecommender(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        # Models saved before position_origin existed counted from the newest item.
+        config.setdefault("position_origin", "newest")
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
         return cls(**config)

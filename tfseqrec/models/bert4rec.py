@@ -45,6 +45,10 @@ class BERT4Rec(base.SequentialRecommender):
             every embedding and kernel, as in BERT (biases start at 0); ``None``
             keeps Keras's Glorot kernels (embeddings stay at 0.02).
         seed: masking seed.
+        position_origin: ``"newest"`` (the inference [MASK] always at the last
+            position, as the original code's left padding) or ``"oldest"`` (position 0
+            for the oldest item, as Hugging Face BERT with right padding); see
+            ``SequentialRecommender.position_ids``.
         loss: a ``tfseqrec.losses`` object or name; default full softmax.
 
     Example:
@@ -75,6 +79,7 @@ class BERT4Rec(base.SequentialRecommender):
         last_item_only_prob=0.0,
         initializer_range=0.02,
         seed=None,
+        position_origin="newest",
         loss=None,
         **kwargs,
     ):
@@ -89,6 +94,7 @@ class BERT4Rec(base.SequentialRecommender):
             activation,
             normalize_first,
             loss=loss,
+            position_origin=position_origin,
             **kwargs,
         )
         # === Layers ===
@@ -132,7 +138,7 @@ class BERT4Rec(base.SequentialRecommender):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        x = self.item_embedding(ids) + self.position_embedding(self.positions(tf.shape(ids)[1]))[None]
+        x = self.item_embedding(ids) + self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.head_norm(self.head_dense(x))

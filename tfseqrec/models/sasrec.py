@@ -97,14 +97,12 @@ class SASRec(base.SequentialRecommender):
             activation,
             normalize_first,
             loss=loss,
+            position_origin=position_origin,
             **kwargs,
         )
         # === Config ===
         self.normalized_residual = normalized_residual
         self.initializer_range = initializer_range
-        self.position_origin = position_origin
-        if position_origin not in ("newest", "oldest"):
-            raise ValueError(f"position_origin must be 'newest' or 'oldest', got {position_origin!r}")
 
         # === Layers ===
         def init(stddev):
@@ -141,17 +139,6 @@ class SASRec(base.SequentialRecommender):
         x = self.final_norm(x)
         return (x, attention) if return_attention_scores else x
 
-    def position_ids(self, padding_mask):
-        """Int ``[batch, length]`` position of each slot (padded slots: 0).
-
-        ``"oldest"``: 0 for the oldest item of the window, counting up to the newest;
-        ``"newest"``: ``max_sequence_length - 1`` for the last slot, counting down.
-        """
-        if self.position_origin == "oldest":
-            return tf.maximum(tf.cumsum(tf.cast(padding_mask, "int32"), axis=1) - 1, 0)
-        shape = tf.shape(padding_mask)
-        return tf.broadcast_to(self.positions(shape[1])[None], shape)
-
     def output_table(self):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
 
@@ -161,14 +148,6 @@ class SASRec(base.SequentialRecommender):
             {
                 "normalized_residual": self.normalized_residual,
                 "initializer_range": self.initializer_range,
-                "position_origin": self.position_origin,
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        # Models saved before position_origin existed counted from the newest item.
-        config = dict(config)
-        config.setdefault("position_origin", "newest")
-        return super().from_config(config)
