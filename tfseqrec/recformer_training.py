@@ -168,8 +168,18 @@ class RankingValidation(keras.callbacks.Callback):
         self.batch_size = batch_size
         self.best = -np.inf
         self.best_weights = None
+        self.diverged = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(loss) and self.diverged is None:
+            self.diverged = {"batch": batch, "loss": float(loss)}
+            self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.diverged is not None:  # never validated, never kept
+            self.diverged.setdefault("epoch", epoch)
+            return
         if self.refresh:
             self.recommender.refresh_item_embeddings()
         result = evaluation.evaluate(self.recommender, self.cases, batch_size=self.batch_size, progress=False)
@@ -177,9 +187,10 @@ class RankingValidation(keras.callbacks.Callback):
             logs["val_" + key.replace("@", "_")] = result[key]
         if self.start is not None:
             logs["seconds"] = round(time.monotonic() - self.start, 1)
-        if result["ndcg@10"] > self.best:
-            self.best = result["ndcg@10"]
-            self.best_weights = [v.numpy() for v in self.model.weights]
+        if np.isfinite(result["ndcg@10"]) and result["ndcg@10"] > self.best:
+            weights = [v.numpy() for v in self.model.weights]
+            if all(np.all(np.isfinite(w)) for w in weights if np.issubdtype(w.dtype, np.floating)):
+                self.best, self.best_weights = result["ndcg@10"], weights
 
 
 def finetune(recommender, split, config, verbose="auto"):
@@ -217,6 +228,12 @@ def finetune(recommender, split, config, verbose="auto"):
             rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
         if validation.best > best:
             best, best_weights = validation.best, validation.best_weights
+        if validation.diverged is not None:
+            d = validation.diverged
+            raise training.TrainingDiverged(
+                f"training diverged: the loss became {d['loss']} in stage {stage}, epoch {d['epoch'] + 1}, "
+                f"batch {d['batch'] + 1}; nothing was saved. Try a lower learning rate."
+            )
     if best_weights is not None:
         model.set_weights(best_weights)
     return rows
