@@ -230,28 +230,38 @@ def output_directory(output_dir, record, overwrite=False, config_file=CONFIG_FIL
     if _non_empty(work):
         if not _is_run(work):
             raise FileExistsError(f"{work} is not an unfinished tfseqrec run; move it away or remove it")
-        with open(os.path.join(work, config_file)) as f:
-            previous = json.load(f)
-        differences = _differences(previous, record)
-        resumable = os.path.isdir(os.path.join(work, BACKUP_DIR))
+        try:
+            with open(os.path.join(work, config_file)) as f:
+                previous = json.load(f)
+        except (OSError, ValueError):  # killed while writing it: nothing to resume
+            previous = None
+        differences = [] if previous is None else _differences(previous, record)
+        resumable = previous is not None and os.path.isdir(os.path.join(work, BACKUP_DIR))
         if resumable and differences and not overwrite:
             raise ValueError(f"{work} holds an unfinished run with other options ({'; '.join(differences)}); "
                              "run again with the same options to resume it, or pass --overwrite to start over")
         if resumable and not differences:
             print(f"tfseqrec: resuming the unfinished run in {work}", file=sys.stderr)
         else:
-            shutil.rmtree(work)
+            _remove(work)
     os.makedirs(work, exist_ok=True)
     yield work
     if os.path.lexists(output_dir):
         replaced = output_dir + ".replaced"
         if os.path.lexists(replaced):
-            shutil.rmtree(replaced)
+            _remove(replaced)
         os.replace(output_dir, replaced)
         os.replace(work, output_dir)
-        shutil.rmtree(replaced)
+        _remove(replaced)
     else:
         os.replace(work, output_dir)
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
 
 
 def _non_empty(path):

@@ -177,3 +177,19 @@ def test_kill_9_mid_epoch_then_resume_ends_with_the_best_model(data_root, tmp_pa
     straight_scores = [float(r["val_ndcg_10"]) for r in straight_rows]
     assert int(np.argmax(straight_scores)) == best
     np.testing.assert_allclose(scores, straight_scores, atol=1e-4)
+
+
+def test_a_nan_model_scores_zero_not_perfect():
+    from tfseqrec import evaluation
+    from tfseqrec.data import splits
+    from tfseqrec.models import SASRec
+
+    model = SASRec(num_items=10, max_sequence_length=4, hidden_dim=8)
+    table = model.item_embedding.embeddings
+    table.assign(np.full(table.shape, np.nan, "float32"))
+    cases = splits.Cases(splits.Sequences.from_list(["a", "b"], [[3, 4], [5]]), np.array([6, 7]))
+    result = evaluation.evaluate(model, cases, progress=False)
+    # Ranked last, not first: every other unseen item counts as ahead of the target
+    # (7 for user a, whose 2 seen items are excluded; 8 for user b).
+    assert result["ndcg@10"] == 0.0 and result["hr@10"] == 0.0
+    assert result["mrr"] == pytest.approx((1 / 8 + 1 / 9) / 2)
