@@ -510,9 +510,10 @@ class BestModel(keras.callbacks.Callback):
     What ``ModelCheckpoint(save_best_only=True)`` and ``EarlyStopping(patience,
     restore_best_weights=True)`` do together, with two differences:
 
-    - The best value, its epoch, the epochs waited since and the epochs done are
-      written to ``state_path`` after every epoch (atomically, before
-      ``BackupAndRestore`` saves the epoch), and read back when it is created. A run killed and
+    - The best value, its epoch, the epochs waited since, the epochs done and the
+      random generators' states are written to ``state_path`` after every epoch
+      (atomically, before ``BackupAndRestore`` saves the epoch), and read back when
+      it is created. A run killed and
       resumed therefore ends with the best model of all its epochs; with the Keras
       callbacks, whose best-so-far lives in memory only, it ended with a later,
       worse epoch.
@@ -537,14 +538,25 @@ class BestModel(keras.callbacks.Callback):
         self.diverged = None
         self.epochs_done = 0
         self._epoch = 0
+        self._random_states = None
         if os.path.exists(state_path):  # a run resumes
             with open(state_path) as f:
                 state = json.load(f)
             self.best_epoch, self.wait, self.epochs_done = state["best_epoch"], state["wait"], state["epochs_done"]
+            self._random_states = state.get("random_states")
             self.best = -np.inf if state["best"] is None else state["best"]
             if self.best_epoch is not None and not os.path.exists(path):
                 raise FileNotFoundError(f"{state_path} names epoch {self.best_epoch + 1} as the best, "
                                         f"but {path} is missing")
+
+    def on_train_begin(self, logs=None):
+        # The random generators' states (dropout, Cloze masking) are not part of the
+        # weights BackupAndRestore saves: restored here, a resumed run draws the same
+        # masks as an uninterrupted one.
+        variables = self._random_variables()
+        if self._random_states is not None and len(self._random_states) == len(variables):
+            for variable, value in zip(variables, self._random_states):
+                variable.assign(np.asarray(value, dtype=variable.dtype))
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -584,6 +596,11 @@ class BestModel(keras.callbacks.Callback):
         return (f"training diverged: the loss became {d['loss']} in {where}; {kept}. "
                 "Try a lower learning rate.")
 
+    def _random_variables(self):
+        """The model's state outside its weights: the seed generators' states."""
+        weights = {id(w) for w in self.model.weights}
+        return [v for v in self.model.variables if id(v) not in weights]
+
     def _weights_finite(self):
         return all(np.all(np.isfinite(np.asarray(w))) for w in self.model.weights if w.dtype.startswith("float"))
 
@@ -597,8 +614,9 @@ class BestModel(keras.callbacks.Callback):
         partial = self.state_path + ".partial"
         with open(partial, "w") as f:
             best = None if self.best_epoch is None else self.best
+            random_states = [np.asarray(v).tolist() for v in self._random_variables()]
             json.dump({"best": best, "best_epoch": self.best_epoch, "wait": self.wait,
-                       "epochs_done": self.epochs_done}, f)
+                       "epochs_done": self.epochs_done, "random_states": random_states}, f)
         os.replace(partial, self.state_path)
 
 
