@@ -77,11 +77,12 @@ def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
 @pytest.mark.parametrize(
     "csv, message",
     [
-        ("user_id,item_id\na,x\na,y\n", "column 'timestamp' is missing from the input examples"),
-        ("user_id,item_id,timestamp\na,x,1\na,y,later\na,z,3\n", "column 'timestamp': cannot read 'later' as a time"),
+        ("user_id,item_id\na,x\na,y\n", "events.csv:1: missing column(s) ['timestamp']"),
+        ("user_id,item_id,timestamp\na,x,1\na,y,later\na,z,3\n",
+         "events.csv:3: column 'timestamp': cannot parse timestamp 'later'"),
     ],
 )
-def test_bad_csv_fails_the_sequence_builder_and_pushes_nothing(tmp_path, csv, message):
+def test_bad_csv_fails_the_pipeline_and_pushes_nothing(tmp_path, csv, message):
     (tmp_path / "csv").mkdir()
     (tmp_path / "csv" / "events.csv").write_text(csv)
     result = _run(tmp_path, tmp_path / "csv", check=False)

@@ -12,7 +12,7 @@ BAD_FLAGS = [
     (["train", "--data", "d", "--output", "o", "--max-sequence-length", "0"], "--max-sequence-length", ">= 1, got 0"),
     (["train", "--data", "d", "--output", "o", "--batch-size", "0"], "--batch-size", ">= 1, got 0"),
     (["train", "--data", "d", "--output", "o", "--learning-rate", "nan"], "--learning-rate", "> 0, got nan"),
-    (["train", "--data", "d", "--output", "o", "--learning-rate", "-1e-3"], "--learning-rate", "> 0, got -0.001"),
+    (["train", "--data", "d", "--output", "o", "--learning-rate=-1e-3"], "--learning-rate", "> 0, got -0.001"),
     (["train", "--data", "d", "--output", "o", "--dropout", "1.5"], "--dropout", ">= 0 and < 1, got 1.5"),
     (["train", "--data", "d", "--output", "o", "--mask-prob", "0"], "--mask-prob", "> 0 and <= 1, got 0.0"),
     (["train", "--data", "d", "--output", "o", "--epochs", "2.5"], "--epochs", "expected an integer, got '2.5'"),
@@ -28,7 +28,8 @@ def test_numeric_flags_are_range_checked(argv, flag, message, capsys):
         cli.main(argv)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument {flag}: {message}" in err.splitlines()[-1], err
+    last = err.splitlines()[-1]
+    assert f"argument {flag}: " in last and message in last, err
     assert "Traceback" not in err
 
 

@@ -184,12 +184,11 @@ def test_a_nan_model_scores_zero_not_perfect():
     from tfseqrec.data import splits
     from tfseqrec.models import SASRec
 
-    model = SASRec(num_items=10, max_sequence_length=4, hidden_dim=8)
+    model = SASRec(num_items=50, max_sequence_length=4, hidden_dim=8)
     table = model.item_embedding.embeddings
     table.assign(np.full(table.shape, np.nan, "float32"))
     cases = splits.Cases(splits.Sequences.from_list(["a", "b"], [[3, 4], [5]]), np.array([6, 7]))
     result = evaluation.evaluate(model, cases, progress=False)
-    # Ranked last, not first: every other unseen item counts as ahead of the target
-    # (7 for user a, whose 2 seen items are excluded; 8 for user b).
+    # Ranked last of the 50 items (0-based rank 49), not first.
     assert result["ndcg@10"] == 0.0 and result["hr@10"] == 0.0
-    assert result["mrr"] == pytest.approx((1 / 8 + 1 / 9) / 2)
+    assert result["mrr"] == pytest.approx(1 / 50)
