@@ -60,10 +60,11 @@ def evaluate(
         ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
         "exclude_seen"}`` plus the sampled metrics and their settings when asked.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if sampled and not (isinstance(sampled.get("num_negatives"), (int, np.integer)) and sampled["num_negatives"] >= 1):
-        raise ValueError(f"sampled num_negatives must be an integer >= 1, got {sampled.get('num_negatives')!r}")
+    from tfseqrec.training import check_number
+
+    check_number("batch_size", batch_size, minimum=1, integer=True)
+    if sampled:
+        check_number("sampled num_negatives", sampled.get("num_negatives"), minimum=1, integer=True)
     histories, targets = cases.histories, np.asarray(cases.targets, np.int64)
     n = len(targets)
     if n == 0:

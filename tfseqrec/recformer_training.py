@@ -189,7 +189,7 @@ class RankingValidation(keras.callbacks.Callback):
             logs["seconds"] = round(time.monotonic() - self.start, 1)
         if np.isfinite(result["ndcg@10"]) and result["ndcg@10"] > self.best:
             weights = [v.numpy() for v in self.model.weights]
-            if all(np.all(np.isfinite(w)) for w in weights if np.issubdtype(w.dtype, np.floating)):
+            if training.weights_finite(weights):
                 self.best, self.best_weights = result["ndcg@10"], weights
 
 

@@ -504,6 +504,12 @@ def load(model_dir, config_file=CONFIG_FILE):
     return model, vocabulary, info
 
 
+def weights_finite(weights):
+    """Whether every floating-point value of ``weights`` (variables or arrays) is finite."""
+    arrays = (np.asarray(w) for w in weights)
+    return all(np.all(np.isfinite(a)) for a in arrays if np.issubdtype(a.dtype, np.floating))
+
+
 class BestModel(keras.callbacks.Callback):
     """Keeps the best model by ``monitor`` on disk, across restarts, and stops early.
 
@@ -574,7 +580,7 @@ class BestModel(keras.callbacks.Callback):
             self.diverged = {"epoch": epoch, "batch": None, "loss": float(loss)}
             self.model.stop_training = True
         finite = self.diverged is None and value is not None and np.isfinite(value)
-        if finite and value > self.best and self._weights_finite():
+        if finite and value > self.best and weights_finite(self.model.weights):
             self._save_model()
             self.best, self.best_epoch, self.wait = float(value), epoch, 0
         else:
@@ -601,8 +607,6 @@ class BestModel(keras.callbacks.Callback):
         weights = {id(w) for w in self.model.weights}
         return [v for v in self.model.variables if id(v) not in weights]
 
-    def _weights_finite(self):
-        return all(np.all(np.isfinite(np.asarray(w))) for w in self.model.weights if w.dtype.startswith("float"))
 
     def _save_model(self):
         partial = os.path.join(os.path.dirname(self.path), ".partial-" + os.path.basename(self.path))

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.test_training import _Kill
 from tfseqrec import training
 
 TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
@@ -103,7 +104,7 @@ def test_overwrite_replaces_the_model_when_the_run_completes(data_root, tmp_path
 def test_resuming_with_other_options_is_refused(data_root, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        training.train(data_root / "ml-100k", out, TINY, callbacks=[_KillAfter(epoch=0)], verbose=0)
+        training.train(data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=0)], verbose=0)
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
     before = _tree(partial)
     with pytest.raises(ValueError, match=r"unfinished run with other options \(learning_rate: 0.001 there, 0.01 here"):
@@ -118,16 +119,6 @@ def test_load_refuses_a_vocabulary_of_another_model(data_root, tmp_path):
     os.replace(b / "item_vocab.tsv", a / "item_vocab.tsv")
     with pytest.raises(ValueError, match="scores 1682 items but its vocabulary lists 3416"):
         training.load(a)
-
-
-class _KillAfter(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt("killed")
 
 
 KILL_SCRIPT = textwrap.dedent(
