@@ -30,6 +30,35 @@ class LossesTest(test_case.TestCase):
             loss(positives, tf.matmul(hidden, table, transpose_b=True) + bias),
         )
 
+    def test_full_softmax_without_the_history_against_numpy(self):
+        rng = np.random.default_rng(1)
+        hidden, table = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
+        rows, positives = np.array([0, 0, 1, 1, 1]), np.array([2, 4, 0, 6, 3])
+        seen = np.zeros((2, 7), bool)
+        seen[0, [1, 2, 4]] = True  # the positives 2 and 4 are seen too: they stay candidates
+        seen[1, [0, 5]] = True
+        logits = hidden @ table.T
+        expected = []
+        for n in range(5):
+            keep = ~seen[rows[n]]
+            keep[positives[n]] = True
+            row = logits[n, keep]
+            expected.append(np.log(np.exp(row).sum()) - logits[n, positives[n]])
+        loss = losses.FullSoftmaxCrossEntropy(exclude_history=True)
+        got = loss.from_embeddings(
+            tf.constant(hidden, tf.float32), tf.constant(positives), tf.constant(table, tf.float32),
+            history=(tf.constant(rows), tf.constant(seen)),
+        )
+        self.assertAllClose(got, np.mean(expected), atol=1e-5)
+        # Without the flag the history is ignored: the plain full softmax.
+        plain = losses.FullSoftmaxCrossEntropy().from_embeddings(
+            tf.constant(hidden, tf.float32), tf.constant(positives), tf.constant(table, tf.float32),
+            history=(tf.constant(rows), tf.constant(seen)),
+        )
+        full = np.log(np.exp(logits).sum(axis=1)) - logits[np.arange(5), positives]
+        self.assertAllClose(plain, full.mean(), atol=1e-5)
+        self.assertTrue(losses.get(keras.saving.serialize_keras_object(loss)).exclude_history)
+
     def test_bce_by_hand(self):
         loss = losses.BinaryCrossEntropy()
         self.assertAllClose(loss([0], [[2.0, -1.0]]), softplus(-2.0) + softplus(-1.0))

@@ -9,7 +9,8 @@ Items are addressed by **item index** ``0 .. num_items - 1`` (vocabulary id minu
 ``vocab.NUM_RESERVED``): reserved ids are never candidates.
 
 - ``FullSoftmaxCrossEntropy``: softmax over the whole catalogue (the default; the
-  strongest choice in Klenitskiy & Vasilev, RecSys 2023).
+  strongest choice in Klenitskiy & Vasilev, RecSys 2023), optionally without the
+  other items of the position's sequence.
 - ``BinaryCrossEntropy``: one positive against ``num_negatives`` uniform negatives per
   position (the SASRec paper).
 - ``SampledSoftmaxCrossEntropy``: softmax over the positive and ``num_negatives``
@@ -120,9 +121,10 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
     0.6931
     """
 
-    def __init__(self, name="full_softmax_cross_entropy", **kwargs):
+    def __init__(self, exclude_history=False, name="full_softmax_cross_entropy", **kwargs):
         kwargs.pop("num_negatives", None)
         super().__init__(num_negatives=None, name=name, **kwargs)
+        self.exclude_history = exclude_history
 
     def call(self, y_true, y_pred):
         y_pred = tf.cast(y_pred, "float32")
@@ -132,7 +134,20 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
         logits = tf.matmul(hidden, item_table, transpose_b=True)
         if item_bias is not None:
             logits += item_bias
+        if self.exclude_history and history is not None:
+            # The other items of the position's sequence leave the softmax: the model is
+            # not pushed to score them low, as ranking with seen items filtered never
+            # asks it to (the reference's 3,000 negatives drawn outside the sequence).
+            rows, seen = history
+            others = tf.logical_and(
+                tf.gather(seen, rows),
+                tf.not_equal(tf.range(tf.shape(logits)[1])[None, :], tf.cast(positives, "int32")[:, None]),
+            )
+            logits = tf.where(others, tf.cast(-1e9, logits.dtype), logits)
         return self(positives, logits, sample_weight=sample_weight)
+
+    def get_config(self):
+        return {**super().get_config(), "exclude_history": self.exclude_history}
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")

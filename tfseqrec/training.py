@@ -6,7 +6,7 @@ callbacks, and writes a model directory:
     model.keras       the best model by validation NDCG@10 (``BestModel``)
     item_vocab.tsv    the item vocabulary (raw ids <-> ids)
     train_config.json the ``TrainConfig`` and the data it was trained on
-    history.csv       per-epoch loss and validation metrics (CSVLogger)
+    history.csv       per-epoch loss and validation metrics (``HistoryLog``)
     logs/             TensorBoard
 
 The run works in ``OUTPUT.partial/`` and becomes ``OUTPUT/`` only when it completes
@@ -18,6 +18,7 @@ command after a crash or ``kill -9`` resumes it and ends with the same best mode
 """
 
 import contextlib
+import csv
 import dataclasses
 import json
 import os
@@ -362,9 +363,11 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
         config.patience,
     )
     cbs = [
-        best,  # before the backup: its state is on disk before the epoch counts as done
+        # The epoch's row, then the best-model state, then the backup: each is on disk
+        # before the epoch counts as done, and a resumed run drops rows of undone epochs.
+        HistoryLog(os.path.join(output_dir, "history.csv"), best.epochs_done),
+        best,
         keras.callbacks.BackupAndRestore(os.path.join(output_dir, BACKUP_DIR)),
-        keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv"), append=True),
         keras.callbacks.TensorBoard(log_dir or os.path.join(output_dir, "logs")),
         *callbacks,
     ]
@@ -508,6 +511,30 @@ def weights_finite(weights):
     """Whether every floating-point value of ``weights`` (variables or arrays) is finite."""
     arrays = (np.asarray(w) for w in weights)
     return all(np.all(np.isfinite(a)) for a in arrays if np.issubdtype(a.dtype, np.floating))
+
+
+class HistoryLog(keras.callbacks.CSVLogger):
+    """``CSVLogger`` that resumes: rows of epochs not done (``epoch >= epochs_done``) go.
+
+    A run killed after an epoch's row was written but before the epoch counted as
+    done redoes that epoch; without this its row would appear twice.
+    """
+
+    def __init__(self, path, epochs_done):
+        super().__init__(path, append=True)
+        self.epochs_done = epochs_done
+
+    def on_train_begin(self, logs=None):
+        if os.path.exists(self.filename):
+            with open(self.filename, newline="") as f:
+                rows = list(csv.reader(f))
+            kept = rows[:1] + [r for r in rows[1:] if r and r[0].isdigit() and int(r[0]) < self.epochs_done]
+            if len(kept) < len(rows):
+                partial = self.filename + ".partial"
+                with open(partial, "w", newline="") as f:
+                    csv.writer(f, lineterminator="\n").writerows(kept if len(kept) > 1 else [])
+                os.replace(partial, self.filename)
+        super().on_train_begin(logs)
 
 
 class BestModel(keras.callbacks.Callback):
@@ -658,13 +685,13 @@ def _loss(config):
     if name not in losses_lib.LOSSES:
         raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
     cls = losses_lib.LOSSES[name]
-    if name == "softmax":
-        return cls()
-    kwargs = {"seed": config.seed}
+    kwargs = {} if name == "softmax" else {"seed": config.seed}
     if config.num_negatives is not None:
+        if name == "softmax":
+            raise ValueError("num_negatives applies to the sampled losses, not 'softmax'")
         kwargs["num_negatives"] = config.num_negatives
     if config.negatives_exclude_history is not None:
-        if name not in ("bce", "gbce"):
-            raise ValueError(f"negatives_exclude_history applies to the bce and gbce losses, not {name!r}")
+        if name not in ("softmax", "bce", "gbce"):
+            raise ValueError(f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}")
         kwargs["exclude_history"] = config.negatives_exclude_history
     return cls(**kwargs)

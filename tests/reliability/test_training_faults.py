@@ -183,3 +183,27 @@ def test_a_nan_model_scores_zero_not_perfect():
     # Ranked last of the 50 items (0-based rank 49), not first.
     assert result["ndcg@10"] == 0.0 and result["hr@10"] == 0.0
     assert result["mrr"] == pytest.approx(1 / 50)
+
+
+def test_a_resumed_run_drops_history_rows_of_epochs_it_redoes(tmp_path):
+    # A kill after epoch 3's row was written but before epoch 3 counted as done
+    # (epochs_done = 2): the resumed run redoes epoch 3, and its old row must go.
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,loss,val_loss\n0,7.5,7.6\n1,7.0,7.1\n2,6.8,6.9\n")
+    log = training.HistoryLog(str(path), epochs_done=2)
+    log.on_train_begin()
+    log.on_epoch_end(2, {"loss": 6.75, "val_loss": 6.85})
+    log.on_train_end()
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows == [["epoch", "loss", "val_loss"], ["0", "7.5", "7.6"], ["1", "7.0", "7.1"], ["2", "6.75", "6.85"]]
+
+
+def test_a_fresh_run_keeps_a_header_once(tmp_path):
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,loss,val_loss\n0,7.5,7.6\n")
+    log = training.HistoryLog(str(path), epochs_done=0)
+    log.on_train_begin()
+    log.on_epoch_end(0, {"loss": 7.25, "val_loss": 7.5})
+    log.on_train_end()
+    assert path.read_text().splitlines() == ["epoch,loss,val_loss", "0,7.25,7.5"]
