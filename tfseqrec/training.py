@@ -357,7 +357,9 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
             metrics=metrics_lib.default_metrics(),
             jit_compile=config.jit_compile,
         )
-    valid_ds = pipeline.eval_dataset(split.valid, config.max_sequence_length, config.validation_batch_size)
+    valid_ds = pipeline.eval_dataset(
+        split.valid, config.max_sequence_length, config.validation_batch_size, bucket_boundaries=config.bucket_boundaries
+    )
     best = BestModel(
         os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,
         config.patience,

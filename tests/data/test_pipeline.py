@@ -60,6 +60,20 @@ def test_eval_dataset():
     assert set(x) == {"item_ids", "padding_mask"}
 
 
+def test_eval_dataset_buckets_by_history_length():
+    cases = splits.Cases(_seqs(), np.array([11, 12]))
+    batches = list(pipeline.eval_dataset(cases, 6, 8, bucket_boundaries=(3,)))
+    # v (2 items) fits width 3 with a slot to spare; u (6 items) keeps the full width.
+    (x1, y1), (x2, y2) = batches
+    np.testing.assert_array_equal(x1["item_ids"], [[0, 9, 10]])
+    np.testing.assert_array_equal(x1["padding_mask"], [[0, 1, 1]])
+    np.testing.assert_array_equal(x1["history"], [[9, 10]])
+    np.testing.assert_array_equal(y1, [12])
+    np.testing.assert_array_equal(x2["item_ids"], [[3, 4, 5, 6, 7, 8]])
+    np.testing.assert_array_equal(x2["history"], [[3, 4, 5, 6, 7, 8]])
+    np.testing.assert_array_equal(y2, [11])
+
+
 def test_bucketing_trims_padding_and_keeps_every_window():
     rng = np.random.default_rng(0)
     seqs = splits.Sequences.from_list(

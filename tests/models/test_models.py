@@ -84,6 +84,23 @@ class TestBothModels:
         assert set(after) >= {"loss", "ndcg_1", "hr_1", "mrr"}
 
 
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+def test_length_bucketed_validation_gives_the_same_metrics(cls):
+    # Short histories are cut to narrower windows; the metrics must not move.
+    model = _tiny(cls, dropout=0.0)
+    model.compile(metrics=metrics.default_metrics((1, 5)))
+    seqs = splits.Sequences.from_list(
+        [str(i) for i in range(24)], [[3 + (i + j) % 11 for j in range(1 + i % 9)] for i in range(24)]
+    )
+    cases = splits.leave_one_out(seqs).test
+    plain = model.evaluate(pipeline.eval_dataset(cases, LENGTH, 5), return_dict=True, verbose=0)
+    ds = pipeline.eval_dataset(cases, LENGTH, 5, bucket_boundaries=(3, 4))
+    assert {int(x["item_ids"].shape[1]) for x, _ in ds} == {3, 4, LENGTH}
+    bucketed = model.evaluate(ds, return_dict=True, verbose=0)
+    for name in ("ndcg_1", "ndcg_5", "hr_5", "mrr", "loss"):
+        assert bucketed[name] == pytest.approx(plain[name], abs=1e-5), name
+
+
 @pytest.mark.parametrize("loss", ["bce", "sampled_softmax", "gbce"])
 def test_sasrec_trains_with_every_loss(loss):
     model = _tiny(SASRec, loss=losses.LOSSES[loss](num_negatives=4, seed=0))

@@ -273,8 +273,8 @@ class SequentialRecommender(keras.Model):
         if self.exclude_seen_in_validation:
             scores = ranking.exclude_items(scores, ids if history is None else history, keep=y)
         for metric in self.metrics:
-            if metric.name == "loss":
-                metric.update_state(loss)
+            if metric.name == "loss":  # weighted by known targets: the mean over all cases, whatever the batching
+                metric.update_state(loss, sample_weight=tf.reduce_sum(weight))
         for metric in getattr(self, "_ranking_metrics", []):
             metric.update_state(y, scores, sample_weight)
         return {m.name: m.result() for m in self.metrics}

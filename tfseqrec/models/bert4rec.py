@@ -159,9 +159,13 @@ class BERT4Rec(base.SequentialRecommender):
         window lose nothing; longer ones keep their newest items.
         """
         ids, _ = self.unpack_inputs(inputs)
-        keep = self.max_sequence_length - 1
-        pad = tf.maximum(keep - tf.shape(ids)[1], 0)
-        ids = tf.pad(ids, [[0, 0], [pad, 0]])[:, -keep:] if keep > 0 else ids[:, :0]
+        # A window narrower than the model's (a length bucket) keeps its width plus
+        # the [MASK]: positions do not depend on the padding, so scores are the same.
+        width = ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1]
+        keep = tf.minimum(width, self.max_sequence_length - 1)
+        if isinstance(width, int):
+            keep = min(width, self.max_sequence_length - 1)
+        ids = ids[:, width - keep :]
         mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
         ids = tf.concat([ids, mask_col], axis=1)
         return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
