@@ -49,11 +49,13 @@ PEAK_GFLOPS = 130.0
 ABLATIONS = {
     "sasrec": {
         "default": {},
+        "softmax over every item (history kept)": {"negatives_exclude_history": False},
         "positions from the newest item": {"position_origin": "newest"},
         "textbook pre-LN block": {"normalized_residual": False},
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},
-        "previous (all four)": {
+        "previous (all five)": {
+            "negatives_exclude_history": False,
             "position_origin": "newest",
             "normalized_residual": False,
             "initializer_range": 0,
@@ -70,6 +72,7 @@ ABLATIONS = {
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},
         "positions from the oldest item": {"position_origin": "oldest"},
+        "softmax without the sequence's other items": {"negatives_exclude_history": True},
         "always [MASK] (original code)": {"mask_token_rate": 1.0, "random_token_rate": 0.0},
         "+ last-item-only samples 0.1": {"last_item_only_prob": 0.1},
         "bfloat16": {"mixed_precision": True},

@@ -150,6 +150,9 @@ def test_sasrec_bce_training_excludes_history_items():
 
     model = SASRec(num_items=6, max_sequence_length=4, hidden_dim=8, loss=losses.BinaryCrossEntropy(num_negatives=3))
     x = {"item_ids": tf.constant([[3, 4, 5, 6]]), "padding_mask": tf.ones((1, 4), "int32")}
-    rows, seen = model._history(x, tf.constant([[4, 5, 6, 7]]))
+    rows, seen = model._history(x, tf.constant([[4, 5, 6, 7]]), tf.constant([[True] * 4]))
     np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, True, False]])
     np.testing.assert_array_equal(np.asarray(rows), [[0, 0, 0, 0]])
+    # A weight-0 target is no item of the sequence.
+    _, seen = model._history(x, tf.constant([[4, 5, 6, 8]]), tf.constant([[True, True, True, False]]))
+    np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, False, False]])

@@ -40,6 +40,17 @@ class RankingMetricsTest(test_case.TestCase):
         self.assertAllClose(out["hr@10"], 4 / 6)
         self.assertAllClose(out["ndcg@10"], np.mean([1, 1 / math.log2(3), 1 / math.log2(6), 1 / math.log2(11), 0, 0]))
         self.assertAllClose(out["mrr"], np.mean(1 / (ranks + 1)))
+        # The streaming Keras metrics on scores that put each target at those ranks
+        # (the target, id 3, scores 0; `rank` other items score 1, the rest -1).
+        scores = np.full((len(ranks), 101), -1.0, np.float32)
+        scores[:, 0] = 0.0
+        for row, rank in enumerate(ranks):
+            scores[row, 1 : 1 + rank] = 1.0
+        y_true = np.full(len(ranks), 3)
+        for name, metric in (("hr@10", metrics.HitRate(k=10)), ("ndcg@10", metrics.NDCG(k=10)), ("mrr", metrics.MRR())):
+            metric.update_state(y_true[:3], scores[:3])  # streamed over two batches
+            metric.update_state(y_true[3:], scores[3:])
+            self.assertAllClose(metric.result(), out[name], atol=1e-6)
 
     def test_config_round_trip(self):
         self.assertEqual(metrics.NDCG.from_config(metrics.NDCG(k=5).get_config()).k, 5)

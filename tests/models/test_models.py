@@ -156,18 +156,30 @@ def test_xla_loss_path_equals_the_gathering_path():
     np.testing.assert_allclose(dense, gathered, rtol=1e-5)
 
 
-def test_fixed_loss_normalizer_divides_the_summed_loss():
-    """Sum of per-position cross-entropies (NumPy) over the constant, whatever the batch."""
-    model = _tiny(SASRec, dropout=0.0, loss_normalizer=7.0)
+@pytest.mark.parametrize("exclude_history", [False, True])
+def test_fixed_loss_normalizer_divides_the_summed_loss(exclude_history):
+    """Sum of per-position cross-entropies (NumPy) over the constant, whatever the batch.
+
+    With ``exclude_history`` (SASRec's default) each position's softmax leaves out the
+    other items of its row: its inputs and weighted targets.
+    """
+    loss = losses.FullSoftmaxCrossEntropy(exclude_history=exclude_history)
+    model = _tiny(SASRec, dropout=0.0, loss_normalizer=7.0, loss=loss)
     x, y, w = next(iter(pipeline.causal_dataset(_sequences(), LENGTH, 16, shuffle=False)))
+    ids, y, w = np.asarray(x["item_ids"]), np.asarray(y), np.asarray(w)
     hidden = np.asarray(model(x), np.float64)
     table = np.asarray(model.output_table()[0], np.float64)
-    logits = hidden @ table.T
-    logits -= logits.max(-1, keepdims=True)
-    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    keep = np.asarray(w) > 0
-    targets = np.asarray(y)[keep] - vocab.NUM_RESERVED
-    expected = -log_p[keep][np.arange(len(targets)), targets].sum() / 7.0
+    total = 0.0
+    for row in range(len(ids)):
+        seen = {int(i) for i in ids[row] if i >= vocab.NUM_RESERVED} | {int(t) for t, k in zip(y[row], w[row]) if k > 0}
+        for position in np.flatnonzero(w[row] > 0):
+            target = int(y[row, position])
+            candidates = [j for j in range(NUM_ITEMS) if not exclude_history or j + vocab.NUM_RESERVED not in seen
+                          or j + vocab.NUM_RESERVED == target]
+            logits = table[candidates] @ hidden[row, position]
+            own = float(table[target - vocab.NUM_RESERVED] @ hidden[row, position])
+            total += np.log(np.exp(logits - logits.max()).sum()) + logits.max() - own
+    expected = total / 7.0
     np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)
     model.jit_compile = True  # the static-shape path agrees
     np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)

@@ -154,7 +154,7 @@ class SequentialRecommender(keras.Model):
             weight = (
                 tf.cast(y, "int32") >= vocab.NUM_RESERVED if sample_weight is None else tf.greater(sample_weight, 0)
             )
-            history = self._history(x, y) if self.loss_fn.exclude_history else None
+            history = self._history(x, y, weight) if self.loss_fn.exclude_history else None
             if self.jit_compile is True:
                 # XLA wants static shapes: score every position, weigh the unused ones 0.
                 hidden = tf.reshape(y_pred, [-1, y_pred.shape[-1]])
@@ -194,15 +194,16 @@ class SequentialRecommender(keras.Model):
             loss += tf.add_n(self.losses)
         return loss
 
-    def _history(self, x, y):
+    def _history(self, x, y, weight):
         """``(rows [batch, length], seen [batch, num_items])`` of a training batch.
 
-        ``seen`` marks every item of each row's inputs and targets: the items a
-        history-aware sampler must not draw as negatives. A scatter of O(batch *
-        length) updates into a ``[batch, num_items]`` bitmap.
+        ``seen`` marks every item of each row's inputs and weighted targets: the
+        items a history-aware loss leaves out of the negatives. A scatter of
+        O(batch * length) updates into a ``[batch, num_items]`` bitmap.
         """
         ids, _ = self.unpack_inputs(x)
-        both = tf.concat([tf.cast(ids, "int32"), tf.cast(y, "int32")], axis=1)
+        y = tf.where(weight, tf.cast(y, "int32"), vocab.PAD_ID)  # a weight-0 target is no item
+        both = tf.concat([tf.cast(ids, "int32"), y], axis=1)
         rows = tf.broadcast_to(tf.range(tf.shape(both)[0])[:, None], tf.shape(both))
         valid = both >= vocab.NUM_RESERVED
         index = tf.stack([tf.boolean_mask(rows, valid), tf.boolean_mask(both, valid) - vocab.NUM_RESERVED], axis=1)

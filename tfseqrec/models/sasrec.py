@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models import base
 
@@ -46,7 +47,11 @@ class SASRec(base.SequentialRecommender):
             ``max_sequence_length - 1`` (the original code's left padding);
             ``"oldest"``: the oldest item of the window has position 0 (the reference
             code's right padding).
-        loss: a ``tfseqrec.losses`` object or name; default full softmax.
+        loss: a ``tfseqrec.losses`` object or name; default full softmax without
+            the other items of the position's sequence
+            (``FullSoftmaxCrossEntropy(exclude_history=True)``: the model is not
+            pushed to score already-seen items low, which ranking with seen items
+            filtered never asks of it; best on ML-1M validation).
         loss_normalizer: divide the summed training loss by this constant instead
             of averaging each batch (see ``SequentialRecommender``).
 
@@ -96,7 +101,7 @@ class SASRec(base.SequentialRecommender):
             dropout,
             activation,
             normalize_first,
-            loss=loss,
+            loss=losses.FullSoftmaxCrossEntropy(exclude_history=True) if loss is None else loss,
             position_origin=position_origin,
             **kwargs,
         )
