@@ -185,25 +185,22 @@ def test_a_nan_model_scores_zero_not_perfect():
     assert result["mrr"] == pytest.approx(1 / 50)
 
 
-def test_a_resumed_run_drops_history_rows_of_epochs_it_redoes(tmp_path):
-    # A kill after epoch 3's row was written but before epoch 3 counted as done
-    # (epochs_done = 2): the resumed run redoes epoch 3, and its old row must go.
-    path = tmp_path / "history.csv"
-    path.write_text("epoch,loss,val_loss\n0,7.5,7.6\n1,7.0,7.1\n2,6.8,6.9\n")
-    log = training.HistoryLog(str(path), epochs_done=2)
-    log.on_train_begin()
-    log.on_epoch_end(2, {"loss": 6.75, "val_loss": 6.85})
-    log.on_train_end()
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    assert rows == [["epoch", "loss", "val_loss"], ["0", "7.5", "7.6"], ["1", "7.0", "7.1"], ["2", "6.75", "6.85"]]
+# (file before, epochs done, the epoch trained, file after): a kill after epoch 3's row
+# was written but before epoch 3 counted as done leaves epochs_done = 2, so the resumed
+# run redoes epoch 3 and its old row must go; a restart from scratch keeps one header.
+HISTORY_CASES = [
+    ("epoch,loss,val_loss\n0,7.5,7.6\n1,7.0,7.1\n2,6.8,6.9\n", 2, 2,
+     ["epoch,loss,val_loss", "0,7.5,7.6", "1,7.0,7.1", "2,6.75,6.85"]),
+    ("epoch,loss,val_loss\n0,7.5,7.6\n", 0, 0, ["epoch,loss,val_loss", "0,6.75,6.85"]),
+]
 
 
-def test_a_fresh_run_keeps_a_header_once(tmp_path):
+@pytest.mark.parametrize("before, epochs_done, epoch, after", HISTORY_CASES, ids=["resumed", "restarted"])
+def test_history_rows_of_epochs_not_done_are_dropped(tmp_path, before, epochs_done, epoch, after):
     path = tmp_path / "history.csv"
-    path.write_text("epoch,loss,val_loss\n0,7.5,7.6\n")
-    log = training.HistoryLog(str(path), epochs_done=0)
+    path.write_text(before)
+    log = training.HistoryLog(str(path), epochs_done=epochs_done)
     log.on_train_begin()
-    log.on_epoch_end(0, {"loss": 7.25, "val_loss": 7.5})
+    log.on_epoch_end(epoch, {"loss": 6.75, "val_loss": 6.85})
     log.on_train_end()
-    assert path.read_text().splitlines() == ["epoch,loss,val_loss", "0,7.25,7.5"]
+    assert path.read_text().splitlines() == after
