@@ -636,7 +636,6 @@ class BestModel(keras.callbacks.Callback):
         weights = {id(w) for w in self.model.weights}
         return [v for v in self.model.variables if id(v) not in weights]
 
-
     def _save_model(self):
         partial = os.path.join(os.path.dirname(self.path), ".partial-" + os.path.basename(self.path))
         self.model.save(partial)

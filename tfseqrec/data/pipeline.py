@@ -178,7 +178,7 @@ def eval_dataset(cases, max_sequence_length, batch_size, history=True, bucket_bo
 
     if not bucket_boundaries:
         return make(np.arange(len(targets)), max_sequence_length).prefetch(tf.data.AUTOTUNE)
-    edges = sorted({int(b) for b in bucket_boundaries if 0 < b < max_sequence_length} | {max_sequence_length})
+    edges = _bucket_edges(bucket_boundaries, max_sequence_length)
     lengths = np.minimum(seen.lengths, max_sequence_length)
     bucket = np.minimum(np.searchsorted(edges, lengths + 1), len(edges) - 1)
     parts = [make(np.flatnonzero(bucket == i), edge) for i, edge in enumerate(edges) if np.any(bucket == i)]
@@ -201,13 +201,18 @@ def _gather_windows(values, starts, ends, width):
     return out.astype(np.int32)
 
 
+def _bucket_edges(boundaries, width):
+    """The sorted bucket widths: ``boundaries`` inside ``(0, width)``, then ``width``."""
+    return sorted({int(b) for b in boundaries if 0 < b < width} | {width})
+
+
 def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainder, prefetch=True):
     """Batches of ``make(rows, width)`` datasets, one per length bucket, interleaved."""
     width = padded.shape[1]
     if not boundaries:
         rows = np.arange(len(padded))
         return _finish(make(rows, width), len(rows), batch_size, shuffle, seed, drop_remainder, prefetch)
-    edges = sorted({int(b) for b in boundaries if 0 < b < width} | {width})
+    edges = _bucket_edges(boundaries, width)
     lengths = (padded != vocab.PAD_ID).sum(axis=1)
     bucket = np.searchsorted(edges, lengths)  # smallest edge >= length
     parts, sizes = [], []

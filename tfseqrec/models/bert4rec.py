@@ -162,9 +162,8 @@ class BERT4Rec(base.SequentialRecommender):
         # A window narrower than the model's (a length bucket) keeps its width plus
         # the [MASK]: positions do not depend on the padding, so scores are the same.
         width = ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1]
-        keep = tf.minimum(width, self.max_sequence_length - 1)
-        if isinstance(width, int):
-            keep = min(width, self.max_sequence_length - 1)
+        last = self.max_sequence_length - 1
+        keep = min(width, last) if isinstance(width, int) else tf.minimum(width, last)
         ids = ids[:, width - keep :]
         mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
         ids = tf.concat([ids, mask_col], axis=1)
