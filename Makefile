@@ -55,7 +55,7 @@ bench-serving: env
 
 bench-recformer: env
 	.venv/bin/python benchmarks/recformer.py --minutes 80 \
-	    --config '{"stage1_epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}'
+	    --config '{"epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}'
 
 env:
 	scripts/ensure_env.sh primary

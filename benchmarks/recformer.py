@@ -31,7 +31,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfseqrec import evaluation, recformer_training, training  # noqa: E402
+from tfseqrec import evaluation, training  # noqa: E402
+from tfseqrec.training import recformer as recformer_driver  # noqa: E402
 from tfseqrec.data import readers, splits  # noqa: E402
 from tfseqrec.data import vocab as vocab_lib  # noqa: E402
 
@@ -94,22 +95,22 @@ def main():
             results["sasrec"] = evaluate(sasrec, split.test, cold)
         print("sasrec", json.dumps(results["sasrec"]), flush=True)
 
-    config = recformer_training.RecformerConfig(
-        attributes=list(recformer_training.default_attributes(".json")), num_layers=args.layers,
+    config = training.RecformerConfig(
+        attributes=list(recformer_driver.default_attributes(".json")), num_layers=args.layers,
         max_train_minutes=args.minutes, **json.loads(args.config or "{}"),
     )
     keras.utils.set_random_seed(config.seed)
-    texts, _ = recformer_training.item_texts(
+    texts, _ = recformer_driver.item_texts(
         readers.read_item_text(os.path.join(args.data, "Scientific.item.json")), vocabulary, config.attributes
     )
-    recommender = recformer_training.build(config, vocabulary, texts)
+    recommender = recformer_driver.build(config, vocabulary, texts)
     start = time.monotonic()
-    recformer_training.align(recommender, config, verbose=2)
+    recformer_driver.align(recommender, config, verbose=2)
     seconds["recformer zero-shot"] = time.monotonic() - start
     results["recformer zero-shot"] = evaluate(recommender, split.test, cold)
     print("recformer zero-shot", json.dumps(results["recformer zero-shot"]), flush=True)
     start = time.monotonic()
-    rows = recformer_training.finetune(recommender, split, config, verbose=2)
+    rows = recformer_driver.finetune(recommender, split, config, verbose=2)
     seconds["recformer fine-tuned"] = time.monotonic() - start
     results["recformer fine-tuned"] = evaluate(recommender, split.test, cold)
     print("recformer fine-tuned", json.dumps(results["recformer fine-tuned"]), flush=True)
@@ -126,7 +127,7 @@ def main():
         wall = f"{seconds[name]:.0f}" if name in seconds else ""
         print(f"| {name} | {r['all']['ndcg@10']:.4f} | {r['all']['hr@10']:.4f} | {r['all']['mrr']:.4f} | "
               f"{r['cold']['ndcg@10']:.4f} | {r['warm']['ndcg@10']:.4f} | {ratio:.2f} | {wall} |")
-    print(f"\nRecformer: {config.num_layers} of 6 MiniLM layers, {config.max_tokens} tokens, {config.max_items} "
+    print(f"\nRecformer: {config.num_layers} of 6 MiniLM layers, {config.max_tokens} tokens, {config.max_sequence_length} "
           f"items per history, window {config.attention_window}, batch {config.batch_size}, lr {config.learning_rate}; "
           f"epochs run: {len(rows)}")
     if args.json:

@@ -64,6 +64,22 @@ def create_pipeline(
         user_column, item_column, time_column: the CSV's column names.
         beam_pipeline_args: Beam options (default: the in-process DirectRunner).
     """
+    components = _components(data_root, serving_model_dir, custom_config, train_steps, threshold, min_improvement,
+                             metric, user_column, item_column, time_column)
+    return tfx.dsl.Pipeline(
+        pipeline_name=pipeline_name,
+        pipeline_root=os.fspath(pipeline_root),
+        components=components,
+        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
+            os.fspath(metadata_path)
+        ),
+        beam_pipeline_args=list(beam_pipeline_args or LOCAL_BEAM_ARGS),
+    )
+
+
+def _components(data_root, serving_model_dir, custom_config, train_steps, threshold, min_improvement, metric,
+                user_column, item_column, time_column):
+    """The six components in pipeline order (see ``create_pipeline``)."""
     # Not CsvExampleGen: its type inference merges ids "007" and "7" (see event_example_gen).
     example_gen = EventExampleGen(
         input_base=os.fspath(data_root), user_column=user_column, item_column=item_column, time_column=time_column
@@ -101,19 +117,35 @@ def create_pipeline(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=os.fspath(serving_model_dir))
         ),
     )
-    return tfx.dsl.Pipeline(
-        pipeline_name=pipeline_name,
-        pipeline_root=os.fspath(pipeline_root),
-        components=[example_gen, builder, trainer, baseline, evaluator, pusher],
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            os.fspath(metadata_path)
-        ),
-        beam_pipeline_args=list(beam_pipeline_args or LOCAL_BEAM_ARGS),
-    )
+    return [example_gen, builder, trainer, baseline, evaluator, pusher]
 
 
 def run(**kwargs):
-    """Builds the pipeline with ``create_pipeline(**kwargs)`` and runs it locally."""
+    """Builds the pipeline with ``create_pipeline(**kwargs)``, runs it locally, returns a summary.
+
+    The summary is read back from ML Metadata: the last evaluation's metrics, whether
+    the model was pushed and where, and the pipeline's root and metadata paths.
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(kwargs["metadata_path"])), exist_ok=True)
     pipeline = create_pipeline(**kwargs)
     tfx.orchestration.LocalDagRunner().run(pipeline)
-    return pipeline
+    return summary(kwargs["metadata_path"], kwargs["pipeline_root"])
+
+
+def summary(metadata_path, pipeline_root):
+    """What the last run evaluated and pushed, from the ML Metadata store at ``metadata_path``."""
+    from ml_metadata.metadata_store import metadata_store
+
+    config = tfx.orchestration.metadata.sqlite_metadata_connection_config(os.fspath(metadata_path))
+    store = metadata_store.MetadataStore(config)
+    evaluation = max(store.get_artifacts_by_type("ModelEvaluation"), key=lambda a: a.id)
+    pushed = max(store.get_artifacts_by_type("PushedModel"), key=lambda a: a.id)
+    props = pushed.custom_properties
+    return {
+        "metrics": {k: v.double_value for k, v in sorted(evaluation.custom_properties.items())
+                    if v.HasField("double_value")},
+        "pushed": bool(props["pushed"].int_value) if "pushed" in props else False,
+        "pushed_destination": props["pushed_destination"].string_value if "pushed_destination" in props else None,
+        "pipeline_root": os.fspath(pipeline_root),
+        "metadata_path": os.fspath(metadata_path),
+    }

@@ -28,6 +28,7 @@ import tensorflow as tf
 from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
+from tfseqrec.data import tfrecord
 from tfseqrec.ranking import metrics_from_ranks
 
 BLESSED_FILE, NOT_BLESSED_FILE = "BLESSED", "NOT_BLESSED"
@@ -45,15 +46,7 @@ def read_cases(examples, split):
     files = sorted(tf.io.gfile.glob(pattern))
     if not files:
         raise FileNotFoundError(f"no records match {pattern}")
-    histories, targets = [], []
-    for path in files:
-        for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
-            feature = tf.train.Example.FromString(record.numpy()).features.feature
-            if "target" not in feature or not feature["target"].bytes_list.value:
-                raise ValueError(f"{path}: a record of split {split!r} has no target; is it an evaluation split?")
-            histories.append(list(feature["items"].bytes_list.value))
-            targets.append(feature["target"].bytes_list.value[0])
-    return histories, targets
+    return tfrecord.read_raw_cases(files, compression="GZIP")
 
 
 def rank_cases(export_dir, histories, targets, batch_size=256):

@@ -33,7 +33,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.artifacts import ItemVocabulary
-from tfseqrec.data import readers, tfrecord
+from tfseqrec.data import readers, splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
 SPLITS = ("train", "eval", "test")
@@ -87,16 +87,15 @@ def parse_event(record, user_column, item_column, time_column):
 
 
 def ordered_vocabulary(counts):
-    """``(item, count)`` pairs ordered as ``ItemVocabulary`` orders them."""
-    vocabulary = vocab_lib.ItemVocabulary.from_counts(dict(counts))
-    return list(zip(vocabulary.items, vocabulary.counts.tolist()))
+    """The ``ItemVocabulary`` of ``(item, count)`` pairs (its own order: most frequent first)."""
+    return vocab_lib.ItemVocabulary.from_counts(dict(counts))
 
 
-def write_vocabulary(pairs, paths):
+def write_vocabulary(vocabulary, paths):
     for path in paths:
         with tf.io.gfile.GFile(path, "w") as f:
-            f.write("".join(f"{item}\t{count}\n" for item, count in pairs))
-    return len(pairs)
+            f.write(vocabulary.serialize())
+    return vocabulary.num_items
 
 
 def order_user(element):
@@ -105,47 +104,43 @@ def order_user(element):
     return user, [item for _, item in sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))]
 
 
-def train_length(n, min_length):
-    """How many of a user's ``n`` items are training items (leave-one-out)."""
-    return n - 2 if n >= min_length else n
-
-
 def training_counts(element, min_length):
     """``(item, count)`` pairs of one user: 1 per training event, 0 for a held-out one.
 
-    Held-out items still get a (zero) pair, so items seen only in validation or test
-    targets are in the vocabulary (a target needs an id to be ranked) without
-    counting as popular.
+    Training events are those ``splits.leave_one_out`` keeps for training. Held-out
+    items still get a (zero) pair, so items seen only in validation or test targets
+    are in the vocabulary (a target needs an id to be ranked) without counting as
+    popular.
     """
     _, items = element
-    n_train = train_length(len(items), min_length)
+    n_train = int(splits.train_lengths([len(items)], min_length)[0])
     for i, item in enumerate(items):
         yield item, int(i < n_train)
 
 
 class SplitUser(beam.DoFn):
-    """One user's time-ordered items (``order_user``) to tagged ``tf.train.Example`` records."""
+    """One user's time-ordered items to tagged records, by ``splits.leave_one_out``."""
 
     def __init__(self, min_length):
         self.min_length = min_length
         self.users = beam.metrics.Metrics.counter(NAMESPACE, "users")
         self.events = beam.metrics.Metrics.counter(NAMESPACE, "interactions")
 
-    def process(self, element, ids):
+    def process(self, element, vocabulary):
         user, items = element
         self.users.inc()
         self.events.inc(len(items))
-        item_ids = [ids[item] for item in items]
-        n = len(items)
-        train_n = train_length(n, self.min_length)
-        yield beam.pvalue.TaggedOutput("train", tfrecord.make_example(user, item_ids[:train_n], items[:train_n]))
-        if n >= self.min_length:
-            yield beam.pvalue.TaggedOutput(
-                "eval", tfrecord.make_example(user, item_ids[:-2], items[:-2], item_ids[-2], items[-2])
-            )
-            yield beam.pvalue.TaggedOutput(
-                "test", tfrecord.make_example(user, item_ids[:-1], items[:-1], item_ids[-1], items[-1])
-            )
+        sequences = splits.Sequences.from_list([user], [vocabulary.lookup(items)])
+        split = splits.leave_one_out(sequences, self.min_length)
+        yield beam.pvalue.TaggedOutput("train", _example(user, split.train[0], vocabulary))
+        for name, cases in (("eval", split.valid), ("test", split.test)):
+            if len(cases):
+                yield beam.pvalue.TaggedOutput(name, _example(user, cases.histories[0], vocabulary, cases.targets[0]))
+
+
+def _example(user, ids, vocabulary, target_id=None):
+    target = None if target_id is None else vocabulary.to_raw([target_id])[0]
+    return tfrecord.make_example(user, ids, vocabulary.to_raw(ids), target_id, target)
 
 
 def check_columns(patterns, columns):
@@ -187,52 +182,58 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
         )
     names = artifact_utils.decode_split_names(examples.split_names)
     patterns = [os.path.join(artifact_utils.get_split_uri([examples], name), "*") for name in names]
-    check_columns(patterns, (user_column, item_column, time_column))
+    columns = (user_column, item_column, time_column)
+    check_columns(patterns, columns)
     paths = [os.path.join(vocabulary.uri, vocab_lib.VOCAB_FILENAME), os.path.join(sequences.uri, vocab_lib.VOCAB_FILENAME)]
-
     with beam_pipeline as pipeline:
-        events = (
-            [pipeline | f"Read[{name}]" >> beam.io.ReadFromTFRecord(pattern) for name, pattern in zip(names, patterns)]
-            | "Flatten" >> beam.Flatten()
-            | "Parse" >> beam.Map(parse_event, user_column, item_column, time_column)
-        )
-        # Events without a user id are counted, then refused after the pipeline (below).
-        _ = (
-            events
-            | "EmptyUsers" >> beam.Filter(lambda event: not event[0])
-            | "CountEmptyUsers" >> beam.combiners.Count.Globally()
-            | "WriteEmptyUsers" >> beam.Map(_write_count, os.path.join(sequences.uri, EMPTY_USERS_FILE))
-        )
-        events = events | "WithUser" >> beam.Filter(lambda event: bool(event[0]))
-        users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user)
-        ordered = (
-            users
-            | "TrainingItems" >> beam.FlatMap(training_counts, min_sequence_length)
-            | "Count" >> beam.CombinePerKey(sum)
-            | "Collect" >> beam.combiners.ToList()
-            | "Order" >> beam.Map(ordered_vocabulary)
-        )
-        _ = ordered | "WriteVocabulary" >> beam.Map(write_vocabulary, paths)
-        ids = ordered | "Ids" >> beam.FlatMap(
-            lambda pairs: [(item, i + vocab_lib.NUM_RESERVED) for i, (item, _) in enumerate(pairs)]
-        )
-        split_user = beam.ParDo(SplitUser(min_sequence_length), beam.pvalue.AsDict(ids))
-        records = users | "Split" >> split_user.with_outputs(*SPLITS)
-        for name in SPLITS:
-            _ = (
-                records[name]
-                | f"Serialize[{name}]" >> beam.Map(lambda example: example.SerializeToString())
-                | f"Write[{name}]" >> beam.io.WriteToTFRecord(
-                    os.path.join(sequences.uri, f"Split-{name}", "data_tfrecord"), file_name_suffix=".gz"
-                )
-            )
+        _build(pipeline, dict(zip(names, patterns)), columns, min_sequence_length, sequences.uri, paths)
+    _record_outputs(sequences, vocabulary, user_column, patterns, paths[0])
 
+
+def _build(pipeline, patterns, columns, min_length, sequences_uri, vocabulary_paths):
+    """The Beam graph: read and parse events, group by user, count, write vocabulary and splits."""
+    events = (
+        [pipeline | f"Read[{name}]" >> beam.io.ReadFromTFRecord(pattern) for name, pattern in patterns.items()]
+        | "Flatten" >> beam.Flatten()
+        | "Parse" >> beam.Map(parse_event, *columns)
+    )
+    # Events without a user id are counted, then refused after the pipeline (_record_outputs).
+    _ = (
+        events
+        | "EmptyUsers" >> beam.Filter(lambda event: not event[0])
+        | "CountEmptyUsers" >> beam.combiners.Count.Globally()
+        | "WriteEmptyUsers" >> beam.Map(_write_count, os.path.join(sequences_uri, EMPTY_USERS_FILE))
+    )
+    events = events | "WithUser" >> beam.Filter(lambda event: bool(event[0]))
+    users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user)
+    vocabulary = (
+        users
+        | "TrainingItems" >> beam.FlatMap(training_counts, min_length)
+        | "Count" >> beam.CombinePerKey(sum)
+        | "Collect" >> beam.combiners.ToList()
+        | "Order" >> beam.Map(ordered_vocabulary)
+    )
+    _ = vocabulary | "WriteVocabulary" >> beam.Map(write_vocabulary, vocabulary_paths)
+    split_user = beam.ParDo(SplitUser(min_length), beam.pvalue.AsSingleton(vocabulary))
+    records = users | "Split" >> split_user.with_outputs(*SPLITS)
+    for name in SPLITS:
+        _ = (
+            records[name]
+            | f"Serialize[{name}]" >> beam.Map(lambda example: example.SerializeToString())
+            | f"Write[{name}]" >> beam.io.WriteToTFRecord(
+                os.path.join(sequences_uri, f"Split-{name}", "data_tfrecord"), file_name_suffix=".gz"
+            )
+        )
+
+
+def _record_outputs(sequences, vocabulary, user_column, patterns, vocabulary_path):
+    """Refuses empty users or no events; sets the splits, payload format and counts on the artifacts."""
     with tf.io.gfile.GFile(os.path.join(sequences.uri, EMPTY_USERS_FILE)) as f:
         empty_users = int(f.read())
     tf.io.gfile.remove(os.path.join(sequences.uri, EMPTY_USERS_FILE))
     if empty_users:
         raise InputError(f"{empty_users} input records have an empty {user_column!r}; every event needs a user")
-    with tf.io.gfile.GFile(paths[0]) as f:
+    with tf.io.gfile.GFile(vocabulary_path) as f:
         num_items = sum(1 for _ in f)
     if num_items == 0:
         raise InputError(f"no events in {patterns}")

@@ -1,11 +1,14 @@
-"""The module of the standard TFX ``Trainer``: ``run_fn(fn_args)`` trains any tfseqrec model.
+"""The module of the standard TFX ``Trainer``: ``run_fn(fn_args)`` trains any tfseqrec id model.
 
 Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`` (or
 ``module_file=`` this file) on the ``sequences`` of the ``SequenceBuilder``:
 
-- hyper-parameters come from ``fn_args.custom_config``: any ``tfseqrec.training.TrainConfig``
-  key (``model``, ``hidden_dim``, ``epochs``, ``max_sequence_length``, ...), plus
-  ``serving_k`` (items per ``serving_default`` answer, default 10);
+- hyper-parameters come from ``fn_args.custom_config``: the options of the model's
+  kind (``tfseqrec.kinds``; ``model``, ``hidden_dim``, ``epochs``,
+  ``max_sequence_length``, ...), plus ``serving_k`` (items per ``serving_default``
+  answer, default 10);
+- records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
+  ``tfseqrec.data.tfrecord`` features) and gathered by ``tfrecord.from_batches``;
 - ``fn_args.train_steps``, when set (``TrainArgs(num_steps=N)``), caps training at N steps;
 - TensorBoard logs and the Keras model directory go to ``fn_args.model_run_dir``;
 - the TF Serving SavedModel of ``tfseqrec.export`` goes to ``fn_args.serving_model_dir``.
@@ -15,16 +18,31 @@ import os
 import tempfile
 
 import tensorflow as tf
+from tensorflow_metadata.proto.v0 import schema_pb2
+from tfx_bsl.public import tfxio
 
-from tfseqrec import export, training
+from tfseqrec import export, kinds
 from tfseqrec.data import splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
+# The sequence records' features, every one of variable length (sparse when read).
+SCHEMA = schema_pb2.Schema(feature=[
+    schema_pb2.Feature(name=name, type=schema_pb2.BYTES if spec.dtype == tf.string else schema_pb2.INT)
+    for name, spec in tfrecord.FEATURE_SPEC.items()
+])
+
 
 def read_vocabulary(file_patterns):
-    """The ``item_vocab.tsv`` the SequenceBuilder wrote beside the ``Split-*`` folders."""
-    root = os.path.dirname(os.path.dirname(file_patterns[0]))
-    source = os.path.join(root, vocab_lib.VOCAB_FILENAME)
+    """The ``item_vocab.tsv`` the SequenceBuilder wrote in its ``sequences`` artifact.
+
+    The standard Trainer passes no custom artifact, so the vocabulary is found at the
+    root of the ``Examples`` artifact whose ``Split-*`` folders ``file_patterns`` name
+    (TFX's split layout, ``artifact_utils.get_split_uri``).
+    """
+    split_dir = os.path.dirname(file_patterns[0])
+    if not os.path.basename(split_dir).startswith("Split-"):
+        raise ValueError(f"{file_patterns[0]}: not a split of an Examples artifact (Split-*/...)")
+    source = os.path.join(os.path.dirname(split_dir), vocab_lib.VOCAB_FILENAME)
     if not tf.io.gfile.exists(source):
         raise FileNotFoundError(f"{source}: no vocabulary; are these Examples written by the SequenceBuilder?")
     with tempfile.TemporaryDirectory() as tmp:
@@ -33,31 +51,27 @@ def read_vocabulary(file_patterns):
         return vocab_lib.ItemVocabulary.load(local)
 
 
-def read_split(file_patterns):
-    files = sorted(path for pattern in file_patterns for path in tf.io.gfile.glob(pattern))
-    if not files:
+def read_split(data_accessor, file_patterns, batch_size=1024):
+    """``Sequences`` or ``Cases`` of the records ``file_patterns`` match, by ``data_accessor``."""
+    if not any(tf.io.gfile.glob(pattern) for pattern in file_patterns):
         raise FileNotFoundError(f"no records match {file_patterns}")
-    return tfrecord.read_examples(files, compression="GZIP")
+    options = tfxio.TensorFlowDatasetOptions(batch_size=batch_size, num_epochs=1, shuffle=False)
+    dataset = data_accessor.tf_dataset_factory(list(file_patterns), options, SCHEMA)
+    return tfrecord.from_batches(dataset, source=file_patterns)
 
 
 def run_fn(fn_args):
     """Trains on ``fn_args.train_files``, validates on ``fn_args.eval_files``, exports for serving."""
     options = dict(fn_args.custom_config or {})
     k = int(options.pop("serving_k", 10))
-    config = training.TrainConfig.from_dict(options)
+    kind = kinds.get(options.get("model", "sasrec"))
+    kind.options(options)  # bad options fail before any record is read
     vocabulary = read_vocabulary(fn_args.train_files)
-    train = read_split(fn_args.train_files)
-    valid = read_split(fn_args.eval_files)
-    split = splits.Split(train, valid, None, {})
+    train = read_split(fn_args.data_accessor, fn_args.train_files)
+    valid = read_split(fn_args.data_accessor, fn_args.eval_files)
     steps = fn_args.train_steps if fn_args.train_steps and fn_args.train_steps > 0 else None
-    model, _ = training.fit(
-        split,
-        vocabulary,
-        fn_args.model_run_dir,
-        config,
-        verbose=2,
-        data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)},
-        log_dir=fn_args.model_run_dir,
-        max_steps=steps,
+    model = kind.fit(
+        splits.Split(train, valid, None, {}), vocabulary, fn_args.model_run_dir, options, verbose=2,
+        data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)}, max_steps=steps,
     )
     export.save(model, vocabulary, fn_args.serving_model_dir, k=k)

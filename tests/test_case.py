@@ -1,5 +1,7 @@
 """Shared test helpers, after keras-hub's ``tests/test_case.py``."""
 
+import json
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -26,6 +28,64 @@ class TestCase(tf.test.TestCase):
         self.assertEqual(config, revived.get_config())
         return clone
 
+    def run_layer_test(self, cls, init_kwargs, input_data, expected_output_shape, call_kwargs=None,
+                       expected_partial_output=None):
+        """The checks every public layer passes (keras-hub's ``run_layer_test``).
+
+        1. Config: ``get_config`` -> ``from_config`` and a JSON round trip.
+        2. Symbolic call on ``keras.Input``s: the output shape (batch dimension free).
+        3. Eager call: the output shape, finite values; ``expected_partial_output``
+           (the first row's first values, pinned) when given.
+        4. A compiled ``fit`` step of a functional model around the layer: finite loss,
+           every trainable weight moves.
+        5. Mixed precision (``mixed_bfloat16``): outputs in bfloat16, weights float32.
+
+        Args:
+            cls: the layer class; ``init_kwargs`` its arguments.
+            input_data: an array or a dict of arrays (the first call argument).
+            expected_output_shape: the eager output's shape.
+            call_kwargs: arrays passed by keyword (for example ``padding_mask``).
+            expected_partial_output: float values of ``output[0, ..., :n].ravel()[:n]``.
+        """
+        call_kwargs = call_kwargs or {}
+        layer = cls(**init_kwargs)
+        self.run_serialization_test(layer)
+        revived = keras.saving.deserialize_keras_object(json.loads(json.dumps(keras.saving.serialize_keras_object(layer))))
+        self.assertEqual(layer.get_config(), revived.get_config())
+
+        inputs, kw_inputs = _symbolic(input_data), {k: _symbolic(v, k) for k, v in call_kwargs.items()}
+        outputs = cls(**init_kwargs)(inputs, **kw_inputs)
+        self.assertEqual(tuple(outputs.shape), (None,) + tuple(expected_output_shape[1:]))
+
+        output = layer(input_data, **call_kwargs)
+        self.last_output = np.asarray(output)
+        self.assertEqual(tuple(output.shape), tuple(expected_output_shape))
+        self.assertTrue(np.all(np.isfinite(np.asarray(output))))
+        if expected_partial_output is not None:
+            got = np.asarray(output)[0].ravel()[: len(expected_partial_output)]
+            self.assertAllClose(got, expected_partial_output, atol=1e-4)
+
+        self._run_fit_step(cls, init_kwargs, input_data, call_kwargs, expected_output_shape)
+        mixed = cls(**init_kwargs, dtype="mixed_bfloat16")
+        out = mixed(input_data, **call_kwargs)
+        self.assertEqual(keras.backend.standardize_dtype(out.dtype), "bfloat16")
+        for weight in mixed.weights:
+            self.assertEqual(keras.backend.standardize_dtype(weight.dtype), "float32", weight.path)
+        return layer
+
+    def _run_fit_step(self, cls, init_kwargs, input_data, call_kwargs, expected_output_shape):
+        inputs, kw_inputs = _symbolic(input_data), {k: _symbolic(v, k) for k, v in call_kwargs.items()}
+        layer = cls(**init_kwargs)
+        model = keras.Model([inputs, kw_inputs] if kw_inputs else inputs, layer(inputs, **kw_inputs))
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=False)
+        before = [np.array(w) for w in layer.trainable_weights]
+        target = np.random.default_rng(0).normal(size=expected_output_shape).astype("float32")
+        history = model.fit([input_data, call_kwargs] if call_kwargs else input_data, target, epochs=1, batch_size=len(target), verbose=0)
+        self.assertTrue(np.isfinite(history.history["loss"][0]))
+        self.assertTrue(before, "the layer has no trainable weights")
+        for old, weight in zip(before, layer.trainable_weights):
+            self.assertFalse(np.array_equal(old, np.asarray(weight)), f"{weight.path} did not move")
+
     def run_preprocessing_layer_test(self, make_layer, inputs, batch_size=None):
         """Direct calls equal the same layer mapped over a ``tf.data`` pipeline.
 
@@ -44,3 +104,11 @@ class TestCase(tf.test.TestCase):
     def assertAllInRange(self, values, low, high):  # noqa: N802 (unittest style)
         values = np.asarray(values)
         self.assertTrue(np.all((values >= low) & (values <= high)), f"values outside [{low}, {high}]")
+
+
+def _symbolic(value, name=None):
+    """``keras.Input``s shaped like an array or a dict of arrays (named by their keys)."""
+    if isinstance(value, dict):
+        return {key: _symbolic(v, key) for key, v in value.items()}
+    value = np.asarray(value)
+    return keras.Input(shape=value.shape[1:], dtype=str(value.dtype), name=name)

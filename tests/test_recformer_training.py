@@ -10,12 +10,14 @@ import pytest
 import tensorflow as tf
 
 from tests.test_cli import _tfseqrec
-from tfseqrec import cli, export, recformer_training, serving
+from tfseqrec import export, kinds, serving, training
+from tfseqrec.models import RecformerRecommender
+from tfseqrec.training import recformer as recformer_training
 from tfseqrec.data import readers, splits
 from tfseqrec.data import vocab as vocab_lib
 
-CONFIG = {"num_layers": 1, "max_tokens": 48, "max_items": 4, "attention_window": 16, "max_attribute_tokens": 6,
-          "stage1_epochs": 1, "stage2_epochs": 1, "align_epochs": 1, "batch_size": 8, "validation_batch_size": 16}
+CONFIG = {"num_layers": 1, "max_tokens": 48, "max_sequence_length": 4, "attention_window": 16, "max_attribute_tokens": 6,
+          "epochs": 1, "stage2_epochs": 1, "align_epochs": 1, "batch_size": 8, "validation_batch_size": 16}
 COLOURS = ["red", "blue", "green", "black", "white"]
 THINGS = ["pipette", "beaker", "flask", "magnet", "scale", "funnel"]
 
@@ -29,7 +31,6 @@ def _item(i):
 def data(tmp_path_factory):
     """30 users over items 0..19 (walks of +1 or +2), item text for 0..19 and a new item 20."""
     root = tmp_path_factory.mktemp("text_data")
-    rng = np.random.default_rng(0)
     users = {}
     for u in range(30):
         start, step = u % 20, 1 + u % 2
@@ -91,14 +92,14 @@ def test_recommend_cli_returns_unseen_raw_ids(trained):
 def test_other_model_flags_are_refused_for_recformer(data, tmp_path):
     result = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
                        data / "Tiny.item.json", "--output", tmp_path / "m", "--hidden-dim", 8, check=False)
-    assert result.returncode == 1 and "--hidden-dim is not an option of Recformer" in result.stderr
+    assert result.returncode == 1 and "--hidden-dim is not an option of recformer" in result.stderr
     result = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--output",
                        tmp_path / "m", check=False)
-    assert result.returncode == 1 and "needs --item-text" in result.stderr
+    assert result.returncode == 1 and "--item-text" in result.stderr
 
 
 def test_alignment_spreads_the_cls_vectors_without_interactions(data):
-    config = recformer_training.RecformerConfig.from_dict(
+    config = training.RecformerConfig.from_dict(
         {**CONFIG, "attributes": ["title", "brand", "categories"], "align_epochs": 20}
     )
     vocabulary = vocab_lib.ItemVocabulary([str(i) for i in range(20)])
@@ -121,7 +122,7 @@ def test_alignment_spreads_the_cls_vectors_without_interactions(data):
 
 def test_add_items_encodes_new_items_and_keeps_the_old_table(loaded, data):
     recommender, vocabulary, info = loaded
-    config = recformer_training.RecformerConfig.from_dict(info["config"])
+    config = training.RecformerConfig.from_dict(info["config"])
     old = recommender.model.item_embeddings.numpy()
     grown, grown_vocabulary, added = recformer_training.add_items(
         recommender, vocabulary, readers.read_item_text(data / "New.item.json"), config
@@ -187,11 +188,25 @@ def test_warmup_records_cover_the_text_signatures(exported):
     logs = export.read_warmup_requests(path)
     names = [log.predict_log.request.model_spec.signature_name for log in logs]
     assert sorted(set(names)) == sorted(set(export.SIGNATURES) | set(export.TEXT_SIGNATURES))
+    checked = set()
     for log in logs:
-        reply = predictor.predict(log.predict_log.request)
+        request = log.predict_log.request
+        reply = predictor.predict(request)
         outputs = {key: tf.make_ndarray(value) for key, value in reply.outputs.items()}
-        assert all(np.isfinite(v).all() for k, v in outputs.items() if v.dtype.kind == "f" and k != "scores")
-        assert len(next(iter(outputs.values()))) > 0
+        batch = len(tf.make_ndarray(next(iter(request.inputs.values()))))
+        assert batch > 0 and all(len(v) == batch for v in outputs.values())
+        if "scores" in outputs:  # k of 20 items: every slot is a real item with a finite score
+            ids, k = outputs["item_ids"], 10 if request.model_spec.signature_name == "recommend_top_k" else 5
+            assert ids.shape == (batch, k) and np.isfinite(outputs["scores"]).all()
+            assert (ids != b"").all() if ids.dtype.kind in "OS" else (ids >= 0).all()
+            checked.add("scores")
+        if "embeddings" in outputs:
+            assert np.isfinite(outputs["embeddings"]).all() and outputs["embeddings"].shape[1] > 0
+            checked.add("embeddings")
+        if "rank" in outputs:
+            assert ((outputs["rank"] >= 0) & (outputs["rank"] <= 20)).all() and outputs["known"].all()
+            checked.add("rank")
+    assert checked == {"scores", "embeddings", "rank"}
 
 
 def test_text_request_builds_what_the_signatures_take(exported):
@@ -230,7 +245,8 @@ def test_fresh_process_loads_the_recformer_export(exported):
     assert len(items) == 5 and not {"1", "2"} & set(items)
 
 
-def test_load_model_picks_the_recformer(trained):
-    model, vocabulary, _ = cli.load_model(str(trained[0]))
-    assert hasattr(model, "tokenizer") and vocabulary.num_items == 20
-    assert isinstance(model, tf.Module)
+def test_the_kind_registry_recognises_a_recformer_directory(trained):
+    kind = kinds.for_model_dir(str(trained[0]))
+    model, vocabulary, _ = kinds.load(str(trained[0]))
+    assert kind.name == "recformer" and kinds.for_model(model) is kind and vocabulary.num_items == 20
+    assert isinstance(model, RecformerRecommender)

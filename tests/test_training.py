@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfseqrec import training
+from tfseqrec import kinds, training
 from tfseqrec.data import splits
 
 TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
@@ -63,8 +63,12 @@ def test_bert4rec_run_with_mixed_precision_and_xla(data_root, tmp_path):
 def test_config_rejects_unknown_options():
     with pytest.raises(ValueError, match="unknown training options"):
         training.TrainConfig.from_dict({"hiden_dim": 8})
-    with pytest.raises(ValueError, match="unknown model"):
-        training.build_model(training.TrainConfig(model="gru4rec"), 10)
+    with pytest.raises(ValueError, match=r"model must be one of \['bert4rec', 'sasrec'\], got 'gru4rec'"):
+        training.TrainConfig(model="gru4rec")
+    with pytest.raises(ValueError, match="got 'recformer'"):  # a kind with its own options and driver
+        training.TrainConfig(model="recformer")
+    with pytest.raises(ValueError, match="unknown model 'gru4rec'; expected one of"):
+        kinds.get("gru4rec")
 
 
 def test_mirrored_strategy_matches_single_device(tmp_path):
@@ -151,6 +155,9 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
     np.testing.assert_allclose([at(0), at(5), at(10)], [0.0, 5e-4, 1e-3], atol=1e-9)
     np.testing.assert_allclose(at(55), 1e-3 * 0.5 * (1 + np.cos(np.pi * 45 / 90)), rtol=1e-5)
     np.testing.assert_allclose(at(100), 0.0, atol=1e-9)
-    assert training.learning_rate(training.TrainConfig(), 100) == 1e-3
+    # Constant: the kind's default unless given.
+    assert training.learning_rate(training.TrainConfig(), 100) == 2e-3
+    assert training.learning_rate(training.TrainConfig(model="bert4rec"), 100) == 1e-3
+    assert training.learning_rate(training.TrainConfig(learning_rate=5e-4), 100) == 5e-4
     with pytest.raises(ValueError, match="learning_rate_schedule"):
         training.learning_rate(training.TrainConfig(learning_rate_schedule="step"), 100)

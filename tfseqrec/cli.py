@@ -1,4 +1,8 @@
-"""The ``tfseqrec`` command: flag parsing and wiring only."""
+"""The ``tfseqrec`` command: flag parsing and wiring only.
+
+Each subcommand is a ``_add_*`` function (its flags) and a function that calls the
+library; what a ``--model`` name means is ``tfseqrec.kinds``'s decision.
+"""
 
 import argparse
 import json
@@ -30,9 +34,17 @@ def main(argv=None):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="tfseqrec", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tfseqrec", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
+    for add in (_add_data, _add_train, _add_evaluate, _add_plot, _add_recommend, _add_export, _add_pipeline):
+        add(sub)
+    return parser
 
+
+# --- flags -------------------------------------------------------------------------
+
+
+def _add_data(sub):
     data = sub.add_parser("data", help="inspect and convert interaction data")
     data_sub = data.add_subparsers(dest="data_command")
     stats = data_sub.add_parser("stats", help="counts and leave-one-out split sizes of a dataset")
@@ -60,9 +72,13 @@ def build_parser():
     convert.add_argument("--output", required=True, help="directory for train/valid/test .tfrecord.gz and the vocabulary")
     convert.set_defaults(func=_data_tfrecord)
 
-    train = sub.add_parser("train", help="train SASRec, BERT4Rec or Recformer on leave-one-out splits")
-    train.add_argument("--model", choices=["sasrec", "bert4rec", "recformer"], default="sasrec")
-    train.add_argument("--item-text", help="Recformer: item text (*.item.json, movies.dat, u.item)")
+
+def _add_train(sub):
+    from tfseqrec import kinds
+
+    train = sub.add_parser("train", help="train a model (SASRec, BERT4Rec, Recformer) on leave-one-out splits")
+    train.add_argument("--model", choices=sorted(kinds.KINDS), default="sasrec")
+    train.add_argument("--item-text", help="models that read item text (recformer): *.item.json, movies.dat, u.item")
     train.add_argument("--data", required=True, help=DATA_HELP)
     train.add_argument("--output", required=True,
                        help="model directory, written when the run completes; an unfinished run "
@@ -81,6 +97,8 @@ def build_parser():
     train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     train.set_defaults(func=_train)
 
+
+def _add_evaluate(sub):
     evaluate = sub.add_parser("evaluate", help="full-catalogue ranking metrics of a trained model, as JSON")
     evaluate.add_argument("--model-dir", required=True)
     evaluate.add_argument("--data", required=True, help=DATA_HELP)
@@ -95,6 +113,8 @@ def build_parser():
     _add_format_flags(evaluate)
     evaluate.set_defaults(func=_evaluate)
 
+
+def _add_plot(sub):
     plot = sub.add_parser("plot", help="PNGs: training curves and an attention heat map over a history")
     plot.add_argument("--model-dir", required=True)
     plot.add_argument("--output", help="directory for the PNGs (default: the model directory)")
@@ -102,6 +122,8 @@ def build_parser():
     plot.add_argument("--user", help="a user of the training data (default: the first)")
     plot.set_defaults(func=_plot)
 
+
+def _add_recommend(sub):
     recommend = sub.add_parser("recommend", help="top-k next items for a history")
     recommend.add_argument("--model-dir", required=True)
     recommend.add_argument("--history", required=True, help='raw item ids, oldest first: "id1 id2 ..."')
@@ -110,6 +132,8 @@ def build_parser():
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
     recommend.set_defaults(func=_recommend)
 
+
+def _add_export(sub):
     export = sub.add_parser("export", help="write a SavedModel version for TensorFlow Serving")
     export.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
     export.add_argument("--output", required=True,
@@ -119,10 +143,12 @@ def build_parser():
     export.add_argument("--k", type=_positive_int, default=10, help="items per serving_default answer (default 10)")
     export.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip assets.extra/tf_serving_warmup_requests")
-    export.add_argument("--item-text", help="Recformer: add the items of this file the model has not seen "
-                        "to the served index (encoded by the trained encoder; no retraining)")
+    export.add_argument("--item-text", help="models that read item text (recformer): add the items of this file "
+                        "the model has not seen to the served index (encoded by the trained encoder; no retraining)")
     export.set_defaults(func=_export)
 
+
+def _add_pipeline(sub):
     pipeline = sub.add_parser("pipeline", help="the TFX pipeline (primary stack: Python 3.10, tfx 1.16)")
     pipeline_sub = pipeline.add_subparsers(dest="pipeline_command")
     run = pipeline_sub.add_parser("run", help="run the pipeline locally (LocalDagRunner, SQLite ML Metadata)")
@@ -146,35 +172,37 @@ def build_parser():
     run.add_argument("--beam-arg", dest="beam_args", action="append", default=None,
                      help="a Beam pipeline option, repeatable (default: the in-process DirectRunner)")
     run.set_defaults(func=_pipeline_run)
-    return parser
 
 
+# Training options settable as flags; each must be an option of the chosen model's kind.
 TRAIN_FLAGS = [
-    ("epochs", int, "maximum epochs (default 200; early stopping on validation NDCG@10)"),
+    ("epochs", int, "maximum epochs (default 200; Recformer: of stage 1; early stopping on validation NDCG@10)"),
     ("patience", int, "epochs without improvement before stopping (default 20)"),
-    ("max_sequence_length", int, "history length the model reads (default 200)"),
+    ("max_sequence_length", int, "items of history the model reads (default 200; Recformer 20)"),
+    ("max_tokens", int, "Recformer: tokens per packed input (default 128)"),
     ("hidden_dim", int, "model width (default 64)"),
     ("num_layers", int, "transformer blocks (default 2)"),
     ("num_heads", int, "attention heads (SASRec 1, BERT4Rec 2)"),
     ("intermediate_dim", int, "feed-forward width"),
-    ("dropout", float, "dropout (SASRec 0.2, BERT4Rec 0.1)"),
+    ("dropout", float, "dropout (default 0.1)"),
     ("loss", str, "softmax (default), bce, sampled_softmax or gbce"),
     ("num_negatives", int, "negatives for sampled losses"),
     ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2)"),
     ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),
     ("batch_size", int, "training batch size (default 128)"),
-    ("learning_rate", float, "Adam learning rate (default 1e-3)"),
+    ("learning_rate", float, "Adam learning rate (default: SASRec 2e-3, BERT4Rec 1e-3, Recformer 5e-5)"),
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),
     ("seed", int, "random seed (default 0)"),
 ]
+TRAIN_SWITCHES = ["bucket_boundaries", "mixed_precision", "jit_compile"]
 
 
 def _checked(convert, **bounds):
-    """An argparse type: ``convert`` then ``training.check_number`` (the library's own check)."""
+    """An argparse type: ``convert`` then ``training.config.check_number`` (the library's own check)."""
 
     def parse(text):
-        from tfseqrec.training import check_number
+        from tfseqrec.training.config import check_number
 
         try:
             value = convert(text)
@@ -192,7 +220,7 @@ def _checked(convert, **bounds):
 _positive_int = _checked(int, minimum=1)
 _nonnegative_int = _checked(int, minimum=0)
 _finite_float = _checked(float)
-# Ranges of the training flags; TrainConfig.check holds the same rules for --config files.
+# Ranges of the training flags; the options dataclasses hold the same rules for --config files.
 FLAG_RANGES = {
     "patience": _nonnegative_int,
     "seed": _checked(int),
@@ -227,15 +255,19 @@ def _add_format_flags(p):
     p.add_argument("--encoding", default="utf-8")
 
 
+# --- wiring ------------------------------------------------------------------------
+
+
 def _resolve(path):
     root = os.environ.get("TFSEQREC_DATA")
-    if not os.path.exists(path) and root and os.path.exists(os.path.join(root, path)):
+    if path and not os.path.exists(path) and root and os.path.exists(os.path.join(root, path)):
         return os.path.join(root, path)
     return path
 
 
 def _read_kwargs(args):
     return {
+        "format": args.format,
         "user_col": args.user_col,
         "item_col": args.item_col,
         "time_col": args.time_col or None,
@@ -246,15 +278,8 @@ def _read_kwargs(args):
 def _load(args, vocabulary=None):
     from tfseqrec.data import readers, splits
 
-    path = _resolve(args.path if hasattr(args, "path") else args.data)
-    interactions = readers.read_interactions(
-        path,
-        format=args.format,
-        user_col=args.user_col,
-        item_col=args.item_col,
-        time_col=args.time_col or None,
-        encoding=args.encoding,
-    )
+    interactions = readers.read_interactions(_resolve(args.path if hasattr(args, "path") else args.data),
+                                             **_read_kwargs(args))
     split, vocabulary, report = splits.prepare(
         interactions,
         getattr(args, "min_user_interactions", 0),
@@ -318,65 +343,26 @@ def _data_tfrecord(args):
     return 0
 
 
-def load_model(model_dir):
-    """``(model, vocabulary, info)`` of any model directory ``tfseqrec train`` writes.
-
-    For Recformer the model is the ``RecformerRecommender`` (same interface).
-    """
-    from tfseqrec import recformer_training, training
-
-    if os.path.exists(os.path.join(model_dir, recformer_training.CONFIG_FILE)):
-        return recformer_training.load(model_dir)
-    return training.load(model_dir)
-
-
-RECFORMER_FLAGS = {"epochs": "stage1_epochs", "patience": "patience", "num_layers": "num_layers",
-                   "dropout": "dropout", "batch_size": "batch_size", "learning_rate": "learning_rate",
-                   "max_sequence_length": "max_tokens", "max_train_minutes": "max_train_minutes", "seed": "seed"}
-
-
-def _train_recformer(args):
-    from tfseqrec import evaluation, recformer_training
-
-    if not args.item_text:
-        raise ValueError("--model recformer needs --item-text (the items' text: *.item.json, movies.dat, u.item)")
-    options = _json_option("--config", args.config) or {}
-    for name in [f[0] for f in TRAIN_FLAGS]:
-        if getattr(args, name) is not None:
-            if name not in RECFORMER_FLAGS:
-                raise ValueError(f"--{name.replace('_', '-')} is not an option of Recformer; "
-                                 f"see RecformerConfig for its options (--config)")
-            options[RECFORMER_FLAGS[name]] = getattr(args, name)
-    recommender, rows, split, _ = recformer_training.train(
-        _resolve(args.data), _resolve(args.item_text), args.output, options, verbose=2 if args.quiet else "auto",
-        overwrite=args.overwrite,
-    )
-    result = evaluation.evaluate(recommender, split.test, progress=not args.quiet and None)
-    result["model_dir"] = args.output
-    result["epochs"] = len(rows)
-    _print_json(result)
-    return 0
-
-
 def _train(args):
-    from tfseqrec import evaluation, training
+    from tfseqrec import evaluation, kinds
 
-    if args.model == "recformer":
-        return _train_recformer(args)
-    if args.item_text:
-        raise ValueError("--item-text is for --model recformer; SASRec and BERT4Rec read item ids only")
+    kind = kinds.get(args.model)
+    if args.item_text and not kind.needs_item_text:
+        raise ValueError(f"--item-text is for models that read item text; {args.model} reads item ids only")
     options = _json_option("--config", args.config) or {}
-    options["model"] = args.model
-    for name in [f[0] for f in TRAIN_FLAGS] + ["mixed_precision", "jit_compile", "bucket_boundaries"]:
+    for name in [f[0] for f in TRAIN_FLAGS] + TRAIN_SWITCHES:
         if getattr(args, name) is not None:
+            if name not in kind.option_names():
+                raise ValueError(f"--{name.replace('_', '-')} is not an option of {args.model}; its options: "
+                                 f"{sorted(kind.option_names())} (--config JSON)")
             options[name] = getattr(args, name)
-    model, history, split, vocabulary = training.train(
-        _resolve(args.data), args.output, options, format=args.format,
-        verbose=2 if args.quiet else "auto", overwrite=args.overwrite, **_read_kwargs(args)
+    model, split, epochs = kind.train(
+        _resolve(args.data), args.output, options, item_text=_resolve(args.item_text),
+        verbose=2 if args.quiet else "auto", overwrite=args.overwrite, **_read_kwargs(args),
     )
     result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output
-    result["epochs"] = len(history.history.get("loss", []))
+    result["epochs"] = epochs
     _print_json(result)
     return 0
 
@@ -384,17 +370,16 @@ def _train(args):
 def _evaluate(args):
     import numpy as np
 
-    from tfseqrec import evaluation
+    from tfseqrec import evaluation, kinds
 
-    model, vocabulary, _ = load_model(args.model_dir)
+    model, vocabulary, _ = kinds.load(args.model_dir)
     _, split, _, report = _load(args, vocabulary)
-    cases = split.test if args.split == "test" else split.valid
     sampled = None
     if args.sampled_negatives:
         sampled = {"num_negatives": args.sampled_negatives, "sampler": args.sampler}
     result = evaluation.evaluate(
-        model, cases, exclude_seen=args.exclude_seen, batch_size=args.batch_size, sampled=sampled,
-        item_counts=vocabulary.counts,
+        model, split.test if args.split == "test" else split.valid, exclude_seen=args.exclude_seen,
+        batch_size=args.batch_size, sampled=sampled, item_counts=vocabulary.counts,
     )
     if result["num_unknown_targets"]:
         print(f"tfseqrec: {result['num_unknown_targets']} cases predict an item the model's vocabulary "
@@ -407,12 +392,14 @@ def _evaluate(args):
 
 
 def _plot(args):
-    from tfseqrec import plot, training
+    from tfseqrec import kinds, plot
     from tfseqrec.data import readers, splits, vocab
 
-    if os.path.exists(os.path.join(args.model_dir, "recformer_config.json")):
-        raise ValueError("plot draws SASRec/BERT4Rec attention maps; a Recformer's curves are in its history.csv")
-    model, vocabulary, info = training.load(args.model_dir)
+    kind = kinds.for_model_dir(args.model_dir)
+    if not kind.attention_maps:
+        raise ValueError(f"plot draws attention maps, which {kind.name} models do not have; "
+                         "their training curves are in the model directory's history.csv")
+    model, vocabulary, info = kind.load(args.model_dir)
     out = args.output or args.model_dir
     os.makedirs(out, exist_ok=True)
     written = [plot.training_curves(os.path.join(args.model_dir, "history.csv"), os.path.join(out, "training_curves.png"))]
@@ -433,9 +420,12 @@ def _plot(args):
 
 
 def _recommend(args):
+    import numpy as np
+
+    from tfseqrec import kinds, ranking
     from tfseqrec.data import vocab
 
-    model, vocabulary, _ = load_model(args.model_dir)
+    model, vocabulary, _ = kinds.load(args.model_dir)
     raw = args.history.split()
     ids = vocabulary.lookup(raw)
     unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
@@ -447,7 +437,8 @@ def _recommend(args):
     else:
         # As the SavedModel answers a history with no known item: by popularity.
         print("tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr)
-        top_ids, top_scores = _popular(vocabulary, args.k)
+        top = ranking.top_k(vocabulary.popularity()[None], min(args.k, vocabulary.num_items))
+        top_ids, top_scores = top.indices.numpy().astype(np.int64) + vocab.NUM_RESERVED, top.values.numpy()
     items = vocabulary.to_raw(top_ids[0])
     scores = [float(s) for s in top_scores[0]]
     if args.json:
@@ -458,17 +449,52 @@ def _recommend(args):
     return 0
 
 
-def _popular(vocabulary, k):
-    """``(ids [1, k], scores [1, k])`` by training popularity: the export's answer to an empty history."""
-    import numpy as np
+def _export(args):
+    from tfseqrec import export, kinds
+    from tfseqrec.data import readers
 
-    from tfseqrec import ranking
-    from tfseqrec.data import vocab
+    kind = kinds.for_model_dir(args.model_dir)
+    model, vocabulary, info = kind.load(args.model_dir)
+    added = []
+    if args.item_text:
+        model, vocabulary, added = kind.add_items(model, vocabulary, info,
+                                                  readers.read_item_text(_resolve(args.item_text)))
+    path, version = export.export_version(model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup)
+    print(json.dumps({"path": path, "version": version, "k": min(args.k, vocabulary.num_items),
+                      "num_items": vocabulary.num_items, "added_items": len(added),
+                      "signatures": export.saved_signatures(path)}))
+    return 0
 
-    counts = vocabulary.counts.astype(np.float64)
-    popularity = (counts / max(counts.sum(), 1.0)).astype(np.float32)
-    scores, columns = ranking.top_k(popularity[None], min(k, vocabulary.num_items))
-    return columns.numpy().astype(np.int64) + vocab.NUM_RESERVED, scores.numpy()
+
+def _pipeline_run(args):
+    try:
+        from components import pipeline
+    except ImportError as e:
+        raise ValueError(f"the TFX pipeline needs the primary stack (pip install 'tfseqrec[tfx]'): {e}") from None
+
+    if not os.path.isdir(args.data_root):
+        raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
+    summary = pipeline.run(
+        data_root=os.path.abspath(args.data_root),
+        pipeline_root=os.path.abspath(args.pipeline_root),
+        metadata_path=os.path.abspath(args.metadata_path),
+        serving_model_dir=os.path.abspath(args.serving_model_dir),
+        custom_config=_json_option("--custom-config", args.custom_config),
+        pipeline_name=args.pipeline_name,
+        train_steps=args.train_steps,
+        threshold=args.threshold,
+        min_improvement=args.min_improvement,
+        metric=args.metric,
+        user_column=args.user_col,
+        item_column=args.item_col,
+        time_column=args.time_col,
+        beam_pipeline_args=args.beam_args,
+    )
+    _print_json(summary)
+    return 0
+
+
+# --- output and option helpers -----------------------------------------------------
 
 
 def _print_json(value):
@@ -485,69 +511,6 @@ def _print_json(value):
         return v
 
     print(json.dumps(clean(value), allow_nan=False))
-
-
-def _export(args):
-    from tfseqrec import export, recformer_training
-    from tfseqrec.data import readers
-
-    model, vocabulary, info = load_model(args.model_dir)
-    added = []
-    if args.item_text:
-        if not hasattr(model, "tokenizer"):
-            raise ValueError("--item-text adds items to a Recformer export; SASRec and BERT4Rec read item ids only")
-        config = recformer_training.RecformerConfig.from_dict(info["config"])
-        model, vocabulary, added = recformer_training.add_items(
-            model, vocabulary, readers.read_item_text(_resolve(args.item_text)), config
-        )
-    path, version = export.export_version(model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup)
-    signatures = export.saved_signatures(path)
-    print(json.dumps({"path": path, "version": version, "k": min(args.k, vocabulary.num_items),
-                      "num_items": vocabulary.num_items, "added_items": len(added), "signatures": signatures}))
-    return 0
-
-
-def _pipeline_run(args):
-    try:
-        from components import pipeline
-    except ImportError as e:
-        raise ValueError(f"the TFX pipeline needs the primary stack (pip install 'tfseqrec[tfx]'): {e}") from None
-    from ml_metadata.metadata_store import metadata_store
-    from tfx.orchestration import metadata
-
-    if not os.path.isdir(args.data_root):
-        raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
-    custom_config = _json_option("--custom-config", args.custom_config)
-    os.makedirs(os.path.dirname(os.path.abspath(args.metadata_path)), exist_ok=True)
-    pipeline.run(
-        data_root=os.path.abspath(args.data_root),
-        pipeline_root=os.path.abspath(args.pipeline_root),
-        metadata_path=os.path.abspath(args.metadata_path),
-        serving_model_dir=os.path.abspath(args.serving_model_dir),
-        custom_config=custom_config,
-        pipeline_name=args.pipeline_name,
-        train_steps=args.train_steps,
-        threshold=args.threshold,
-        min_improvement=args.min_improvement,
-        metric=args.metric,
-        user_column=args.user_col,
-        item_column=args.item_col,
-        time_column=args.time_col,
-        beam_pipeline_args=args.beam_args,
-    )
-    store = metadata_store.MetadataStore(metadata.sqlite_metadata_connection_config(os.path.abspath(args.metadata_path)))
-    evaluation = max(store.get_artifacts_by_type("ModelEvaluation"), key=lambda a: a.id)
-    pushed = max(store.get_artifacts_by_type("PushedModel"), key=lambda a: a.id)
-    result = {
-        "metrics": {k: v.double_value for k, v in sorted(evaluation.custom_properties.items()) if v.HasField("double_value")},
-        "pushed": bool(pushed.custom_properties["pushed"].int_value) if "pushed" in pushed.custom_properties else False,
-        "pushed_destination": pushed.custom_properties["pushed_destination"].string_value
-        if "pushed_destination" in pushed.custom_properties else None,
-        "pipeline_root": os.path.abspath(args.pipeline_root),
-        "metadata_path": os.path.abspath(args.metadata_path),
-    }
-    _print_json(result)
-    return 0
 
 
 def _json_option(flag, text):

@@ -27,17 +27,8 @@ from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
 
 
-def evaluate(
-    model,
-    cases,
-    ks=DEFAULT_KS,
-    exclude_seen=True,
-    batch_size=256,
-    sampled=None,
-    item_counts=None,
-    seed=0,
-    progress=None,
-):
+def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sampled=None, item_counts=None, seed=0,
+             progress=None):
     """Full-catalogue ranking metrics of ``model`` on ``cases``.
 
     Args:
@@ -60,53 +51,56 @@ def evaluate(
         ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
         "exclude_seen"}`` plus the sampled metrics and their settings when asked.
     """
-    from tfseqrec.training import check_number
-
-    check_number("batch_size", batch_size, minimum=1, integer=True)
-    if sampled:
-        check_number("sampled num_negatives", sampled.get("num_negatives"), minimum=1, integer=True)
-    histories, targets = cases.histories, np.asarray(cases.targets, np.int64)
+    _check_options(batch_size, sampled, item_counts)
+    targets = np.asarray(cases.targets, np.int64)
     n = len(targets)
     if n == 0:
         raise ValueError("no evaluation cases")
     rng = np.random.default_rng(seed)
     score = getattr(model, "compiled_score", None) or model.score
-    ranks = np.empty(n, np.int64)
-    unknown = 0
+    ranks, unknown = np.empty(n, np.int64), 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
-    if sampled and sampled.get("sampler", "uniform") == "popularity" and item_counts is None:
-        raise ValueError("the popularity sampler needs item_counts")
     starts = range(0, n, batch_size)
     bar = _bar(len(starts), progress)
     for start in starts:
         rows = np.arange(start, min(start + batch_size, n))
-        batch = histories.select(rows)
-        window = pipeline.pad_left(batch, model.max_sequence_length)
-        scores = tf.cast(score(window), tf.float32)
+        batch = cases.histories.select(rows)
+        scores = tf.cast(score(pipeline.pad_left(batch, model.max_sequence_length)), tf.float32)
         batch_targets = tf.constant(targets[rows])
         seen = tf.RaggedTensor.from_row_splits(batch.values, batch.row_splits) if exclude_seen else None
         ranks[rows] = ranking.rank_targets(scores, batch_targets, seen).numpy()
         known = ranking.known_targets(batch_targets, scores.shape[1]).numpy()
         unknown += int((~known).sum())
         if sampled:
-            # The target (column 0) among its negatives, ranked by the same rule.
-            scores = scores.numpy()
-            index = targets[rows] - vocab.NUM_RESERVED
-            negatives = _sample_negatives(batch, index, scores.shape[1], sampled, item_counts, rng)
-            true_scores = scores[np.arange(len(rows)), np.clip(index, 0, scores.shape[1] - 1)]
-            pool = np.concatenate([true_scores[:, None], np.take_along_axis(scores, negatives, axis=1)], 1)
-            pool_targets = np.where(known, vocab.NUM_RESERVED, vocab.OOV_ID)
-            sampled_ranks[rows] = ranking.ranks(pool, pool_targets).numpy()
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+            sampled_ranks[rows] = _sampled_ranks(scores.numpy(), batch, targets[rows], known, sampled, item_counts,
+                                                 rng)
+        bar.update(1)
+    bar.close()
     out = metrics_from_ranks(ranks, ks)
     out.update(num_users=int(n), num_unknown_targets=unknown, exclude_seen=bool(exclude_seen))
     if sampled:
         out.update(metrics_from_ranks(sampled_ranks, ks, prefix="sampled_"))
         out["sampled"] = {"num_negatives": int(sampled["num_negatives"]), "sampler": sampled.get("sampler", "uniform")}
     return out
+
+
+def _check_options(batch_size, sampled, item_counts):
+    from tfseqrec.training.config import check_number
+
+    check_number("batch_size", batch_size, minimum=1, integer=True)
+    if sampled:
+        check_number("sampled num_negatives", sampled.get("num_negatives"), minimum=1, integer=True)
+        if sampled.get("sampler", "uniform") == "popularity" and item_counts is None:
+            raise ValueError("the popularity sampler needs item_counts")
+
+
+def _sampled_ranks(scores, batch, targets, known, sampled, item_counts, rng):
+    """The rank of each target (column 0) among its sampled negatives, by the same rule."""
+    index = targets - vocab.NUM_RESERVED
+    negatives = _sample_negatives(batch, index, scores.shape[1], sampled, item_counts, rng)
+    true_scores = scores[np.arange(len(targets)), np.clip(index, 0, scores.shape[1] - 1)]
+    pool = np.concatenate([true_scores[:, None], np.take_along_axis(scores, negatives, axis=1)], 1)
+    return ranking.ranks(pool, np.where(known, vocab.NUM_RESERVED, vocab.OOV_ID)).numpy()
 
 
 def _sample_negatives(batch, target_index, num_items, sampled, item_counts, rng):
@@ -134,10 +128,19 @@ def _sample_negatives(batch, target_index, num_items, sampled, item_counts, rng)
 
 
 def _bar(total, progress):
-    if progress is False:
-        return None
+    """A tqdm bar over ``total`` batches (on a terminal when ``progress`` is None), or a silent stand-in."""
     try:
         import tqdm
     except ImportError:
-        return None
+        tqdm = None
+    if progress is False or tqdm is None:
+        return _NoBar()
     return tqdm.tqdm(total=total, desc="evaluate", unit="batch", disable=None if progress is None else False)
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass

@@ -21,6 +21,12 @@ Items are addressed by **item index** ``0 .. num_items - 1`` (vocabulary id minu
 ``loss(y_true, y_pred)`` follows Keras: labels and logits. ``loss.from_embeddings``
 samples candidates, builds the logits and applies ``loss`` in one call; the models use
 that.
+
+Recformer's losses (text in, no item ids in the model):
+
+- ``ContrastiveLoss``: softmax cross-entropy over ``cosine_logits`` (cosine
+  similarity over a temperature), against an item table or in-batch negatives.
+- ``MaskedLMLoss``: masked language modelling, the mean over masked tokens.
 """
 
 import math
@@ -310,6 +316,71 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
         config = super().get_config()
         config.update({"sampler": self.sampler, "logq_correction": self.logq_correction})
         return config
+
+
+def cosine_logits(queries, candidates, temperature):
+    """``cos(query, candidate) / temperature``, ``[N, d] x [C, d] -> [N, C]`` (Recformer's scores).
+
+    Example:
+
+    >>> q = keras.ops.convert_to_tensor([[1.0, 0.0]])
+    >>> c = keras.ops.convert_to_tensor([[2.0, 0.0], [0.0, 3.0]])
+    >>> [round(float(v), 4) for v in cosine_logits(q, c, 0.5)[0]]
+    [2.0, 0.0]
+    """
+    q = keras.ops.normalize(queries, axis=-1)
+    c = keras.ops.normalize(keras.ops.cast(candidates, q.dtype), axis=-1)
+    return keras.ops.matmul(q, keras.ops.transpose(c)) / temperature
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class ContrastiveLoss(keras.losses.Loss):
+    """Softmax cross-entropy of each query against candidate vectors (Recformer).
+
+    Call arguments:
+        y_true: int ``[N]``: the column of each row's positive.
+        y_pred: float ``[N, C]`` logits (``cosine_logits``).
+
+    ``in_batch(queries, positives, temperature)``: the positive of query ``i`` is
+    ``positives[i]``, the batch's other rows are its negatives.
+
+    Example:
+
+    >>> loss = ContrastiveLoss()
+    >>> round(float(loss([0], [[0.0, 0.0]])), 4)  # log 2
+    0.6931
+    """
+
+    def __init__(self, name="contrastive", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        y_pred = keras.ops.cast(y_pred, "float32")
+        return keras.losses.sparse_categorical_crossentropy(keras.ops.cast(y_true, "int32"), y_pred, from_logits=True)
+
+    def in_batch(self, queries, positives, temperature):
+        logits = cosine_logits(queries, positives, temperature)
+        return self(keras.ops.arange(keras.ops.shape(logits)[0]), logits)
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class MaskedLMLoss(keras.losses.Loss):
+    """Cross-entropy of the original tokens at masked positions, averaged over them.
+
+    Call arguments:
+        y_true: int ``[batch, length]`` original token ids.
+        y_pred: float ``[batch, length, vocabulary_size]`` logits.
+        sample_weight: float ``[batch, length]``: 1 where a token was masked, else 0
+            (``ClozeMasking``'s third output); the loss is the weighted mean.
+    """
+
+    def __init__(self, name="masked_lm", **kwargs):
+        kwargs.setdefault("reduction", "mean_with_sample_weight")
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        y_pred = keras.ops.cast(y_pred, "float32")
+        return keras.losses.sparse_categorical_crossentropy(keras.ops.cast(y_true, "int32"), y_pred, from_logits=True)
 
 
 LOSSES = {

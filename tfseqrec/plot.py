@@ -49,7 +49,7 @@ def attention_map(model, history_ids, path, labels=None):
         labels: optional tick labels (raw ids or titles) for the history items.
     """
     ids = np.asarray(history_ids, np.int32)[-model.max_sequence_length :]
-    inputs = model.inference_inputs(ids[None]) if hasattr(model, "masking") else {"item_ids": ids[None]}
+    inputs = model.inference_inputs({"item_ids": ids[None]})
     _, attention = model(inputs, training=False, return_attention_scores=True)
     length = int(np.asarray(inputs["item_ids"]).shape[1])
     real = np.asarray(inputs["item_ids"])[0] != 0

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from tfx import v1 as tfx
 from tfx.types import standard_artifacts
 
@@ -41,14 +42,17 @@ def sequences(tmp_path_factory):
 
 
 def _fn_args(sequences, root, config, train_steps=None):
-    return tfx.components.FnArgs(
-        train_files=[os.path.join(sequences.uri, "Split-train", "*")],
-        eval_files=[os.path.join(sequences.uri, "Split-eval", "*")],
-        model_run_dir=str(root / "model_run"),
-        serving_model_dir=str(root / "model" / "Format-Serving"),
-        custom_config=config,
-        train_steps=train_steps,
+    """The ``FnArgs`` the standard Trainer's executor gives ``run_fn`` (its data accessor included)."""
+    from tfx.components.trainer import fn_args_utils
+
+    fn_args = fn_args_utils.get_common_fn_args(
+        {"examples": [sequences]},
+        {"train_args": json.dumps({"splits": ["train"], "num_steps": train_steps or 0}),
+         "eval_args": json.dumps({"splits": ["eval"]}), "custom_config": json.dumps(config)},
     )
+    fn_args.model_run_dir = str(root / "model_run")
+    fn_args.serving_model_dir = str(root / "model" / "Format-Serving")
+    return fn_args
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +71,20 @@ def test_run_fn_trains_logs_and_exports(trained):
     out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4", "i5"]])})
     assert out["item_ids"].shape == (1, 4)  # serving_k
     assert out["item_ids"][0, 0] == b"i6"  # it learned the walk
+
+
+def test_data_accessor_reads_the_records_as_written(sequences, tmp_path):
+    fn_args = _fn_args(sequences, tmp_path, CONFIG)
+    cases = trainer_module.read_split(fn_args.data_accessor, fn_args.eval_files)
+    # The oracle: every record parsed by protobuf, one at a time.
+    expected = {}
+    for path in glob.glob(os.path.join(sequences.uri, "Split-eval", "*")):
+        for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
+            feature = tf.train.Example.FromString(record.numpy()).features.feature
+            expected[feature["user_id"].bytes_list.value[0].decode()] = (
+                list(feature["item_ids"].int64_list.value), feature["target_id"].int64_list.value[0])
+    got = {cases.histories.users[u]: (cases.histories[u].tolist(), int(cases.targets[u])) for u in range(len(cases))}
+    assert got == expected and len(got) == 80
 
 
 def test_run_fn_train_steps_caps_training(sequences, tmp_path):

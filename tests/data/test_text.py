@@ -28,8 +28,8 @@ def test_histories_are_newest_first_behind_cls_and_capped():
     # Three items of 2, 3 and 1 tokens, oldest first; a second user with one item.
     items = tf.ragged.constant([[[10, 11], [20, 21, 22], [30]], [[40, 41]]], dtype=tf.int64, ragged_rank=2)
     types = tf.ragged.map_flat_values(lambda t: tf.cast(t % 2 + 1, tf.int32), items)
-    packed = text.pack_histories(items, types, cls_id=2, max_items=2, max_tokens=4)
-    # max_items=2 drops the oldest item; max_tokens=4 cuts the last token of the older one kept.
+    packed = text.pack_histories(items, types, cls_id=2, max_sequence_length=2, max_tokens=4)
+    # max_sequence_length=2 drops the oldest item; max_tokens=4 cuts the last token of the older one kept.
     assert packed["token_ids"].numpy().tolist() == [[2, 30, 20, 21], [2, 40, 41, 0]]
     assert packed["item_position_ids"].numpy().tolist() == [[0, 1, 2, 2], [0, 1, 1, 0]]
     assert packed["token_type_ids"].numpy().tolist() == [[0, 1, 1, 2], [0, 1, 2, 0]]

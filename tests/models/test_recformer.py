@@ -1,4 +1,4 @@
-"""Recformer: the pretrained start reproduces BERT, both objectives train, save/load."""
+"""Recformer: the pretrained start reproduces BERT, every task trains the shared backbone, save/load."""
 
 import math
 import os
@@ -9,7 +9,14 @@ import tensorflow as tf
 
 from tests.test_case import TestCase
 from tfseqrec.data import text
-from tfseqrec.models.recformer import Recformer, minilm_path
+from tfseqrec.models.recformer import (
+    Recformer,
+    RecformerAligner,
+    RecformerBackbone,
+    RecformerPretrainer,
+    load_bert_weights,
+    minilm_path,
+)
 
 
 def _layer_norm(x, gamma, beta, eps=1e-12):
@@ -46,11 +53,13 @@ def _bert_forward(w, ids, num_layers, num_heads):
     return x
 
 
-def _tiny(**kwargs):
-    config = dict(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
-                  max_sequence_length=24, max_items=4, attention_window=4, dropout=0.0, num_items=6, seed=1)
-    config.update(kwargs)
-    return Recformer(**config)
+def _backbone():
+    return RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
+                             max_tokens=24, max_sequence_length=4, attention_window=4, dropout=0.0)
+
+
+def _tiny():
+    return Recformer(_backbone(), num_items=6)
 
 
 def _batch(rng, batch=4, length=24):
@@ -76,14 +85,14 @@ class RecformerTest(TestCase):
         tokens = tokenizer.wordpieces(tf.constant(["Hello world, Recformer reads item text."]))
         ids = np.array([101] + tokens[0].numpy().tolist() + [102])
         self.assertEqual(ids[:3].tolist(), [101, 7592, 2088])  # BERT uncased ids of "hello world"
-        model = Recformer(max_sequence_length=64, attention_window=64, dropout=0.0).load_bert_weights(path)
+        backbone = load_bert_weights(RecformerBackbone(max_tokens=64, attention_window=64, dropout=0.0), path)
         inputs = {
             "token_ids": ids[None],
             "token_type_ids": np.zeros((1, len(ids)), "int32"),
             "item_position_ids": np.zeros((1, len(ids)), "int32"),
             "padding_mask": np.ones((1, len(ids)), bool),
         }
-        got = model.encode_tokens(inputs)[0]
+        got = backbone(inputs)[0]
         expected = _bert_forward(load_file(os.path.join(path, "model.safetensors")), ids, 6, 12)
         self.assertAllClose(got, expected, atol=1e-4)
 
@@ -107,11 +116,25 @@ class RecformerTest(TestCase):
         self.assertEqual(tuple(bigger.item_embeddings.shape), (9, 8))
         self.assertAllClose(bigger(x), model(x), atol=1e-6)
 
-    def test_pretrain_objective_fits(self):
+    def test_pretrainer_fits_and_round_trips(self):
         rng = np.random.default_rng(1)
-        model = _tiny(objective="pretrain", mask_token_id=3)
+        model = RecformerPretrainer(_backbone(), mask_token_id=3, first_word_piece_id=5, seed=1)
         x, y = _batch(rng), _batch(rng)
         model.compile(optimizer=keras.optimizers.Adam(1e-2))
         history = model.fit(x, y, epochs=3, batch_size=4, verbose=0)
         self.assertTrue(np.all(np.isfinite(history.history["loss"])))
         self.run_serialization_test(model)
+
+    def test_tasks_on_one_backbone_train_the_same_weights(self):
+        rng = np.random.default_rng(2)
+        model = _tiny()
+        model.build()
+        x = _batch(rng)
+        before = np.asarray(model(x))
+        aligner = RecformerAligner(model.backbone, temperature=model.temperature)
+        aligner.compile(optimizer=keras.optimizers.Adam(1e-2))
+        history = aligner.fit(x, epochs=3, batch_size=4, verbose=0)
+        self.assertLess(history.history["loss"][-1], history.history["loss"][0])
+        # Alignment trained the recommender's own encoder: its [CLS] vectors moved.
+        self.assertGreater(float(np.abs(np.asarray(model(x)) - before).max()), 1e-3)
+        self.assertAllClose(aligner(x)[:, 0], model(x), atol=1e-6)

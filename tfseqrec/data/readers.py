@@ -342,7 +342,8 @@ def _read_movielens(path, encoding, progress):
     return users, items, np.asarray(times, dtype=np.int64)
 
 
-def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress):
+def _csv_rows(path, delimiter, encoding, progress):
+    """``(line number, fields)`` of each record; a malformed one is a ``DataError`` at its line."""
     where = [0]  # the line the csv module has read up to
 
     def text():
@@ -352,18 +353,18 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
 
     # One csv.reader over the whole file, so a quoted field may hold a newline.
     reader = csv.reader(text(), delimiter=delimiter, strict=True)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise DataError(path, where[0], f"malformed CSV ({e})") from None
+        yield where[0], row
 
-    def rows():
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                raise DataError(path, where[0], f"malformed CSV ({e})") from None
-            yield where[0], row
 
-    records = rows()
+def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress):
+    records = _csv_rows(path, delimiter, encoding, progress)
     try:
         header_no, header = next(records)
     except StopIteration:

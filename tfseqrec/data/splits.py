@@ -189,6 +189,16 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
     return Sequences(users[starts], ids.astype(np.int64), splits), vocabulary, report
 
 
+def train_lengths(lengths, min_length=3):
+    """Training items of sequences of ``lengths`` under ``leave_one_out``.
+
+    >>> train_lengths([5, 3, 2]).tolist()  # the last two items of an evaluable sequence are held out
+    [3, 1, 2]
+    """
+    lengths = np.asarray(lengths)
+    return np.where(lengths >= min_length, lengths - 2, lengths)
+
+
 def leave_one_out(sequences, min_length=3):
     """The standard SASRec / BERT4Rec protocol.
 
@@ -196,12 +206,11 @@ def leave_one_out(sequences, min_length=3):
     the rest training. Shorter users contribute their whole sequence to training and
     no evaluation case (counted in ``report["train_only_users"]``).
     """
-    lengths = sequences.lengths
-    evaluable = lengths >= min_length
-    train_lengths = np.where(evaluable, lengths - 2, lengths)
-    keep = _ragged_mask(sequences.row_splits, train_lengths)
+    evaluable = sequences.lengths >= min_length
+    kept = train_lengths(sequences.lengths, min_length)
     train = Sequences(
-        sequences.users, sequences.values[keep], np.concatenate([[0], np.cumsum(train_lengths)]).astype(np.int64)
+        sequences.users, sequences.values[_ragged_mask(sequences.row_splits, kept)],
+        np.concatenate([[0], np.cumsum(kept)]).astype(np.int64),
     )
     ev = sequences.select(evaluable)
     last = ev.row_splits[1:] - 1
@@ -232,8 +241,8 @@ def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
     cold_items = np.sort(rng.choice(item_ids, size=n_cold, replace=False)) if n_cold else np.zeros(0, np.int64)
     lengths = sequences.lengths
     evaluable = lengths >= min_length
-    train_lengths = np.where(evaluable, lengths - 1, lengths)
-    in_train = _ragged_mask(sequences.row_splits, train_lengths)
+    kept = np.where(evaluable, lengths - 1, lengths)
+    in_train = _ragged_mask(sequences.row_splits, kept)
     is_cold = np.isin(sequences.values, cold_items)
     keep = in_train & ~is_cold
     row_of = np.repeat(np.arange(len(sequences)), lengths)

@@ -96,14 +96,14 @@ class ItemTextTokenizer:
         return tf.concat(pieces_ids, axis=1), tf.concat(pieces_types, axis=1)
 
 
-def pack_histories(item_tokens, item_types, cls_id, max_items, max_tokens):
+def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tokens):
     """Recformer inputs of histories of tokenized items.
 
     Args:
         item_tokens: int64 ragged ``[batch, (items), (tokens)]``, oldest item first.
         item_types: the token types, same structure.
         cls_id: the ``[CLS]`` token id.
-        max_items: the newest ``max_items`` items are kept.
+        max_sequence_length: the newest ``max_sequence_length`` items are kept.
         max_tokens: the width of the output, ``[CLS]`` included; tokens past it (of the
             oldest items kept) are cut.
 
@@ -112,8 +112,8 @@ def pack_histories(item_tokens, item_types, cls_id, max_items, max_tokens):
         ``token_type_ids`` and ``item_position_ids`` (int32; ``[CLS]`` is item position 0,
         the newest item 1, the one before it 2, ...) and ``padding_mask`` (bool).
     """
-    newest_first_tokens = tf.reverse(item_tokens, axis=[1])[:, :max_items]
-    newest_first_types = tf.reverse(item_types, axis=[1])[:, :max_items]
+    newest_first_tokens = tf.reverse(item_tokens, axis=[1])[:, :max_sequence_length]
+    newest_first_types = tf.reverse(item_types, axis=[1])[:, :max_sequence_length]
     batch = newest_first_tokens.nrows()
     item_index = tf.ragged.range(newest_first_tokens.row_lengths()) + 1  # [batch, (items)]
     token_item = tf.gather(item_index.flat_values, newest_first_tokens.values.value_rowids())

@@ -74,30 +74,81 @@ def write_examples(path, data, vocabulary, compression=None):
     return len(sequences)
 
 
-def read_examples(paths, compression=None):
+def read_examples(paths, compression=None, batch_size=1024):
     """Reads records back as ``Sequences`` and, when they carry targets, ``Cases``.
+
+    Records are parsed in batches in the graph (``parse_examples``), then gathered by
+    ``from_batches``.
 
     Returns:
         ``Sequences`` if no record has a target, else ``Cases``. Mixed files are an error.
     """
     if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):
         paths = [paths]
-    users, seqs, targets = [], [], []
-    for path in paths:
-        for record in tf.data.TFRecordDataset(str(path), compression_type=compression or ""):
-            example = tf.train.Example.FromString(record.numpy())
-            f = example.features.feature
-            users.append(f["user_id"].bytes_list.value[0].decode("utf-8"))
-            seqs.append(np.asarray(f["item_ids"].int64_list.value, np.int64))
-            target = f["target_id"].int64_list.value if "target_id" in f else []
-            targets.append(int(target[0]) if target else None)
-    sequences = splits_lib.Sequences.from_list(users, seqs)
-    has_target = [t is not None for t in targets]
-    if not any(has_target):
+    paths = [str(p) for p in paths]
+    records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
+    return from_batches(records.batch(batch_size).map(parse_examples), source=paths)
+
+
+def from_batches(batches, source="the records"):
+    """``Sequences`` or ``Cases`` of batches of parsed records.
+
+    Args:
+        batches: iterable of dicts with ``user_id``, ``item_ids`` and optionally
+            ``target_id``, each a dense, ragged or sparse tensor with one row per
+            record (``parse_examples``, or a TFX ``data_accessor``'s datasets).
+        source: named in errors.
+    """
+    users, lengths, values, targets = [], [], [], []
+    for batch in batches:
+        ids = _ragged(batch["item_ids"])
+        users.extend(u.decode("utf-8") for u in _ragged(batch["user_id"])[:, 0].numpy())
+        lengths.append(ids.row_lengths().numpy())
+        values.append(ids.flat_values.numpy())
+        n = int(ids.nrows())
+        if "target_id" in batch:  # the first target id of each record, -1 where it has none
+            target = _ragged(batch["target_id"])[:, :1].to_tensor(default_value=-1, shape=[n, 1])
+            targets.append(target[:, 0].numpy())
+        else:
+            targets.append(np.full(n, -1, np.int64))
+    lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    values = np.concatenate(values).astype(np.int64) if values else np.zeros(0, np.int64)
+    sequences = splits_lib.Sequences(np.asarray(users, dtype=object), values, splits)
+    targets = np.concatenate(targets) if targets else np.zeros(0, np.int64)
+    has_target = targets >= 0
+    if not has_target.any():
         return sequences
-    if not all(has_target):
-        raise ValueError(f"{paths}: some records have a target and some do not")
-    return splits_lib.Cases(sequences, np.asarray(targets, np.int64))
+    if not has_target.all():
+        raise ValueError(f"{source}: some records have a target and some do not")
+    return splits_lib.Cases(sequences, targets.astype(np.int64))
+
+
+def read_raw_cases(paths, compression=None, batch_size=1024):
+    """``(histories, targets)`` of raw ids (bytes) of evaluation records, as an export is asked.
+
+    A record without a target is an error naming the file.
+    """
+    paths = [str(p) for p in paths]
+    records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
+    histories, targets = [], []
+    for batch in records.batch(batch_size).map(parse_examples):
+        target = batch["target"]
+        if int(tf.reduce_min(target.row_lengths())) < 1:
+            raise ValueError(f"{paths}: a record has no target; is it an evaluation split?")
+        histories.extend(batch["items"].to_list())
+        targets.extend(target[:, 0].numpy().tolist())
+    return histories, targets
+
+
+def _ragged(value):
+    """A ``[rows, (values)]`` ragged tensor of a dense, ragged or sparse batch feature."""
+    if isinstance(value, tf.RaggedTensor):
+        return value
+    if isinstance(value, tf.SparseTensor):
+        return tf.RaggedTensor.from_sparse(value)
+    value = tf.convert_to_tensor(value)
+    return tf.RaggedTensor.from_tensor(value if value.shape.rank == 2 else value[:, None])
 
 
 def parse_examples(serialized):

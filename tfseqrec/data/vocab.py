@@ -99,6 +99,17 @@ class ItemVocabulary:
     def __contains__(self, raw_id):
         return str(raw_id) in self._index
 
+    def popularity(self):
+        """float32 ``[num_items]``: each item's share of the training interactions.
+
+        The answer to a history with no known item (the export, ``recommend``).
+
+        >>> ItemVocabulary(["a", "b"], [3, 1]).popularity().tolist()
+        [0.75, 0.25]
+        """
+        counts = self.counts.astype(np.float64)
+        return (counts / max(counts.sum(), 1.0)).astype(np.float32)
+
     def lookup(self, raw_ids):
         """Raw ids to int64 ids; unknown ids become ``OOV_ID``."""
         index = self._index
@@ -123,9 +134,12 @@ class ItemVocabulary:
         path = _resolve(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for item, count in zip(self.items, self.counts.tolist()):
-                f.write(f"{item}\t{count}\n")
+            f.write(self.serialize())
         return path
+
+    def serialize(self):
+        """The file ``save`` writes: one ``raw_id<TAB>count`` line per item, in id order."""
+        return "".join(f"{item}\t{count}\n" for item, count in zip(self.items, self.counts.tolist()))
 
     @classmethod
     def load(cls, path):

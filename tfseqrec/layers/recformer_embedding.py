@@ -16,8 +16,9 @@ class RecformerEmbedding(keras.layers.Layer):
     Args:
         vocabulary_size: WordPiece vocabulary size.
         hidden_dim: embedding width.
-        max_sequence_length: token positions.
-        max_items: item positions (``[CLS]`` is 0, the newest item 1, ...).
+        max_tokens: token positions.
+        max_sequence_length: items of a history; item positions are ``0`` for
+            ``[CLS]``, ``1`` for the newest item, ... up to ``max_sequence_length``.
         num_token_types: token types (3 in Recformer).
         dropout: dropout after the layer norm.
         layer_norm_epsilon: epsilon of the layer norm (BERT: 1e-12).
@@ -28,7 +29,7 @@ class RecformerEmbedding(keras.layers.Layer):
 
     Example:
 
-    >>> layer = RecformerEmbedding(vocabulary_size=10, hidden_dim=4, max_sequence_length=6, max_items=3)
+    >>> layer = RecformerEmbedding(vocabulary_size=10, hidden_dim=4, max_tokens=6, max_sequence_length=2)
     >>> ids = keras.ops.ones((1, 6), "int32")
     >>> tuple(layer({"token_ids": ids, "token_type_ids": ids, "item_position_ids": ids}).shape)
     (1, 6, 4)
@@ -38,13 +39,13 @@ class RecformerEmbedding(keras.layers.Layer):
         Sequential Recommendation", KDD 2023.
     """
 
-    def __init__(self, vocabulary_size, hidden_dim, max_sequence_length=512, max_items=51, num_token_types=3,
+    def __init__(self, vocabulary_size, hidden_dim, max_tokens=512, max_sequence_length=50, num_token_types=3,
                  dropout=0.0, layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
+        self.max_tokens = max_tokens
         self.max_sequence_length = max_sequence_length
-        self.max_items = max_items
         self.num_token_types = num_token_types
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -56,9 +57,9 @@ class RecformerEmbedding(keras.layers.Layer):
             return keras.layers.Embedding(n, hidden_dim, embeddings_initializer=init, dtype=self.dtype_policy, name=name)
 
         self.token_embedding = embedding(vocabulary_size, "token_embedding")
-        self.position_embedding = embedding(max_sequence_length, "position_embedding")
+        self.position_embedding = embedding(max_tokens, "position_embedding")
         self.token_type_embedding = embedding(num_token_types, "token_type_embedding")
-        self.item_position_embedding = embedding(max_items, "item_position_embedding")
+        self.item_position_embedding = embedding(max_sequence_length + 1, "item_position_embedding")
         self.norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
@@ -76,7 +77,7 @@ class RecformerEmbedding(keras.layers.Layer):
             self.token_embedding(ids)
             + self.position_embedding(ops.arange(length))[None]
             + self.token_type_embedding(inputs["token_type_ids"])
-            + self.item_position_embedding(ops.minimum(inputs["item_position_ids"], self.max_items - 1))
+            + self.item_position_embedding(ops.minimum(inputs["item_position_ids"], self.max_sequence_length))
         )
         return self.dropout_layer(self.norm(x), training=training)
 
@@ -88,8 +89,8 @@ class RecformerEmbedding(keras.layers.Layer):
         config.update({
             "vocabulary_size": self.vocabulary_size,
             "hidden_dim": self.hidden_dim,
+            "max_tokens": self.max_tokens,
             "max_sequence_length": self.max_sequence_length,
-            "max_items": self.max_items,
             "num_token_types": self.num_token_types,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,

@@ -119,7 +119,7 @@ class TransformerBlock(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="ffn_norm"
         )
         self.ffn_norm.build(input_shape)
-        self.dropout_layer = keras.layers.Dropout(self.dropout)
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
     def _initializer(self):

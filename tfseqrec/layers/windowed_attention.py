@@ -91,23 +91,25 @@ class WindowedSelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, padding_mask=None, training=None):
-        length = ops.shape(inputs)[1]
         if padding_mask is None:
             padding_mask = ops.ones(ops.shape(inputs)[:2], "bool")
         padding_mask = ops.cast(padding_mask, "bool")
+        local = self._local_rows(inputs, padding_mask, training)
+        global_out = self._global_rows(inputs, padding_mask, training)
+        out = self.output_dense(ops.concatenate([global_out, local], axis=1))
+        return out * ops.cast(padding_mask[:, :, None], out.dtype)
+
+    def _local_rows(self, inputs, padding_mask, training):
+        """Outputs of the ordinary tokens: blocks of ``radius`` tokens score themselves and both neighbours."""
+        length = ops.shape(inputs)[1]
         g = self.num_global_tokens
         radius = self.attention_window // 2
-        scale = 1.0 / math.sqrt(self.key_dim)
-
-        q = self.query_dense(inputs) * ops.cast(scale, inputs.dtype)
+        q = self.query_dense(inputs) * ops.cast(1.0 / math.sqrt(self.key_dim), inputs.dtype)
         k = self.key_dense(inputs)
         v = self.value_dense(inputs)
-
-        # --- local: blocks of `radius` tokens score themselves and both neighbours ---
         pad = (-length) % radius
         blocks = (length + pad) // radius
-        positions = ops.arange(length + pad)
-        is_global = positions < g
+        is_global = ops.arange(length + pad) < g
         # Global keys join every row through their own column, not through the band.
         local_key = ops.logical_and(
             ops.pad(padding_mask, [[0, 0], [0, pad]], constant_values=False), ops.logical_not(is_global)[None, :]
@@ -131,31 +133,28 @@ class WindowedSelfAttention(keras.layers.Layer):
             neighbours(local_key)[:, :, None, None, :],
         )
         band = ops.where(band_ok, band, ops.cast(_NEG, band.dtype))
-
         global_scores = ops.einsum("bthk,bghk->bhtg", q, k[:, :g])
         global_scores = ops.where(padding_mask[:, None, None, :g], global_scores, ops.cast(_NEG, band.dtype))
         global_scores = ops.pad(global_scores, [[0, 0], [0, 0], [0, pad], [0, 0]])
         global_scores = ops.transpose(
             ops.reshape(global_scores, (-1, self.num_heads, blocks, radius, g)), (0, 2, 1, 3, 4)
         )
-
         weights = ops.softmax(ops.concatenate([global_scores, band], axis=-1), axis=-1)
         weights = self.dropout_layer(weights, training=training)
         local = ops.einsum("bnhqs,bnshk->bnqhk", weights[..., g:], neighbours(v))
         local = local + ops.einsum("bnhqg,bghk->bnqhk", weights[..., :g], v[:, :g])
-        local = ops.reshape(local, (-1, length + pad, self.num_heads, self.key_dim))[:, g:length]
+        return ops.reshape(local, (-1, length + pad, self.num_heads, self.key_dim))[:, g:length]
 
-        # --- global rows: the leading tokens attend to everything ---
-        qg = self.query_global_dense(inputs[:, :g]) * ops.cast(scale, inputs.dtype)
+    def _global_rows(self, inputs, padding_mask, training):
+        """Outputs of the leading global tokens: they attend to everything."""
+        g = self.num_global_tokens
+        qg = self.query_global_dense(inputs[:, :g]) * ops.cast(1.0 / math.sqrt(self.key_dim), inputs.dtype)
         kg = self.key_global_dense(inputs)
         vg = self.value_global_dense(inputs)
         scores = ops.einsum("bghk,bthk->bhgt", qg, kg)
         scores = ops.where(padding_mask[:, None, None, :], scores, ops.cast(_NEG, scores.dtype))
         global_weights = self.dropout_layer(ops.softmax(scores, axis=-1), training=training)
-        global_out = ops.einsum("bhgt,bthk->bghk", global_weights, vg)
-
-        out = self.output_dense(ops.concatenate([global_out, local], axis=1))
-        return out * ops.cast(padding_mask[:, :, None], out.dtype)
+        return ops.einsum("bhgt,bthk->bghk", global_weights, vg)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -1,11 +1,20 @@
 """BERT4Rec: bidirectional self-attention trained with the Cloze task."""
 
+import functools
+
 import keras
 import tensorflow as tf
 
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
 from tfseqrec.models import base
+
+
+def _initializer(initializer_range, kernel=False):
+    """``N(0, initializer_range)`` truncated (BERT's); ``initializer_range=0``: Keras defaults for kernels."""
+    if kernel and not initializer_range:
+        return "glorot_uniform"
+    return keras.initializers.TruncatedNormal(stddev=initializer_range or 0.02)
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -83,26 +92,10 @@ class BERT4Rec(base.SequentialRecommender):
         loss=None,
         **kwargs,
     ):
-        super().__init__(
-            num_items,
-            max_sequence_length,
-            hidden_dim,
-            num_layers,
-            num_heads,
-            intermediate_dim,
-            dropout,
-            activation,
-            normalize_first,
-            loss=loss,
-            position_origin=position_origin,
-            **kwargs,
-        )
+        super().__init__(num_items, max_sequence_length, hidden_dim, num_layers, num_heads, intermediate_dim, dropout,
+                         activation, normalize_first, loss=loss, position_origin=position_origin, **kwargs)
         # === Layers ===
-        def init(kernel=False):
-            if kernel and not initializer_range:
-                return "glorot_uniform"
-            return keras.initializers.TruncatedNormal(stddev=initializer_range or 0.02)
-
+        init = functools.partial(_initializer, initializer_range)
         self.item_embedding = keras.layers.Embedding(
             vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init(), name="item_embedding"
         )

@@ -1,5 +1,5 @@
 """From interactions and item text to a fine-tuned Recformer: the wiring behind
-``tfseqrec train --model recformer``.
+``tfseqrec train --model recformer`` (options: ``tfseqrec.training.config.RecformerConfig``).
 
 ``train`` splits the data (leave-one-out), tokenizes every item's text, starts the
 encoder from all-MiniLM-L6-v2 (the first ``num_layers`` layers), and fine-tunes in
@@ -19,48 +19,20 @@ import dataclasses
 import json
 import os
 import time
-import typing
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import evaluation, training
 from tfseqrec.data import readers, splits, text
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.models import recformer as recformer_lib
+from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
+from tfseqrec.training.config import RecformerConfig
+from tfseqrec.training.directory import MODEL_FILE, output_directory, read
 
-MODEL_FILE = "model.keras"
 CONFIG_FILE = "recformer_config.json"
 TEXT_FILE = "item_text.json"
-
-
-@dataclasses.dataclass
-class RecformerConfig(training.Options):
-    """Sizes and schedule of a Recformer run (defaults fit a 2-core CPU; see the README)."""
-
-    kind: typing.ClassVar[str] = "Recformer"
-
-    attributes: list = None  # None: by the item-text file (Amazon: title, brand, categories)
-    max_attribute_tokens: int = 12
-    max_items: int = 20
-    max_tokens: int = 128
-    num_layers: int = 2  # of all-MiniLM-L6-v2's 6
-    attention_window: int = 64
-    pretrained: bool = True
-    align_epochs: int = 2  # [CLS] alignment on item text before fine-tuning (0: none)
-    align_learning_rate: float = 5e-4
-    dropout: float = 0.1
-    temperature: float = 0.05
-    batch_size: int = 32
-    learning_rate: float = 5e-5
-    stage1_epochs: int = 4
-    stage2_epochs: int = 2
-    stage2_learning_rate: float = None  # default: learning_rate / 2
-    patience: int = 2
-    examples_per_user: int = 1
-    validation_batch_size: int = 128
-    max_train_minutes: float = None
-    seed: int = 0
 
 
 def default_attributes(item_text_path):
@@ -81,53 +53,48 @@ def item_texts(item_text, vocabulary, attributes):
 
 
 def build(config, vocabulary, texts, model=None):
-    """The ``RecformerRecommender`` of ``config`` over ``texts`` (``item_texts``)."""
-    from tfseqrec.models.recformer import Recformer, RecformerRecommender, minilm_path
+    """The ``RecformerRecommender`` of ``config`` over ``texts`` (``item_texts``).
 
-    path = minilm_path()
+    ``model`` (a ``Recformer``) is used as it is; otherwise one is built, started
+    from all-MiniLM-L6-v2 when ``config.pretrained``.
+    """
+    path = recformer_lib.minilm_path()
     tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), config.attributes, config.max_attribute_tokens)
     tokens, types = tokenizer.tokenize(texts)
     if model is None:
-        model = Recformer(
+        backbone = recformer_lib.RecformerBackbone(
             num_layers=config.num_layers,
-            max_sequence_length=config.max_tokens,
-            max_items=config.max_items,
+            max_tokens=config.max_tokens,
+            max_sequence_length=config.max_sequence_length,
             attention_window=config.attention_window,
             dropout=config.dropout,
-            temperature=config.temperature,
-            num_items=vocabulary.num_items,
-            seed=config.seed,
         )
-        model.build()
+        backbone.build()
         if config.pretrained:
-            model.load_bert_weights(path)
-    return RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
+            recformer_lib.load_bert_weights(backbone, path)
+        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items)
+        model.build()
+    return recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
 
 
 def align(recommender, config, verbose="auto"):
     """Teaches ``[CLS]`` the checkpoint's mean-pooled sentence vector on item text.
 
-    ``Recformer(objective="align")`` for ``config.align_epochs`` passes over the item
-    table, one-item inputs, 64 per batch. No interaction is read, so the model
-    stays zero-shot. Returns the fit history (or ``None`` with ``align_epochs=0``).
+    A ``RecformerAligner`` on the recommender's backbone (trained in place) for
+    ``config.align_epochs`` passes over the item table, one-item inputs, 64 per
+    batch. No interaction is read, so the model stays zero-shot. Returns the fit
+    history (or ``None`` with ``align_epochs=0``).
     """
-    from tfseqrec.models.recformer import Recformer
-
     if config.align_epochs <= 0:
         return None
     model = recommender.model
-    aligner = Recformer.from_config({**model.get_config(), "objective": "align"})
-    aligner.build()
-    for source, target in zip(model.weights, aligner.weights):
-        target.assign(source)
+    aligner = recformer_lib.RecformerAligner(model.backbone, temperature=model.temperature)
     ids = np.arange(vocab_lib.NUM_RESERVED, vocab_lib.NUM_RESERVED + model.num_items)
     width = recommender.item_width()
     ds = tf.data.Dataset.from_tensor_slices(ids).shuffle(len(ids), seed=config.seed).batch(64)
     ds = ds.map(lambda i: recommender.pack(tf.RaggedTensor.from_tensor(i[:, None]), width)).prefetch(2)
     aligner.compile(optimizer=keras.optimizers.AdamW(config.align_learning_rate, weight_decay=0.0))
     history = aligner.fit(ds, epochs=config.align_epochs, verbose=verbose)
-    for source, target in zip(aligner.weights, model.weights):
-        target.assign(source)
     recommender.refresh_item_embeddings()
     return history
 
@@ -151,48 +118,6 @@ def training_dataset(recommender, sequences, config):
     return ds.map(lambda h, y: (recommender.pack(h), y), num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
 
 
-class RankingValidation(keras.callbacks.Callback):
-    """Full-catalogue validation metrics after every epoch, into ``logs`` as ``val_*``.
-
-    With ``refresh=True`` (stage 1) the item table is re-encoded first, so the
-    metrics, and the next epoch, use the current encoder's item vectors. With
-    ``start`` (a ``time.monotonic()`` reading), ``logs["seconds"]`` is the time since.
-    """
-
-    def __init__(self, recommender, cases, refresh, batch_size=128, start=None):
-        super().__init__()
-        self.start = start
-        self.recommender = recommender
-        self.cases = cases
-        self.refresh = refresh
-        self.batch_size = batch_size
-        self.best = -np.inf
-        self.best_weights = None
-        self.diverged = None
-
-    def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not np.isfinite(loss) and self.diverged is None:
-            self.diverged = {"batch": batch, "loss": float(loss)}
-            self.model.stop_training = True
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self.diverged is not None:  # never validated, never kept
-            self.diverged.setdefault("epoch", epoch)
-            return
-        if self.refresh:
-            self.recommender.refresh_item_embeddings()
-        result = evaluation.evaluate(self.recommender, self.cases, batch_size=self.batch_size, progress=False)
-        for key in ("ndcg@10", "hr@10", "mrr"):
-            logs["val_" + key.replace("@", "_")] = result[key]
-        if self.start is not None:
-            logs["seconds"] = round(time.monotonic() - self.start, 1)
-        if np.isfinite(result["ndcg@10"]) and result["ndcg@10"] > self.best:
-            weights = [v.numpy() for v in self.model.weights]
-            if training.weights_finite(weights):
-                self.best, self.best_weights = result["ndcg@10"], weights
-
-
 def finetune(recommender, split, config, verbose="auto"):
     """Recformer's two-stage fine-tuning on ``split.train``; returns per-epoch rows.
 
@@ -207,7 +132,7 @@ def finetune(recommender, split, config, verbose="auto"):
     rows, start = [], time.monotonic()
     budget = config.max_train_minutes * 60 if config.max_train_minutes else None
     best_weights, best = None, -np.inf
-    stages = [(1, config.stage1_epochs, config.learning_rate, True),
+    stages = [(1, config.epochs, config.learning_rate, True),
               (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False)]
     recommender.refresh_item_embeddings()
     for stage, epochs, learning_rate, refresh in stages:
@@ -222,7 +147,7 @@ def finetune(recommender, split, config, verbose="auto"):
             keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
         ]
         if budget:
-            callbacks.append(training.TimeLimit(max(1.0, budget - (time.monotonic() - start))))
+            callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
         history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
         for epoch, values in enumerate(zip(*history.history.values())):
             rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
@@ -230,7 +155,7 @@ def finetune(recommender, split, config, verbose="auto"):
             best, best_weights = validation.best, validation.best_weights
         if validation.diverged is not None:
             d = validation.diverged
-            raise training.TrainingDiverged(
+            raise TrainingDiverged(
                 f"training diverged: the loss became {d['loss']} in stage {stage}, epoch {d['epoch'] + 1}, "
                 f"batch {d['batch'] + 1}; nothing was saved. Try a lower learning rate."
             )
@@ -240,7 +165,7 @@ def finetune(recommender, split, config, verbose="auto"):
 
 
 def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None,
-          overwrite=False):
+          report=None, overwrite=False):
     """Fine-tunes a Recformer; returns ``(recommender, history_rows, split, vocabulary)``.
 
     Args:
@@ -249,49 +174,43 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         output_dir: the model directory.
         config: ``RecformerConfig`` or dict.
         verbose: ``fit`` verbosity.
-        split, vocabulary: a prepared split to train on instead of ``data_path``'s
-            leave-one-out split (for example ``splits.cold_start_split``'s train set).
-        overwrite: replace a model already in ``output_dir`` (``training.output_directory``:
+        split, vocabulary, report: a prepared split to train on instead of
+            ``data_path``'s leave-one-out split (for example
+            ``splits.cold_start_split``'s train set) and what to record about it.
+        overwrite: replace a model already in ``output_dir`` (``directory.output_directory``:
             the run writes ``output_dir`` only when it completes).
     """
     config = config if isinstance(config, RecformerConfig) else RecformerConfig.from_dict(config or {})
     if config.attributes is None:
         config.attributes = default_attributes(item_text_path)
     keras.utils.set_random_seed(config.seed)
-    report = {}
     if split is None:
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
     raw_text = readers.read_item_text(item_text_path)
     texts, missing = item_texts(raw_text, vocabulary, config.attributes)
     recommender = build(config, vocabulary, texts)
-
-    record = {"config": dataclasses.asdict(config), "data": str(data_path)}
-    with training.output_directory(output_dir, record, overwrite, CONFIG_FILE) as work:
-        rows = _write_and_finetune(work, recommender, split, vocabulary, raw_text, config, report, data_path,
-                                   item_text_path, missing, verbose)
+    info = {"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
+            "items_without_text": missing, "report": report or {}}
+    with output_directory(output_dir, {"config": info["config"], "data": info["data"]}, overwrite, CONFIG_FILE) as work:
+        vocabulary.save(work)
+        with open(os.path.join(work, TEXT_FILE), "w", encoding="utf-8") as f:
+            json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
+        with open(os.path.join(work, CONFIG_FILE), "w") as f:
+            json.dump(info, f, indent=2)
+        if config.pretrained:
+            align(recommender, config, verbose=verbose)
+        rows = finetune(recommender, split, config, verbose=verbose)
+        recommender.model.save(os.path.join(work, MODEL_FILE))
+        _write_history(os.path.join(work, "history.csv"), rows)
     return recommender, rows, split, vocabulary
 
 
-def _write_and_finetune(output_dir, recommender, split, vocabulary, raw_text, config, report, data_path,
-                        item_text_path, missing, verbose):
-    model = recommender.model
-    vocabulary.save(output_dir)
-    with open(os.path.join(output_dir, TEXT_FILE), "w", encoding="utf-8") as f:
-        json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
-    with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
-        json.dump({"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
-                   "items_without_text": missing, "report": report}, f, indent=2)
-
-    if config.pretrained:
-        align(recommender, config, verbose=verbose)
-    rows = finetune(recommender, split, config, verbose=verbose)
-    model.save(os.path.join(output_dir, MODEL_FILE))
-    with open(os.path.join(output_dir, "history.csv"), "w") as f:
+def _write_history(path, rows):
+    with open(path, "w") as f:
         keys = ["stage", "epoch"] + sorted({k for r in rows for k in r} - {"stage", "epoch"})
         f.write(",".join(keys) + "\n")
         for r in rows:
             f.write(",".join(str(r.get(k, "")) for k in keys) + "\n")
-    return rows
 
 
 def add_items(recommender, vocabulary, raw_text, config):
@@ -329,7 +248,7 @@ def add_items(recommender, vocabulary, raw_text, config):
 
 def load(model_dir):
     """``(recommender, vocabulary, info)`` of a directory written by ``train``."""
-    model, vocabulary, info = training.load(model_dir, CONFIG_FILE)
+    model, vocabulary, info = read(model_dir, CONFIG_FILE)
     with open(os.path.join(model_dir, TEXT_FILE), encoding="utf-8") as f:
         raw_text = json.load(f)
     config = RecformerConfig.from_dict(info["config"])

@@ -1,0 +1,58 @@
+"""SavedModels for TensorFlow Serving: raw item ids in, top-k raw item ids out.
+
+``export_version`` writes ``BASE/NAME/VERSION/``, the layout a TF Serving model base
+path expects (``tensorflow_model_server --model_base_path=BASE/NAME`` serves the
+newest version):
+
+    saved_model.pb, variables/    the model and five signatures (below)
+    assets/item_vocab.tsv          the vocabulary: raw id -> id lookups in the graph
+    assets.extra/tf_serving_warmup_requests
+                                   ``PredictionLog`` records the server replays before
+                                   it answers its first request
+
+Signatures, all of method ``tensorflow/serving/predict``; histories are oldest first:
+
+    ==================  ===========================================  =========================================
+    signature           inputs                                       outputs
+    ==================  ===========================================  =========================================
+    ``serving_default`` ``history`` string ``[batch, None]``         ``item_ids`` string ``[batch, k]``,
+                        padded with ``""``                           ``scores`` float32 ``[batch, k]``
+    ``recommend_ids``   ``history`` int64 ``[batch, None]``,         ``item_ids`` int64, ``scores``
+                        padded with ``-1`` (only when every raw id
+                        of the vocabulary is an integer in
+                        [0, 2**63) without leading zeros)
+    ``recommend_top_k`` ``history`` as ``serving_default``;          as ``serving_default``, ``[batch, K]``
+                        ``k`` int32 ``[batch]`` (``K`` = the
+                        batch's largest ``k``): another ``k``
+                        without re-exporting
+    ``predict_examples````examples`` string ``[batch]``: serialized  ``user_id`` string ``[batch]``,
+                        ``tf.Example`` in ``tfrecord.FEATURE_SPEC``  ``item_ids``, ``scores``
+                        (reads ``items``), for TFX BulkInferrer
+    ``rank_targets``    ``history`` as ``serving_default``;          ``rank`` int32 ``[batch]``: 0-based rank
+                        ``target`` string ``[batch]``: a known       of the target among all items;
+                        next item (evaluation)                       ``known`` bool ``[batch]``: the target
+                                                                     is in the vocabulary
+    ==================  ===========================================  =========================================
+
+Every signature handles any well-typed request: unknown ids and padding are dropped
+(wherever they are), items of the whole history are never recommended, the model
+reads the newest ``max_sequence_length`` known items, and a history with no known
+item gets the most popular items (scored by their share of training interactions).
+``k`` is capped at the number of items; when fewer unseen items remain than ``k``,
+the last slots score ``-inf``.
+
+Exclusion, top-k and ranks are ``tfseqrec.ranking``'s. ``rank_targets`` is for
+evaluators that know the target (the TFX ``RankingEvaluator``): it ranks the target
+with the rest of the history excluded but the target itself kept as a candidate
+even when the user saw it before, which a top-k that excludes the whole history
+cannot tell. Ties count against the target, a non-finite target score ranks it last
+(``num_items - 1``) and a target the vocabulary lacks gets ``num_items`` (a miss),
+as in ``tfseqrec.evaluation``.
+
+Modules: ``module`` (the serving modules and their signatures), ``warmup`` (the
+warm-up records), ``versioning`` (``save``, ``export_version``).
+"""
+
+from tfseqrec.export.module import SIGNATURES, TEXT_SIGNATURES, Recommender, TextRecommender
+from tfseqrec.export.versioning import export_version, next_version, save, saved_signatures
+from tfseqrec.export.warmup import WARMUP_FILE, read_warmup_requests, write_warmup_requests

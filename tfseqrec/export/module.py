@@ -1,0 +1,301 @@
+"""The serving modules: the signatures of an export, and the warm-up request of each.
+
+``Recommender`` serves SASRec and BERT4Rec, ``TextRecommender`` a Recformer (the id
+signatures plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures
+and their rules are listed in ``tfseqrec.export``. Every signature ``NAME`` has a
+``_warmup_NAME`` method beside it: the request the server replays for it before
+answering its first request (``tfseqrec.export.warmup``).
+"""
+
+import re
+
+import tensorflow as tf
+
+from tfseqrec import ranking, serving
+from tfseqrec.data import text as text_lib
+from tfseqrec.data import tfrecord
+from tfseqrec.data import vocab as vocab_lib
+
+SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples", "rank_targets")
+TEXT_SIGNATURES = ("recommend_texts", "encode_items")
+# Raw ids a recommend_ids export can carry as int64: non-negative, canonical (no
+# leading zeros: "007" would come back as 7) and below 2**63. Negative ids are padding.
+_INTEGER = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
+
+
+def _integer_id(raw):
+    return bool(_INTEGER.match(raw)) and int(raw) < 2**63
+
+
+class Recommender(tf.Module):
+    """A scoring model and its vocabulary as a TF Serving module.
+
+    The model needs ``score(window) -> [batch, num_items]`` over vocabulary ids (id
+    ``j + NUM_RESERVED`` is column ``j``), ``num_items`` and ``max_sequence_length``:
+    ``tfseqrec.models.SASRec`` and ``BERT4Rec``.
+
+    Args:
+        model: the trained model.
+        vocabulary: its ``ItemVocabulary``.
+        vocabulary_path: where ``vocabulary`` is saved (becomes the SavedModel asset).
+        k: the number of items ``serving_default`` returns.
+
+    Example:
+
+    >>> from tfseqrec.models import SASRec
+    >>> from tfseqrec.data import ItemVocabulary
+    >>> vocabulary = ItemVocabulary(["a", "b", "c", "d"], [4, 3, 2, 1])
+    >>> import tempfile
+    >>> path = vocabulary.save(tempfile.mkdtemp())
+    >>> module = Recommender(SASRec(num_items=4, max_sequence_length=5, hidden_dim=8), vocabulary, path, k=2)
+    >>> out = module.serving_default(tf.constant([["a", "x", ""]]))
+    >>> items = [i.decode() for i in out["item_ids"][0].numpy()]
+    >>> len(items), "a" in items  # "a" was seen; "x" is unknown and ignored
+    (2, False)
+    """
+
+    def __init__(self, model, vocabulary, vocabulary_path, k=10):
+        super().__init__(name="tfseqrec_recommender")
+        if model.num_items != vocabulary.num_items:
+            raise ValueError(
+                f"the model scores {model.num_items} items but the vocabulary holds {vocabulary.num_items}"
+            )
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        # The Keras model is not a tracked child: its variables are saved through
+        # `self.model_variables` below, the tf.Variables the signatures read (what
+        # keras.export.ExportArchive does; ExportArchive itself cannot carry the
+        # tf.lookup tables and the popularity prior this module adds).
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "vocabulary", vocabulary)  # for warm-up requests; not saved
+        self.k = min(int(k), vocabulary.num_items)
+        self.max_sequence_length = int(model.max_sequence_length)
+        self.integer_ids = all(_integer_id(item) for item in vocabulary.items)
+        self.to_id = vocabulary.lookup_table(vocabulary_path)
+        self.to_raw = tf.lookup.StaticHashTable(
+            tf.lookup.TextFileInitializer(
+                vocabulary_path,
+                key_dtype=tf.int64,
+                key_index=tf.lookup.TextFileIndex.LINE_NUMBER,
+                value_dtype=tf.string,
+                value_index=0,
+                delimiter="\t",
+            ),
+            default_value="",
+        )
+        self.popularity = tf.Variable(vocabulary.popularity(), trainable=False, name="popularity")
+
+    # --- the computation every signature shares --------------------------------------
+
+    def scores(self, ids):
+        """``(scores [batch, num_items], history)`` for vocabulary ids ``[batch, None]``.
+
+        ``history`` holds each row's known ids (unknown ids and padding moved left as
+        0); the model reads its newest ``max_sequence_length`` items, and a row with
+        no known item is scored by popularity.
+        """
+        ids = tf.cast(ids, tf.int64)
+        # One padding column in front: an empty request still gives a [batch, 1] window.
+        ids = tf.pad(ids, [[0, 0], [1, 0]])
+        known = ids >= vocab_lib.NUM_RESERVED
+        # A stable sort moves unknown ids and padding left, keeping the history's order.
+        order = tf.argsort(tf.cast(known, tf.int32), axis=1, stable=True)
+        packed = tf.where(tf.gather(known, order, batch_dims=1), tf.gather(ids, order, batch_dims=1), 0)
+        count = tf.reduce_sum(tf.cast(known, tf.int32), axis=1)
+        width = tf.clip_by_value(_max_or_zero(count), 1, self.max_sequence_length)
+        window = packed[:, tf.shape(packed)[1] - width :]
+        scores = tf.cast(self.model.score(window), tf.float32)
+        return tf.where((count == 0)[:, None], self.popularity[None, :], scores), packed
+
+    def top_k(self, ids, k):
+        """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
+        scores, history = self.scores(ids)
+        return ranking.top_k(scores, k, exclude=history)
+
+    def rank(self, ids, targets):
+        """``tfseqrec.ranking.rank_targets`` of target ids ``[batch]`` given histories ``[batch, None]``."""
+        scores, history = self.scores(ids)
+        return ranking.rank_targets(scores, targets, history)
+
+    def _recommend_raw(self, history, k):
+        ids = self.to_id.lookup(history)
+        scores, columns = self.top_k(ids, k)
+        return {"item_ids": self.to_raw.lookup(tf.cast(columns, tf.int64)), "scores": scores}
+
+    # --- signatures ------------------------------------------------------------------
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="history")])
+    def serving_default(self, history):
+        return self._recommend_raw(history, self.k)
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="history"),
+            tf.TensorSpec([None], tf.int32, name="k"),
+        ]
+    )
+    def recommend_top_k(self, history, k):
+        return self._recommend_raw(history, _max_or_zero(k))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64, name="history")])
+    def recommend_ids(self, history):
+        out = self._recommend_raw(tf.strings.as_string(history), self.k)
+        # Every raw id is an integer (checked at export); "" marks a slot past the
+        # catalogue's end, which top_k never returns.
+        return {"item_ids": tf.strings.to_number(out["item_ids"], tf.int64), "scores": out["scores"]}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def predict_examples(self, examples):
+        features = tf.io.parse_example(examples, {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items")})
+        out = self._recommend_raw(features["items"].to_tensor(default_value=""), self.k)
+        return {"user_id": features["user_id"], **out}
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="history"),
+            tf.TensorSpec([None], tf.string, name="target"),
+        ]
+    )
+    def rank_targets(self, history, target):
+        target_ids = self.to_id.lookup(target)
+        return {
+            "rank": self.rank(self.to_id.lookup(history), target_ids),
+            "known": ranking.known_targets(target_ids, self.model.num_items),
+        }
+
+    def signature_names(self):
+        """The signatures this export has (``recommend_ids`` only over integer raw ids)."""
+        return [name for name in SIGNATURES if name != "recommend_ids" or self.integer_ids]
+
+    def signatures(self):
+        """The concrete functions to save, by signature name."""
+        return self._collect({name: getattr(self, name).get_concrete_function() for name in self.signature_names()})
+
+    def _collect(self, functions):
+        # The variables the signatures read, saved as this module's own.
+        tracked = {id(v) for v in (self.popularity,)}
+        variables = []
+        for fn in functions.values():
+            for v in fn.variables:
+                if id(v) not in tracked:
+                    tracked.add(id(v))
+                    variables.append(v)
+        self.model_variables = variables
+        return functions
+
+    # --- warm-up: each signature's request on raw-id histories -------------------------
+
+    def warmup_request(self, name, histories, model_name):
+        """The ``PredictRequest`` that warms signature ``name`` up, on lists of raw ids."""
+        return getattr(self, f"_warmup_{name}")(histories, model_name)
+
+    def _warmup_serving_default(self, histories, model_name):
+        return serving.predict_request(histories, model_name, signature_name="serving_default")
+
+    def _warmup_recommend_top_k(self, histories, model_name):
+        return serving.predict_request(histories, model_name, signature_name="recommend_top_k",
+                                       k=[10] * len(histories))
+
+    def _warmup_recommend_ids(self, histories, model_name):
+        return serving.predict_request([[int(i) for i in h] for h in histories], model_name,
+                                       signature_name="recommend_ids")
+
+    def _warmup_predict_examples(self, histories, model_name):
+        examples = [
+            tfrecord.make_example(f"warmup-{i}", self.vocabulary.lookup(h), h).SerializeToString()
+            for i, h in enumerate(histories)
+        ]
+        return serving.examples_request(examples, model_name, signature_name="predict_examples")
+
+    def _warmup_rank_targets(self, histories, model_name):
+        targets = [h[-1] if h else self.vocabulary.items[0] for h in histories]
+        return serving.predict_request(histories, model_name, signature_name="rank_targets", targets=targets)
+
+
+class TextRecommender(Recommender):
+    """A Recformer export: the id signatures of ``Recommender`` plus text in, vectors out.
+
+    The item text table lives in the graph (tokenized), so ``serving_default`` takes
+    raw item ids like an id model's export. Two more signatures read text, tokenized
+    in the graph by tensorflow-text's ``BertTokenizer`` (ops the ``tensorflow/serving``
+    model server links):
+
+    ==================  =============================================  ==================================
+    signature           inputs                                         outputs
+    ==================  =============================================  ==================================
+    ``recommend_texts`` ``history_text`` string ``[batch, items,``     ``item_ids`` string ``[batch, k]``,
+                        ``attributes]``, oldest item first; an item    ``scores`` float32
+                        whose attributes are all ``""`` is padding
+    ``encode_items``    ``item_text`` string ``[n, attributes]``       ``embeddings`` float32
+                                                                       ``[n, hidden_dim]``
+    ==================  =============================================  ==================================
+
+    Attributes are in the order of ``attributes`` (saved with the model; Amazon:
+    title, brand, categories); missing trailing columns read as ``""``. New items
+    join the served index by ``tfseqrec.training.recformer.add_items`` and a new
+    export version, without retraining the encoder.
+
+    Args:
+        recommender: a ``RecformerRecommender``.
+        vocabulary, vocabulary_path, k: as ``Recommender``.
+        tokenizer: the ``ItemTextTokenizer`` the item table was made with.
+    """
+
+    def __init__(self, recommender, vocabulary, vocabulary_path, tokenizer, k=10):
+        super().__init__(recommender, vocabulary, vocabulary_path, k=k)
+        object.__setattr__(self, "text_tokenizer", tokenizer)
+        # The tf-text tokenizer (a tf.Module) and its WordPiece table go into the SavedModel.
+        self.wordpiece = tokenizer.tokenizer
+        self.num_attributes = len(tokenizer.attributes)
+
+    def _item_inputs(self, text, max_items, max_tokens):
+        """Packed inputs of text ``[batch, items, attributes]``; empty items dropped."""
+        text = tf.pad(text, [[0, 0], [0, 0], [0, tf.maximum(self.num_attributes - tf.shape(text)[2], 0)]])
+        text = text[:, :, : self.num_attributes]
+        shape = tf.shape(text, out_type=tf.int64)
+        flat = tf.reshape(text, [-1, self.num_attributes])
+        tokens, types = self.text_tokenizer.tokenize(flat)
+        present = tokens.row_lengths() > 0
+        nested = [
+            tf.ragged.boolean_mask(
+                tf.RaggedTensor.from_uniform_row_length(part, shape[1]),
+                tf.RaggedTensor.from_uniform_row_length(present, shape[1]),
+            )
+            for part in (tokens, types)
+        ]
+        return text_lib.pack_histories(nested[0], nested[1], self.model.cls_id, max_items, max_tokens), nested[0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.string, name="history_text")])
+    def recommend_texts(self, history_text):
+        model = self.model.model
+        inputs, items = self._item_inputs(history_text, model.max_sequence_length, model.max_tokens)
+        scores = tf.cast(model.scores(model(inputs, training=False)), tf.float32)
+        empty = items.row_lengths() == 0
+        scores = tf.where(empty[:, None], self.popularity[None, :], scores)
+        top = ranking.top_k(scores, self.k)
+        return {"item_ids": self.to_raw.lookup(tf.cast(top.indices, tf.int64)), "scores": top.values}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
+    def encode_items(self, item_text):
+        model = self.model.model
+        inputs, _ = self._item_inputs(item_text[:, None, :], 1, model.max_tokens)
+        return {"embeddings": tf.cast(model(inputs, training=False), tf.float32)}
+
+    def signature_names(self):
+        return super().signature_names() + list(TEXT_SIGNATURES)
+
+    def _texts(self, histories):
+        return [[list(self.model.item_text[i]) for i in self.vocabulary.lookup(h)] for h in histories]
+
+    def _warmup_recommend_texts(self, histories, model_name):
+        return serving.text_request(self._texts(histories), model_name, self.num_attributes,
+                                    signature_name="recommend_texts")
+
+    def _warmup_encode_items(self, histories, model_name):
+        items = [item for h in self._texts(histories) for item in h][:8] or [[""]]
+        return serving.text_request(items, model_name, self.num_attributes, signature_name="encode_items")
+
+
+def _max_or_zero(values):
+    """``reduce_max`` that gives 0 for an empty batch."""
+    return tf.reduce_max(tf.concat([values, tf.zeros([1], values.dtype)], axis=0))

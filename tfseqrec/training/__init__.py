@@ -1,0 +1,35 @@
+"""Training: options (``config``), callbacks, model directories, and one driver per model family.
+
+- ``config``: ``TrainConfig`` (SASRec, BERT4Rec) and ``RecformerConfig``, checked on
+  construction; option names mean the same in both.
+- ``callbacks``: ``BestModel``, ``HistoryLog``, ``TimeLimit``, ``StepLimit``,
+  ``RankingValidation``.
+- ``directory``: model directories written whole or not at all, resumed, read back.
+- ``id_models``: the SASRec / BERT4Rec driver (``train``, ``fit``, ``load``).
+- ``recformer``: the Recformer driver (alignment, two-stage fine-tuning, new items).
+
+Which driver a ``--model`` name uses is ``tfseqrec.kinds``'s decision; the names
+below are the id-model driver's, the library's most used entry points.
+"""
+
+from tfseqrec.training.callbacks import (
+    BestModel,
+    HistoryLog,
+    RankingValidation,
+    StepLimit,
+    TimeLimit,
+    TrainingDiverged,
+    weights_finite,
+)
+from tfseqrec.training.config import Options, RecformerConfig, TrainConfig, check_choice, check_number
+from tfseqrec.training.directory import MODEL_FILE, PARTIAL_SUFFIX, output_directory
+from tfseqrec.training.id_models import (
+    CONFIG_FILE,
+    build_model,
+    fit,
+    learning_rate,
+    load,
+    loss_normalizer,
+    train,
+    training_dataset,
+)

@@ -1,0 +1,193 @@
+"""Training options: one dataclass per driver, checked on construction.
+
+Option names mean the same in every model kind: ``max_sequence_length`` is always
+items of history, ``max_tokens`` tokens (Recformer), ``epochs`` the epochs of the
+main training stage, ``patience`` epochs without a better validation NDCG@10.
+"""
+
+import dataclasses
+import typing
+
+import numpy as np
+
+
+class Options:
+    """``from_dict`` for option dataclasses: unknown keys are an error naming the known ones."""
+
+    kind: typing.ClassVar[str] = "training"
+    renamed: typing.ClassVar[dict] = {}
+
+    @classmethod
+    def from_dict(cls, values):
+        values = {cls.renamed.get(key, key): value for key, value in values.items()}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown {cls.kind} options {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self):
+        """Raises ``ValueError`` naming the first option out of range (subclasses extend it)."""
+
+
+def check_number(name, value, minimum=None, maximum=None, integer=False, exclusive_minimum=False,
+                 exclusive_maximum=False, optional=False):
+    """Raises ``ValueError`` unless ``value`` is a finite number in range; returns it.
+
+    The message names the option and the value, e.g. ``batch_size must be an integer
+    >= 1, got -3``. Booleans are not numbers here.
+    """
+    if value is None and optional:
+        return value
+    kind = "an integer" if integer else "a finite number"
+    bounds = []
+    if minimum is not None:
+        bounds.append(f"{'>' if exclusive_minimum else '>='} {minimum}")
+    if maximum is not None:
+        bounds.append(f"{'<' if exclusive_maximum else '<='} {maximum}")
+    wanted = f"{name} must be {kind}{' ' + ' and '.join(bounds) if bounds else ''}, got {value!r}"
+    numeric = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float, np.integer, np.floating))
+    if isinstance(value, bool) or not numeric or not np.isfinite(value):
+        raise ValueError(wanted)
+    if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
+        raise ValueError(wanted)
+    if maximum is not None and (value >= maximum if exclusive_maximum else value > maximum):
+        raise ValueError(wanted)
+    return value
+
+
+def check_choice(name, value, choices, optional=False):
+    """Raises ``ValueError`` unless ``value`` is one of ``choices``."""
+    if (value is None and optional) or value in choices:
+        return value
+    raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+@dataclasses.dataclass
+class TrainConfig(Options):
+    """Hyper-parameters of a training run; ``None`` means the model's own default."""
+
+    model: str = "sasrec"
+    max_sequence_length: int = 200
+    hidden_dim: int = 64
+    num_layers: int = 2
+    num_heads: int = None
+    intermediate_dim: int = None
+    dropout: float = None
+    normalized_residual: bool = None
+    initializer_range: float = None
+    position_origin: str = None
+    loss: str = "softmax"
+    loss_normalization: str = "fixed"
+    num_negatives: int = None
+    negatives_exclude_history: bool = None
+    mask_prob: float = 0.2
+    mask_token_rate: float = None
+    random_token_rate: float = None
+    last_item_only_prob: float = 0.0
+    batch_size: int = 128
+    learning_rate: float = None  # None: the model kind's (SASRec 2e-3, BERT4Rec 1e-3)
+    learning_rate_schedule: str = "constant"
+    warmup_epochs: float = 0.0
+    epochs: int = 200
+    patience: int = 20
+    window_stride: int = None
+    bucket_boundaries: list = dataclasses.field(default_factory=lambda: [50, 100])
+    validation_batch_size: int = 512
+    max_train_minutes: float = None
+    mixed_precision: bool = False
+    jit_compile: bool = False
+    seed: int = 0
+
+    def __post_init__(self):
+        from tfseqrec import kinds
+
+        check_choice("model", self.model, [name for name, kind in kinds.KINDS.items() if kind.config_class is TrainConfig])
+        for name, value in kinds.get(self.model).defaults.items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        self.check()
+
+    def check(self):
+        for name in ("max_sequence_length", "hidden_dim", "num_layers", "batch_size", "epochs",
+                     "validation_batch_size"):
+            check_number(name, getattr(self, name), minimum=1, integer=True)
+        for name in ("num_heads", "intermediate_dim", "num_negatives", "window_stride"):
+            check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
+        check_number("patience", self.patience, minimum=0, integer=True)
+        check_number("seed", self.seed, integer=True)
+        check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
+        check_number("initializer_range", self.initializer_range, minimum=0, optional=True)
+        check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
+        check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
+        for name in ("mask_token_rate", "random_token_rate"):
+            check_number(name, getattr(self, name), minimum=0, maximum=1, optional=True)
+        if (self.mask_token_rate or 0) + (self.random_token_rate or 0) > 1:
+            raise ValueError("mask_token_rate + random_token_rate must be <= 1")
+        check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True)
+        check_number("warmup_epochs", self.warmup_epochs, minimum=0)
+        check_number("max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True)
+        check_choice("loss_normalization", self.loss_normalization, ("fixed", "batch"))
+        check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "cosine"))
+        check_choice("position_origin", self.position_origin, ("newest", "oldest"), optional=True)
+        if not isinstance(self.bucket_boundaries, (list, tuple)):
+            raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
+        for width in self.bucket_boundaries:
+            check_number("bucket_boundaries", width, minimum=1, integer=True)
+
+
+@dataclasses.dataclass
+class RecformerConfig(Options):
+    """Sizes and schedule of a Recformer run (defaults fit a 2-core CPU; see the README).
+
+    ``max_sequence_length`` is the items of a history (newest first), ``max_tokens``
+    the tokens of a packed input (``[CLS]`` included), ``epochs`` the epochs of
+    stage 1 (item table re-encoded every epoch), ``stage2_epochs`` those of stage 2
+    (table frozen).
+    """
+
+    kind: typing.ClassVar[str] = "Recformer"
+    # Names of model directories written before the option vocabulary was made one.
+    renamed: typing.ClassVar[dict] = {"max_items": "max_sequence_length", "stage1_epochs": "epochs"}
+
+    attributes: list = None  # None: by the item-text file (Amazon: title, brand, categories)
+    max_attribute_tokens: int = 12
+    max_sequence_length: int = 20
+    max_tokens: int = 128
+    num_layers: int = 2  # of all-MiniLM-L6-v2's 6
+    attention_window: int = 64
+    pretrained: bool = True
+    align_epochs: int = 2  # [CLS] alignment on item text before fine-tuning (0: none)
+    align_learning_rate: float = 5e-4
+    dropout: float = 0.1
+    temperature: float = 0.05
+    batch_size: int = 32
+    learning_rate: float = 5e-5
+    epochs: int = 4
+    stage2_epochs: int = 2
+    stage2_learning_rate: float = None  # default: learning_rate / 2
+    patience: int = 2
+    examples_per_user: int = 1
+    validation_batch_size: int = 128
+    max_train_minutes: float = None
+    seed: int = 0
+
+    def check(self):
+        for name in ("max_attribute_tokens", "max_sequence_length", "max_tokens", "num_layers", "attention_window",
+                     "batch_size", "examples_per_user", "validation_batch_size"):
+            check_number(name, getattr(self, name), minimum=1, integer=True)
+        for name in ("align_epochs", "epochs", "stage2_epochs", "patience"):
+            check_number(name, getattr(self, name), minimum=0, integer=True)
+        check_number("seed", self.seed, integer=True)
+        check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True)
+        for name in ("learning_rate", "align_learning_rate"):
+            check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
+        check_number("stage2_learning_rate", self.stage2_learning_rate, minimum=0, exclusive_minimum=True,
+                     optional=True)
+        check_number("max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True)
+        if self.attention_window % 2:
+            raise ValueError(f"attention_window must be even, got {self.attention_window}")

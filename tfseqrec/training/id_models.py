@@ -1,0 +1,254 @@
+"""The SASRec / BERT4Rec driver: from a data file to a trained model directory.
+
+``train`` reads and splits the data, builds the model of ``config.model`` (by its
+``tfseqrec.kinds`` entry), fits it with the standard callbacks, and writes a model
+directory (``tfseqrec.training.directory``):
+
+    model.keras       the best model by validation NDCG@10 (``BestModel``)
+    item_vocab.tsv    the item vocabulary (raw ids <-> ids)
+    train_config.json the ``TrainConfig`` and the data it was trained on
+    history.csv       per-epoch loss and validation metrics (``HistoryLog``)
+    logs/             TensorBoard
+
+While the run is unfinished, ``OUTPUT.partial/backup/`` holds the last finished
+epoch (BackupAndRestore, plus the best-model state): rerunning the same command
+after a crash or ``kill -9`` resumes it and ends with the same best model.
+"""
+
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec import kinds
+from tfseqrec import losses as losses_lib
+from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import pipeline, readers, splits
+from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
+from tfseqrec.training.config import TrainConfig
+from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
+
+CONFIG_FILE = "train_config.json"
+MONITOR = "val_ndcg_10"
+BEST_STATE_FILE = "best_model.json"
+
+
+def build_model(config, num_items, loss_normalizer=None):
+    """The model of ``config`` (``config.model``'s kind) for a catalogue of ``num_items``."""
+    return kinds.get(config.model).build(config, num_items, loss_normalizer, _loss(config))
+
+
+def train(data_path, output_dir, config=None, format=None, strategy=None, callbacks=(), verbose="auto",
+          overwrite=False, **read_kwargs):
+    """Trains ``config.model`` on leave-one-out splits of ``data_path``.
+
+    Args:
+        data_path: interaction file or dataset directory (see ``readers``).
+        output_dir: model directory, written when the run completes (see
+            ``output_directory``: an unfinished run resumes).
+        config: ``TrainConfig`` or dict.
+        format: input format (``None`` detects it).
+        strategy: a ``tf.distribute`` strategy to build and train under.
+        callbacks: extra Keras callbacks.
+        verbose: ``fit``'s verbosity (progress bar on a terminal).
+        overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
+        **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
+
+    Returns:
+        ``(model, history, split, vocabulary)``; ``model`` holds the best weights.
+    """
+    config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    events = readers.read_interactions(data_path, format=format, **read_kwargs)
+    split, vocabulary, report = splits.prepare(events)
+    data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
+    record = {"config": dataclasses.asdict(config), "data": data["data"]}
+    with output_directory(output_dir, record, overwrite) as work:
+        model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data)
+    return model, history, split, vocabulary
+
+
+def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(), verbose="auto", data=None,
+        log_dir=None, max_steps=None):
+    """Trains ``config.model`` on a prepared split (``train`` sequences, ``valid`` cases).
+
+    What ``train`` does once the data are read (the TFX trainer's entry point).
+
+    Args:
+        split: a ``splits.Split`` (``test`` is not used).
+        vocabulary: the ``ItemVocabulary`` of its ids.
+        output_dir: the model directory (see the module docstring).
+        config: ``TrainConfig`` or dict.
+        strategy: a ``tf.distribute`` strategy to build and train under.
+        callbacks: extra Keras callbacks.
+        verbose: ``fit``'s verbosity.
+        data: what to record about the data in ``train_config.json``.
+        log_dir: TensorBoard directory (default ``output_dir/logs``).
+        max_steps: stop after this many training steps in all (``None``: epochs only).
+
+    Returns:
+        ``(model, history)``; ``model`` holds the best weights by validation NDCG@10.
+    """
+    config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    _start_run(output_dir, config, vocabulary, data)
+    train_ds = training_dataset(config, split.train)
+    with (strategy or tf.distribute.get_strategy()).scope():
+        model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train))
+        model.compile(
+            optimizer=keras.optimizers.Adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
+            metrics=metrics_lib.default_metrics(),
+            jit_compile=config.jit_compile,
+        )
+    valid_ds = pipeline.eval_dataset(
+        split.valid, config.max_sequence_length, config.validation_batch_size, bucket_boundaries=config.bucket_boundaries
+    )
+    best = BestModel(
+        os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,
+        config.patience,
+    )
+    # The pipelines shuffle (fresh each epoch); fit's own shuffle does not apply to tf.data.
+    train_ds, steps_per_epoch = _repeated(train_ds)
+    if steps_per_epoch and best.epochs_done:
+        # Resuming: the batches of the epochs already trained are skipped, so every
+        # later epoch sees the same shuffled order as in an uninterrupted run.
+        train_ds = train_ds.skip(best.epochs_done * steps_per_epoch)
+    history = model.fit(
+        train_ds,
+        validation_data=_without_autotune(valid_ds),
+        epochs=config.epochs,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=_callbacks(config, output_dir, best, callbacks, log_dir, max_steps),
+        verbose=verbose,
+        shuffle=False,
+    )
+    if best.diverged is not None:
+        raise TrainingDiverged(best.describe_divergence())
+    if best.best_epoch is None:
+        raise TrainingDiverged(
+            f"no epoch gave a finite {MONITOR} (is the validation split empty?); nothing was saved to {best.path}"
+        )
+    return model, history
+
+
+def _start_run(output_dir, config, vocabulary, data):
+    """Seeds, the precision policy, and the vocabulary and run JSON, written first."""
+    keras.utils.set_random_seed(config.seed)
+    if config.mixed_precision:
+        keras.mixed_precision.set_global_policy(
+            "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+        )
+    os.makedirs(output_dir, exist_ok=True)
+    vocabulary.save(output_dir)
+    with open(os.path.join(output_dir, CONFIG_FILE), "w") as f:
+        json.dump({"config": dataclasses.asdict(config), **(data or {})}, f, indent=2)
+
+
+def _callbacks(config, output_dir, best, extra, log_dir, max_steps):
+    callbacks = [
+        # The epoch's row, then the best-model state, then the backup: each is on disk
+        # before the epoch counts as done, and a resumed run drops rows of undone epochs.
+        HistoryLog(os.path.join(output_dir, "history.csv"), best.epochs_done),
+        best,
+        keras.callbacks.BackupAndRestore(os.path.join(output_dir, BACKUP_DIR)),
+        keras.callbacks.TensorBoard(log_dir or os.path.join(output_dir, "logs")),
+        *extra,
+    ]
+    if config.max_train_minutes:
+        callbacks.append(TimeLimit(config.max_train_minutes * 60))
+    if max_steps:
+        callbacks.append(StepLimit(max_steps))
+    return callbacks
+
+
+def _repeated(ds):
+    """``(ds.repeat(), batches of one pass)``, or ``(ds, None)`` when the count is unknown.
+
+    ``fit`` keeps one iterator over a repeated training set for the whole run; epochs
+    stay aligned with whole passes, so each is still one freshly shuffled pass. With a
+    new iterator per epoch, tearing down the previous one stalled ``fit`` ~18 s (CPU
+    idle, in tf.data's autotuning) at about one epoch in four on ML-1M.
+    """
+    steps = int(ds.cardinality())
+    return (ds.repeat(), steps) if steps > 0 else (ds, None)
+
+
+def _without_autotune(ds):
+    """``ds`` with tf.data autotuning off.
+
+    ``evaluate`` (validation in ``fit``) drops its iterator after every pass; with
+    autotuning on, that teardown stalled ~18 s in some epochs (see ``_repeated``).
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return ds.with_options(options)
+
+
+def training_dataset(config, sequences):
+    """The ``tf.data`` training pipeline of ``config.model`` (its kind's)."""
+    return kinds.get(config.model).training_dataset(config, sequences)
+
+
+def learning_rate(config, total_steps):
+    """Adam's learning rate: ``config.learning_rate``, constant or on a schedule.
+
+    ``"cosine"`` decays it to 0 over ``config.epochs`` epochs (``total_steps``), after
+    a linear warm-up of ``config.warmup_epochs``; under a time budget, set ``epochs``
+    to what the budget holds so the decay ends with it.
+    """
+    if config.learning_rate_schedule == "constant":
+        return config.learning_rate
+    if config.learning_rate_schedule != "cosine":
+        raise ValueError(f"learning_rate_schedule must be 'constant' or 'cosine', got {config.learning_rate_schedule!r}")
+    if total_steps <= 0:
+        raise ValueError("a cosine schedule needs a known number of training steps")
+    warmup = int(total_steps * config.warmup_epochs / config.epochs)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0 if warmup else config.learning_rate,
+        decay_steps=max(total_steps - warmup, 1),
+        warmup_target=config.learning_rate if warmup else None,
+        warmup_steps=warmup,
+    )
+
+
+def loss_normalizer(config, sequences):
+    """The fixed loss normaliser of ``config``: mean target positions per batch.
+
+    ``None`` when ``config.loss_normalization`` is ``"batch"`` (each batch's own mean).
+    With ``"fixed"`` every training position weighs the same whatever batch, and so
+    whatever length bucket, it falls in; the constant keeps the loss on the scale of
+    a per-position mean.
+    """
+    if config.loss_normalization == "batch":
+        return None
+    if config.loss_normalization != "fixed":
+        raise ValueError(f"loss_normalization must be 'fixed' or 'batch', got {config.loss_normalization!r}")
+    per_window = kinds.get(config.model).targets_per_window(config, sequences)
+    if not len(per_window):
+        return None
+    return float(np.mean(per_window) * min(config.batch_size, len(per_window)))
+
+
+def _loss(config):
+    name = config.loss
+    if name not in losses_lib.LOSSES:
+        raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
+    cls = losses_lib.LOSSES[name]
+    if name == "softmax" and config.num_negatives is None and config.negatives_exclude_history is None:
+        return None  # the model's own default (SASRec leaves the sequence's other items out)
+    kwargs = {} if name == "softmax" else {"seed": config.seed}
+    if config.num_negatives is not None:
+        if name == "softmax":
+            raise ValueError("num_negatives applies to the sampled losses, not 'softmax'")
+        kwargs["num_negatives"] = config.num_negatives
+    if config.negatives_exclude_history is not None:
+        if name not in ("softmax", "bce", "gbce"):
+            raise ValueError(f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}")
+        kwargs["exclude_history"] = config.negatives_exclude_history
+    return cls(**kwargs)
+
+
+def load(model_dir, config_file=CONFIG_FILE):
+    """``(model, vocabulary, info)`` of a directory written by ``train``."""
+    return read(model_dir, config_file)
