@@ -23,7 +23,7 @@ def trained(data_root, tmp_path_factory):
                                           ("9223372036854775808", False), ("9223372036854775807", True),
                                           ("123456789012345678901234567890", False), ("1e3", False)])
 def test_which_raw_ids_make_an_integer_vocabulary(raw, integer):
-    assert export._integer_id(raw) is integer
+    assert export.module._integer_id(raw) is integer
 
 
 def test_int_padding_is_refused_as_an_item_id():

@@ -107,7 +107,7 @@ def test_resuming_with_other_options_is_refused(data_root, tmp_path):
         training.train(data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=0)], verbose=0)
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
     before = _tree(partial)
-    with pytest.raises(ValueError, match=r"unfinished run with other options \(learning_rate: 0.001 there, 0.01 here"):
+    with pytest.raises(ValueError, match=r"unfinished run with other options \(learning_rate: 0.002 there, 0.01 here"):
         training.train(data_root / "ml-100k", out, dict(TINY, learning_rate=0.01), verbose=0)
     assert _tree(partial) == before
 

@@ -102,15 +102,12 @@ def from_batches(batches, source="the records"):
     users, lengths, values, targets = [], [], [], []
     for batch in batches:
         ids = _ragged(batch["item_ids"])
-        users.extend(u.decode("utf-8") for u in _ragged(batch["user_id"])[:, 0].numpy())
+        n = int(ids.nrows())
+        users.extend(u.decode("utf-8") for u in _first(batch["user_id"], n, b""))
         lengths.append(ids.row_lengths().numpy())
         values.append(ids.flat_values.numpy())
-        n = int(ids.nrows())
-        if "target_id" in batch:  # the first target id of each record, -1 where it has none
-            target = _ragged(batch["target_id"])[:, :1].to_tensor(default_value=-1, shape=[n, 1])
-            targets.append(target[:, 0].numpy())
-        else:
-            targets.append(np.full(n, -1, np.int64))
+        # The target id of each record, -1 where it has none (ids are never negative).
+        targets.append(_first(batch["target_id"], n, -1) if "target_id" in batch else np.full(n, -1, np.int64))
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.concatenate(values).astype(np.int64) if values else np.zeros(0, np.int64)
@@ -133,12 +130,17 @@ def read_raw_cases(paths, compression=None, batch_size=1024):
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
     histories, targets = [], []
     for batch in records.batch(batch_size).map(parse_examples):
-        target = batch["target"]
-        if int(tf.reduce_min(target.row_lengths())) < 1:
+        if int(tf.reduce_min(batch["target"].row_lengths())) < 1:
             raise ValueError(f"{paths}: a record has no target; is it an evaluation split?")
         histories.extend(batch["items"].to_list())
-        targets.extend(target[:, 0].numpy().tolist())
+        targets.extend(_first(batch["target"], int(batch["target"].nrows()), b"").tolist())
     return histories, targets
+
+
+def _first(value, rows, default):
+    """The first value of each of ``rows`` records (``default`` where there is none), as NumPy."""
+    first = _ragged(value)[:, :1].to_tensor(default_value=default, shape=[rows, 1])
+    return first[:, 0].numpy()
 
 
 def _ragged(value):
