@@ -161,3 +161,17 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
     assert training.learning_rate(training.TrainConfig(learning_rate=5e-4), 100) == 5e-4
     with pytest.raises(ValueError, match="learning_rate_schedule"):
         training.learning_rate(training.TrainConfig(learning_rate_schedule="step"), 100)
+
+
+def test_divergence_watch_stops_at_the_first_non_finite_batch():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((8, 2), "float32")
+    y = np.ones((8, 1), "float32")
+    y[4:] = np.nan  # batches 0 and 1 are finite, batch 2 is not
+    watch = training.callbacks.DivergenceWatch()
+    history = model.fit(x, y, batch_size=2, epochs=3, callbacks=[watch], verbose=0, shuffle=False)
+    assert watch.diverged["epoch"] == 0 and watch.diverged["batch"] == 2
+    assert not np.isfinite(watch.diverged["loss"]) and len(history.history["loss"]) == 1
+    # Recformer's validation callback is one too: a diverged stage is never validated.
+    assert issubclass(training.RankingValidation, training.callbacks.DivergenceWatch)

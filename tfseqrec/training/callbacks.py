@@ -21,6 +21,25 @@ def weights_finite(weights):
     return all(np.all(np.isfinite(a)) for a in arrays if np.issubdtype(a.dtype, np.floating))
 
 
+class DivergenceWatch(keras.callbacks.Callback):
+    """Stops training at the first batch whose loss is not finite (``TerminateOnNaN``).
+
+    ``diverged`` then holds ``{"epoch", "batch", "loss"}`` of that batch (0-based).
+    """
+
+    diverged = None
+    _epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(loss) and self.diverged is None:
+            self.diverged = {"epoch": self._epoch, "batch": batch, "loss": float(loss)}
+            self.model.stop_training = True
+
+
 class HistoryLog(keras.callbacks.CSVLogger):
     """``CSVLogger`` that resumes: rows of epochs not done (``epoch >= epochs_done``) go.
 
@@ -45,7 +64,7 @@ class HistoryLog(keras.callbacks.CSVLogger):
         super().on_train_begin(logs)
 
 
-class BestModel(keras.callbacks.Callback):
+class BestModel(DivergenceWatch):
     """Keeps the best model by ``monitor`` on disk, across restarts, and stops early.
 
     What ``ModelCheckpoint(save_best_only=True)`` and ``EarlyStopping(patience,
@@ -98,15 +117,6 @@ class BestModel(keras.callbacks.Callback):
         if self._random_states is not None and len(self._random_states) == len(variables):
             for variable, value in zip(variables, self._random_states):
                 variable.assign(np.asarray(value, dtype=variable.dtype))
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._epoch = epoch
-
-    def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not np.isfinite(loss) and self.diverged is None:
-            self.diverged = {"epoch": self._epoch, "batch": batch, "loss": float(loss)}
-            self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
@@ -187,7 +197,7 @@ class StepLimit(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class RankingValidation(keras.callbacks.Callback):
+class RankingValidation(DivergenceWatch):
     """Full-catalogue validation metrics after every epoch, into ``logs`` as ``val_*``.
 
     With ``refresh=True`` (stage 1) the item table is re-encoded first, so the
@@ -206,15 +216,8 @@ class RankingValidation(keras.callbacks.Callback):
         self.best_weights = None
         self.diverged = None
 
-    def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not np.isfinite(loss) and self.diverged is None:
-            self.diverged = {"batch": batch, "loss": float(loss)}
-            self.model.stop_training = True
-
     def on_epoch_end(self, epoch, logs=None):
         if self.diverged is not None:  # never validated, never kept
-            self.diverged.setdefault("epoch", epoch)
             return
         if self.refresh:
             self.recommender.refresh_item_embeddings()
