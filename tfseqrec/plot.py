@@ -1,7 +1,6 @@
 """PNG figures of a trained model: training curves and attention over a history."""
 
 import csv
-import os
 
 import numpy as np
 

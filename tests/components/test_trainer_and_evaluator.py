@@ -7,7 +7,6 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from tfx import v1 as tfx
 from tfx.types import standard_artifacts
 
 from components import trainer_module

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import test_case
 from tfseqrec import losses, metrics
 from tfseqrec.data import pipeline, splits, vocab
 from tfseqrec.models import BERT4Rec, SASRec

@@ -15,7 +15,7 @@ def _write(tmp_path, name, data):
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
 def test_non_finite_timestamps_are_refused_with_the_line(tmp_path, value):
     path = _write(tmp_path, "log.csv", f"user_id,item_id,timestamp\nu,a,1\nu,b,{value}\n")
-    with pytest.raises(readers.DataError, match=rf"log.csv:3: column 'timestamp': timestamp .* is not a finite number"):
+    with pytest.raises(readers.DataError, match=r"log.csv:3: column 'timestamp': timestamp .* is not a finite number"):
         readers.read_interactions(path)
 
 
