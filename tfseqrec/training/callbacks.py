@@ -95,9 +95,7 @@ class BestModel(DivergenceWatch):
         self.best = -np.inf
         self.best_epoch = None
         self.wait = 0
-        self.diverged = None
         self.epochs_done = 0
-        self._epoch = 0
         self._random_states = None
         if os.path.exists(state_path):  # a run resumes
             with open(state_path) as f:
@@ -214,7 +212,6 @@ class RankingValidation(DivergenceWatch):
         self.batch_size = batch_size
         self.best = -np.inf
         self.best_weights = None
-        self.diverged = None
 
     def on_epoch_end(self, epoch, logs=None):
         if self.diverged is not None:  # never validated, never kept
