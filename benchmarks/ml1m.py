@@ -69,6 +69,7 @@ ABLATIONS = {
     },
     "bert4rec": {
         "default": {},
+        "Adam at 2e-3": {"learning_rate": 2e-3},
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},
         "positions from the oldest item": {"position_origin": "oldest"},
