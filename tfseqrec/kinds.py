@@ -235,9 +235,10 @@ KINDS = {
         # SASRec on ML-1M, 30 minutes, seed 0: best validation NDCG@10 0.1961 at 2e-3 against 0.1918 at 1e-3.
         IdModelKind("sasrec", "SASRec", ("normalized_residual", "initializer_range", "position_origin"), cloze=False,
                     defaults={"learning_rate": 2e-3}),
+        # BERT4Rec on ML-1M, 10 minutes, seed 0: best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3, 0.0807 at 1e-3.
         IdModelKind("bert4rec", "BERT4Rec",
                     ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"), cloze=True,
-                    defaults={"learning_rate": 1e-3}),
+                    defaults={"learning_rate": 4e-3}),
         RecformerKind(),
     )
 }

@@ -184,6 +184,19 @@ def test_fixed_loss_normalizer_divides_the_summed_loss(exclude_history):
     np.testing.assert_allclose(model.compute_loss(x, y, model(x), w), expected, rtol=1e-5)
 
 
+def test_bert4rec_softmax_leaves_out_the_real_sequence_not_the_masking_noise():
+    """Negatives left out: the real items, whatever [MASK] or random item replaced them."""
+    model = _tiny(BERT4Rec)
+    assert model.loss_fn.exclude_history  # the default loss
+    random_item = 9  # stands in a masked slot; the user never had it
+    x = {"item_ids": tf.constant([[0, 3, vocab.MASK_ID, random_item, 4]]),
+         "padding_mask": tf.constant([[False, True, True, True, True]])}
+    y = tf.constant([[0, 0, 5, 6, 0]])
+    weight = tf.constant([[False, False, True, True, False]])
+    _, seen = model._history(x, y, weight)
+    np.testing.assert_array_equal(np.flatnonzero(seen[0]) + vocab.NUM_RESERVED, [3, 4, 5, 6])
+
+
 def test_bert4rec_original_masking_always_uses_the_mask_token():
     model = _tiny(BERT4Rec, mask_prob=1.0, mask_token_rate=1.0, random_token_rate=0.0, seed=0)
     ids = np.array([[0, 0, 3, 4, 5, 6]], np.int32)

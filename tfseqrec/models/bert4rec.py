@@ -5,6 +5,7 @@ import functools
 import keras
 import tensorflow as tf
 
+from tfseqrec import losses
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
 from tfseqrec.models import base
@@ -58,7 +59,9 @@ class BERT4Rec(base.SequentialRecommender):
             position, as the original code's left padding) or ``"oldest"`` (position 0
             for the oldest item, as Hugging Face BERT with right padding); see
             ``SequentialRecommender.position_ids``.
-        loss: a ``tfseqrec.losses`` object or name; default full softmax.
+        loss: a ``tfseqrec.losses`` object or name; default full softmax without
+            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``,
+            as SASRec's; best on ML-1M validation: 0.0874 against 0.0807 after 10 minutes).
 
     Example:
 
@@ -93,7 +96,9 @@ class BERT4Rec(base.SequentialRecommender):
         **kwargs,
     ):
         super().__init__(num_items, max_sequence_length, hidden_dim, num_layers, num_heads, intermediate_dim, dropout,
-                         activation, normalize_first, loss=loss, position_origin=position_origin, **kwargs)
+                         activation, normalize_first,
+                         loss=losses.FullSoftmaxCrossEntropy(exclude_history=True) if loss is None else loss,
+                         position_origin=position_origin, **kwargs)
         # === Layers ===
         init = functools.partial(_initializer, initializer_range)
         self.item_embedding = keras.layers.Embedding(
@@ -144,6 +149,12 @@ class BERT4Rec(base.SequentialRecommender):
             masked, y, sample_weight = self.masking(ids)
             x = {"item_ids": masked, "padding_mask": mask}
         return super().train_step((x, y, sample_weight))
+
+    def _history(self, x, y, weight):
+        """The sequence's items: a masked slot holds [MASK] or a random item, its label the real one."""
+        ids, mask = self.unpack_inputs(x)
+        ids = tf.where(weight, tf.constant(vocab.PAD_ID, ids.dtype), ids)
+        return super()._history({"item_ids": ids, "padding_mask": mask}, y, weight)
 
     def inference_inputs(self, inputs):
         """The last ``max_sequence_length - 1`` items, left-padded, then a [MASK].

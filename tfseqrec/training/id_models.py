@@ -236,7 +236,7 @@ def _loss(config):
         raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
     cls = losses_lib.LOSSES[name]
     if name == "softmax" and config.num_negatives is None and config.negatives_exclude_history is None:
-        return None  # the model's own default (SASRec leaves the sequence's other items out)
+        return None  # the model's own default (both leave the sequence's other items out)
     kwargs = {} if name == "softmax" else {"seed": config.seed}
     if config.num_negatives is not None:
         if name == "softmax":
