@@ -70,10 +70,11 @@ ABLATIONS = {
     "bert4rec": {
         "default": {},
         "Adam at 2e-3": {"learning_rate": 2e-3},
+        "Adam at 1e-3 (previous)": {"learning_rate": 1e-3},
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},
         "positions from the oldest item": {"position_origin": "oldest"},
-        "softmax without the sequence's other items": {"negatives_exclude_history": True},
+        "softmax over every item (history kept)": {"negatives_exclude_history": False},
         "always [MASK] (original code)": {"mask_token_rate": 1.0, "random_token_rate": 0.0},
         "+ last-item-only samples 0.1": {"last_item_only_prob": 0.1},
         "bfloat16": {"mixed_precision": True},
