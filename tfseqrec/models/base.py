@@ -63,7 +63,10 @@ class SequentialRecommender(keras.Model):
         self.dropout = dropout
         self.activation = activation
         self.normalize_first = normalize_first
-        self.loss_fn = losses_lib.get(loss)
+        # Default: the full softmax without the sequence's other items (both models'
+        # best on ML-1M validation).
+        default = losses_lib.FullSoftmaxCrossEntropy(exclude_history=True)
+        self.loss_fn = default if loss is None else losses_lib.get(loss)
         self.exclude_seen_in_validation = exclude_seen_in_validation
         self.loss_normalizer = loss_normalizer
         self._score_fn = None

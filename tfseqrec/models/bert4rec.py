@@ -5,7 +5,6 @@ import functools
 import keras
 import tensorflow as tf
 
-from tfseqrec import losses
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
 from tfseqrec.models import base
@@ -96,9 +95,7 @@ class BERT4Rec(base.SequentialRecommender):
         **kwargs,
     ):
         super().__init__(num_items, max_sequence_length, hidden_dim, num_layers, num_heads, intermediate_dim, dropout,
-                         activation, normalize_first,
-                         loss=losses.FullSoftmaxCrossEntropy(exclude_history=True) if loss is None else loss,
-                         position_origin=position_origin, **kwargs)
+                         activation, normalize_first, loss=loss, position_origin=position_origin, **kwargs)
         # === Layers ===
         init = functools.partial(_initializer, initializer_range)
         self.item_embedding = keras.layers.Embedding(

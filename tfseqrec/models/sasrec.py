@@ -5,7 +5,6 @@ import math
 import keras
 import tensorflow as tf
 
-from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models import base
 
@@ -101,7 +100,7 @@ class SASRec(base.SequentialRecommender):
             dropout,
             activation,
             normalize_first,
-            loss=losses.FullSoftmaxCrossEntropy(exclude_history=True) if loss is None else loss,
+            loss=loss,
             position_origin=position_origin,
             **kwargs,
         )
