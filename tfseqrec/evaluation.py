@@ -61,7 +61,7 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
     ranks, unknown = np.empty(n, np.int64), 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
     starts = range(0, n, batch_size)
-    bar = _bar(len(starts), progress)
+    bar = progress_bar(len(starts), progress)
     for start in starts:
         rows = np.arange(start, min(start + batch_size, n))
         batch = cases.histories.select(rows)
@@ -127,7 +127,7 @@ def _sample_negatives(batch, target_index, num_items, sampled, item_counts, rng)
     return out
 
 
-def _bar(total, progress):
+def progress_bar(total, progress, desc="evaluate"):
     """A tqdm bar over ``total`` batches (on a terminal when ``progress`` is None), or a silent stand-in."""
     try:
         import tqdm
@@ -135,7 +135,7 @@ def _bar(total, progress):
         tqdm = None
     if progress is False or tqdm is None:
         return _NoBar()
-    return tqdm.tqdm(total=total, desc="evaluate", unit="batch", disable=None if progress is None else False)
+    return tqdm.tqdm(total=total, desc=desc, unit="batch", disable=None if progress is None else False)
 
 
 class _NoBar:

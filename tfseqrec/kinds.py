@@ -7,11 +7,11 @@ never test a kind's name themselves; a new model kind is one more entry in ``KIN
 Example:
 
 >>> sorted(KINDS)
-['bert4rec', 'recformer', 'sasrec']
+['bert4rec', 'recformer', 'sasrec', 'unisrec']
 >>> get("bert4rec").config_class.__name__, get("recformer").config_class.__name__
 ('TrainConfig', 'RecformerConfig')
->>> get("recformer").needs_item_text, get("sasrec").needs_item_text
-(True, False)
+>>> get("recformer").needs_item_text, get("unisrec").needs_item_text, get("sasrec").needs_item_text
+(True, True, False)
 """
 
 import dataclasses
@@ -105,11 +105,12 @@ class IdModelKind(ModelKind):
     def options(self, values):
         return self.config_class.from_dict({**values, "model": self.name})
 
-    def build(self, config, num_items, loss_normalizer=None, loss=None):
-        """The model of ``config`` for a catalogue of ``num_items``."""
+    def build(self, config, num_items, loss_normalizer=None, loss=None, **model_kwargs):
+        """The model of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its constructor)."""
         from tfseqrec import models
 
         kwargs = {
+            **model_kwargs,
             "num_items": num_items,
             "max_sequence_length": config.max_sequence_length,
             "hidden_dim": config.hidden_dim,
@@ -152,7 +153,7 @@ class IdModelKind(ModelKind):
         from tfseqrec.training import id_models
 
         model, history, split, _ = id_models.train(data_path, output_dir, self.options(options), verbose=verbose,
-                                                   overwrite=overwrite, **read_kwargs)
+                                                   overwrite=overwrite, item_text=item_text, **read_kwargs)
         return model, split, len(history.history.get("loss", []))
 
     def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
@@ -170,12 +171,63 @@ class IdModelKind(ModelKind):
     def owns(self, model):
         from tfseqrec import models
 
-        return isinstance(model, getattr(models, self.model_class))
+        # Exactly the class: a UniSRec is a SASRec subclass, but not a SASRec kind.
+        return type(model) is getattr(models, self.model_class)
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
         from tfseqrec.export.module import Recommender
 
         return Recommender(model, vocabulary, vocabulary_path, k=k)
+
+
+class UniSRecKind(IdModelKind):
+    """UniSRec: an id model's training over frozen text vectors of the items' text.
+
+    Before training, ``item_inputs`` encodes every item's text once with the frozen
+    sentence encoder (all-MiniLM-L6-v2, ``tfseqrec.models.SentenceEncoder``) and
+    keeps the text beside the model (``item_text.json``).
+    """
+
+    needs_item_text = True
+    text_file = "item_text.json"
+
+    def __init__(self, **kwargs):
+        super().__init__("unisrec", "UniSRec", (
+            "normalized_residual", "initializer_range", "position_origin", "num_experts", "adaptor_dropout",
+            "use_id_embeddings", "temperature"), cloze=False, **kwargs)
+
+    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, **read_kwargs):
+        if item_text is None:
+            raise ValueError("unisrec needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
+        options = dict(options)
+        if options.get("attributes") is None:
+            from tfseqrec.training.recformer import default_attributes
+
+            options["attributes"] = default_attributes(item_text)
+        return super().train(data_path, output_dir, options, item_text, verbose, overwrite, **read_kwargs)
+
+    def item_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
+        """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
+        from tfseqrec.data import readers
+        from tfseqrec.models import SentenceEncoder
+        from tfseqrec.training.recformer import item_texts
+
+        raw_text = readers.read_item_text(item_text)
+        texts, missing = item_texts(raw_text, vocabulary, config.attributes)
+        if missing:
+            raise ValueError(f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
+                             f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})")
+        with open(os.path.join(output_dir, self.text_file), "w", encoding="utf-8") as f:
+            json.dump({raw: raw_text[raw] for raw in vocabulary.items}, f, ensure_ascii=False)
+        encoder = SentenceEncoder.from_pretrained(config.attributes, max_attribute_tokens=config.max_attribute_tokens)
+        from tfseqrec.data import vocab
+
+        vectors = encoder.encode(texts[vocab.NUM_RESERVED :], progress=None if verbose == "auto" else False)
+        return {"text_dim": encoder.dim, "text_embeddings": vectors}
+
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
+        raise ValueError("unisrec reads item text, which the TFX pipeline's id sequences do not carry; "
+                         "train it with 'tfseqrec train --model unisrec --item-text ...'")
 
 
 class RecformerKind(ModelKind):
@@ -239,6 +291,8 @@ KINDS = {
         IdModelKind("bert4rec", "BERT4Rec",
                     ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"), cloze=True,
                     defaults={"learning_rate": 4e-3}),
+        # UniSRec: SASRec's training defaults (its encoder is SASRec's).
+        UniSRecKind(defaults={"learning_rate": 2e-3, "use_id_embeddings": False, "temperature": 0.07}),
         RecformerKind(),
     )
 }

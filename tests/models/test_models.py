@@ -1,4 +1,4 @@
-"""Behaviour shared by SASRec and BERT4Rec, and what is particular to each."""
+"""Behaviour shared by SASRec, BERT4Rec and UniSRec, and what is particular to each."""
 
 import os
 
@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tfseqrec import losses, metrics
 from tfseqrec.data import pipeline, splits, vocab
-from tfseqrec.models import BERT4Rec, SASRec
+from tfseqrec.models import BERT4Rec, SASRec, UniSRec
 
 NUM_ITEMS = 12
 LENGTH = 6
@@ -17,6 +17,9 @@ LENGTH = 6
 
 def _tiny(cls, **kwargs):
     keras.utils.set_random_seed(0)
+    if cls is UniSRec:  # distinct random text vectors, ids added (text alone is tested in test_unisrec.py)
+        text = np.random.default_rng(0).normal(size=(NUM_ITEMS, 6)).astype("float32")
+        kwargs = {"text_dim": 6, "text_embeddings": text, "use_id_embeddings": True, **kwargs}
     return cls(num_items=NUM_ITEMS, max_sequence_length=LENGTH, hidden_dim=8, num_layers=2, **kwargs)
 
 
@@ -28,8 +31,8 @@ def _sequences(n=32, seed=0):
     return splits.Sequences.from_list([str(i) for i in range(n)], seqs)
 
 
-@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
-class TestBothModels:
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec])
+class TestEveryModel:
     def test_score_shape_and_reserved_ids_never_recommended(self, cls):
         model = _tiny(cls)
         scores = model.score(np.array([[0, 0, 3, 4, 5, 6]]))
@@ -54,7 +57,7 @@ class TestBothModels:
         assert clone.get_config() == model.get_config()
         assert isinstance(clone.loss_fn, losses.GBCE) and clone.loss_fn.t == 0.5
         model.compile(optimizer=keras.optimizers.Adam(1e-3))
-        if cls is SASRec:
+        if cls is not BERT4Rec:
             model.fit(pipeline.causal_dataset(_sequences(8), LENGTH, 8), epochs=1, verbose=0)
         else:
             model.fit(pipeline.cloze_dataset(_sequences(8), LENGTH, 8), epochs=1, verbose=0)
@@ -69,7 +72,7 @@ class TestBothModels:
         model.compile(optimizer=keras.optimizers.Adam(1e-2), metrics=metrics.default_metrics((1,)))
         seqs = _sequences(64)
         split = splits.leave_one_out(seqs)
-        if cls is SASRec:
+        if cls is not BERT4Rec:
             train = pipeline.causal_dataset(split.train, LENGTH, 16, seed=0)
         else:
             train = pipeline.cloze_dataset(split.train, LENGTH, 16, seed=0)
@@ -83,7 +86,7 @@ class TestBothModels:
         assert set(after) >= {"loss", "ndcg_1", "hr_1", "mrr"}
 
 
-@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec])
 def test_length_bucketed_validation_gives_the_same_metrics(cls):
     # Short histories are cut to narrower windows; the metrics must not move.
     model = _tiny(cls, dropout=0.0)
@@ -215,7 +218,7 @@ def test_sasrec_position_ids_from_either_end():
     np.testing.assert_array_equal(newest, [[2, 3, 4, 5], [2, 3, 4, 5]])  # LENGTH - 1 at the last slot
 
 
-@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec])
 def test_output_does_not_depend_on_the_padding_width(cls):
     for origin in ("oldest", "newest"):
         model = _tiny(cls, position_origin=origin, dropout=0.0)

@@ -1,5 +1,6 @@
 """Keras layers of tfseqrec: one public layer per file."""
 
+from tfseqrec.layers.moe_adaptor import MoEAdaptor
 from tfseqrec.layers.recformer_embedding import RecformerEmbedding
 from tfseqrec.layers.transformer_block import TransformerBlock
 from tfseqrec.layers.windowed_attention import WindowedSelfAttention

@@ -1,4 +1,4 @@
-"""The models: SASRec and BERT4Rec (item ids), Recformer (item text).
+"""The models: SASRec and BERT4Rec (item ids), Recformer (item text), UniSRec (both).
 
 Which model a ``--model`` name builds is decided in ``tfseqrec.kinds``.
 """
@@ -13,3 +13,5 @@ from tfseqrec.models.recformer import (
     RecformerRecommender,
 )
 from tfseqrec.models.sasrec import SASRec
+from tfseqrec.models.sentence_encoder import SentenceEncoder
+from tfseqrec.models.unisrec import UniSRec

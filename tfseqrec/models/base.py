@@ -103,8 +103,12 @@ class SequentialRecommender(keras.Model):
 
     # --- to implement --------------------------------------------------------------
 
-    def output_table(self):
-        """``(item_embeddings [num_items, d], bias [num_items] or None)``."""
+    def output_table(self, training=False):
+        """``(item_embeddings [num_items, d], bias [num_items] or None)``.
+
+        ``training`` is true in the training loss (a table computed by layers with
+        dropout, as UniSRec's, applies it there).
+        """
         raise NotImplementedError
 
     def inference_inputs(self, inputs):
@@ -147,7 +151,7 @@ class SequentialRecommender(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         y = tf.convert_to_tensor(y)
-        table, bias = self.output_table()
+        table, bias = self.output_table(training=training and len(y.shape) != 1)
         if len(y.shape) == 1:  # validation: the next item at the last position
             hidden = y_pred[:, -1]
             positives = tf.cast(y, "int32") - vocab.NUM_RESERVED

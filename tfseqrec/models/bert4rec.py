@@ -170,7 +170,7 @@ class BERT4Rec(base.SequentialRecommender):
         ids = tf.concat([ids, mask_col], axis=1)
         return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
 
-    def output_table(self):
+    def output_table(self, training=False):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], self.output_bias
 
     def get_config(self):

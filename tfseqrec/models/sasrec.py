@@ -112,12 +112,7 @@ class SASRec(base.SequentialRecommender):
         def init(stddev):
             return keras.initializers.RandomNormal(stddev=stddev)
 
-        self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + num_items,
-            hidden_dim,
-            embeddings_initializer=init(initializer_range or hidden_dim**-0.5),
-            name="item_embedding",
-        )
+        self.make_item_layers(init)
         self.position_embedding = keras.layers.Embedding(
             max_sequence_length, hidden_dim, embeddings_initializer=init(initializer_range or 0.02), name="position_embedding"
         )
@@ -136,14 +131,27 @@ class SASRec(base.SequentialRecommender):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
+        x = self.embed_items(ids, training)
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.final_norm(x)
         return (x, attention) if return_attention_scores else x
 
-    def output_table(self):
+    def make_item_layers(self, init):
+        """Creates the layers that embed items (``init(stddev)`` gives an initializer)."""
+        self.item_embedding = keras.layers.Embedding(
+            vocab.NUM_RESERVED + self.num_items,
+            self.hidden_dim,
+            embeddings_initializer=init(self.initializer_range or self.hidden_dim**-0.5),
+            name="item_embedding",
+        )
+
+    def embed_items(self, ids, training=None):
+        """Input vectors ``[..., hidden_dim]`` of item ids (scaled by ``sqrt(hidden_dim)``)."""
+        return self.item_embedding(ids) * math.sqrt(self.hidden_dim)
+
+    def output_table(self, training=False):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
 
     def get_config(self):

@@ -84,6 +84,12 @@ class TrainConfig(Options):
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
+    num_experts: int = 8  # UniSRec: adaptor experts
+    adaptor_dropout: float = 0.2  # UniSRec
+    use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
+    temperature: float = None  # UniSRec: cosine scores divided by it (0.07)
+    attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
+    max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
     mask_prob: float = 0.2
     mask_token_rate: float = None
     random_token_rate: float = None
@@ -122,6 +128,12 @@ class TrainConfig(Options):
         check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
         check_number("initializer_range", self.initializer_range, minimum=0, optional=True)
         check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
+        check_number("num_experts", self.num_experts, minimum=1, integer=True)
+        check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
+        check_number("adaptor_dropout", self.adaptor_dropout, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True, optional=True)
+        if self.attributes is not None and (not isinstance(self.attributes, (list, tuple)) or not self.attributes):
+            raise ValueError(f"attributes must be a non-empty list of attribute names, got {self.attributes!r}")
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
         for name in ("mask_token_rate", "random_token_rate"):
             check_number(name, getattr(self, name), minimum=0, maximum=1, optional=True)

@@ -36,13 +36,16 @@ MONITOR = "val_ndcg_10"
 BEST_STATE_FILE = "best_model.json"
 
 
-def build_model(config, num_items, loss_normalizer=None):
-    """The model of ``config`` (``config.model``'s kind) for a catalogue of ``num_items``."""
-    return kinds.get(config.model).build(config, num_items, loss_normalizer, _loss(config))
+def build_model(config, num_items, loss_normalizer=None, **model_kwargs):
+    """The model of ``config`` (``config.model``'s kind) for a catalogue of ``num_items``.
+
+    ``model_kwargs`` go to the constructor (UniSRec's ``text_dim`` and ``text_embeddings``).
+    """
+    return kinds.get(config.model).build(config, num_items, loss_normalizer, _loss(config), **model_kwargs)
 
 
 def train(data_path, output_dir, config=None, format=None, strategy=None, callbacks=(), verbose="auto",
-          overwrite=False, **read_kwargs):
+          overwrite=False, item_text=None, **read_kwargs):
     """Trains ``config.model`` on leave-one-out splits of ``data_path``.
 
     Args:
@@ -55,6 +58,8 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity (progress bar on a terminal).
         overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
+        item_text: the items' text file, for kinds that read it (UniSRec; see
+            ``tfseqrec.kinds.ModelKind.item_inputs``).
         **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
 
     Returns:
@@ -65,13 +70,18 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
     split, vocabulary, report = splits.prepare(events)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
+    kind = kinds.get(config.model)
     with output_directory(output_dir, record, overwrite) as work:
-        model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data)
+        model_kwargs = kind.item_inputs(config, vocabulary, item_text, work, verbose) if kind.needs_item_text else {}
+        if item_text is not None:
+            data["item_text"] = os.path.abspath(item_text)
+        model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data,
+                             model_kwargs=model_kwargs)
     return model, history, split, vocabulary
 
 
 def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(), verbose="auto", data=None,
-        log_dir=None, max_steps=None):
+        log_dir=None, max_steps=None, model_kwargs=None):
     """Trains ``config.model`` on a prepared split (``train`` sequences, ``valid`` cases).
 
     What ``train`` does once the data are read (the TFX trainer's entry point).
@@ -87,6 +97,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
         data: what to record about the data in ``train_config.json``.
         log_dir: TensorBoard directory (default ``output_dir/logs``).
         max_steps: stop after this many training steps in all (``None``: epochs only).
+        model_kwargs: more arguments of the model's constructor (UniSRec's text vectors).
 
     Returns:
         ``(model, history)``; ``model`` holds the best weights by validation NDCG@10.
@@ -94,13 +105,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
     _start_run(output_dir, config, vocabulary, data)
     train_ds = training_dataset(config, split.train)
-    with (strategy or tf.distribute.get_strategy()).scope():
-        model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train))
-        model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
-            metrics=metrics_lib.default_metrics(),
-            jit_compile=config.jit_compile,
-        )
+    model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
     valid_ds = pipeline.eval_dataset(
         split.valid, config.max_sequence_length, config.validation_batch_size, bucket_boundaries=config.bucket_boundaries
     )
@@ -130,6 +135,18 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
             f"no epoch gave a finite {MONITOR} (is the validation split empty?); nothing was saved to {best.path}"
         )
     return model, history
+
+
+def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs):
+    """The model of ``config``, built and compiled under ``strategy``."""
+    with (strategy or tf.distribute.get_strategy()).scope():
+        model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
+        model.compile(
+            optimizer=keras.optimizers.Adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
+            metrics=metrics_lib.default_metrics(),
+            jit_compile=config.jit_compile,
+        )
+    return model
 
 
 def _start_run(output_dir, config, vocabulary, data):

@@ -1,0 +1,152 @@
+"""UniSRec: frozen item-text vectors through a mixture-of-experts adaptor into SASRec."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec.data import vocab
+from tfseqrec.layers import MoEAdaptor
+from tfseqrec.models.sasrec import SASRec
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class UniSRec(SASRec):
+    """Universal Sequence Representation: item text in, SASRec's encoder on top.
+
+    Each item has a frozen text vector (``text_embeddings``: the mean-pooled output of
+    a pretrained sentence encoder over the item's text, computed once, for example by
+    ``tfseqrec.models.SentenceEncoder``). A ``MoEAdaptor`` (parametric whitening
+    experts under a softmax gate) maps it to the model width; with
+    ``use_id_embeddings`` a learned id embedding is added (the paper's transductive
+    setting; without it the model is inductive: an item is its text only, so an item
+    added later by its text alone is scored like any other). Position embeddings and
+    SASRec's causal blocks follow; the sequence vector at each position and the item
+    vectors are L2-normalised and their dot product divided by ``temperature``
+    (UniSRec's fine-tuning score). Input and output item vectors are the same.
+
+    Everything else is ``SASRec``'s: training on every position with the model's loss
+    (default: full softmax without the sequence's other items), validation, scoring,
+    recommending, export. The text table is a non-trainable weight: it is saved with
+    the model, and the adaptor and encoder train over it.
+
+    Args:
+        num_items: number of real items (ids ``NUM_RESERVED ..``).
+        text_dim: width of the text vectors (all-MiniLM-L6-v2: 384).
+        num_experts: adaptor experts (the paper: 8).
+        adaptor_dropout: dropout of each expert's input (the paper: 0.2).
+        use_id_embeddings: add a learned id embedding to each adapted text vector.
+        temperature: divides the cosine scores (the paper: 0.07); ``None`` scores by
+            the plain dot product, as SASRec.
+        text_embeddings: optional float ``[num_items, text_dim]`` text vectors of ids
+            ``NUM_RESERVED ..`` (not part of the config: saved as a weight); set later
+            with ``set_text_embeddings``.
+        **kwargs: ``SASRec``'s arguments (``max_sequence_length``, ``hidden_dim``,
+            ``num_layers``, ``num_heads``, ``dropout``, ``loss``, ...).
+
+    Call arguments:
+        inputs: dict with ``item_ids`` int ``[batch, length]`` (newest last) and
+            optional ``padding_mask``; or the id tensor alone.
+        training: dropout switch.
+
+    Returns:
+        ``[batch, length, hidden_dim]``: row ``i`` predicts item ``i + 1`` (normalised
+        and divided by ``temperature`` when it is set).
+
+    Example:
+
+    >>> import numpy as np
+    >>> text = np.random.default_rng(0).normal(size=(20, 6)).astype("float32")
+    >>> model = UniSRec(num_items=20, text_dim=6, max_sequence_length=5, hidden_dim=8, text_embeddings=text)
+    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
+    >>> ids.shape
+    (1, 2)
+
+    Reference:
+        Hou et al., "Towards Universal Sequence Representation Learning for
+        Recommender Systems", KDD 2022.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        text_dim=384,
+        num_experts=8,
+        adaptor_dropout=0.2,
+        use_id_embeddings=False,
+        temperature=0.07,
+        text_embeddings=None,
+        **kwargs,
+    ):
+        # === Config === (read by make_item_layers, which SASRec's constructor calls)
+        self.text_dim = text_dim
+        self.num_experts = num_experts
+        self.adaptor_dropout = adaptor_dropout
+        self.use_id_embeddings = use_id_embeddings
+        self.temperature = temperature
+        super().__init__(num_items, **kwargs)
+        if text_embeddings is not None:
+            self.set_text_embeddings(text_embeddings)
+
+    def make_item_layers(self, init):
+        # === Layers ===
+        self.text_embedding = keras.layers.Embedding(
+            vocab.NUM_RESERVED + self.num_items, self.text_dim, embeddings_initializer="zeros", trainable=False,
+            name="text_embedding",
+        )
+        self.adaptor = MoEAdaptor(
+            self.hidden_dim, self.num_experts, self.adaptor_dropout,
+            kernel_initializer=init(self.initializer_range or 0.02), name="adaptor",
+        )
+        self.item_embedding = None
+        if self.use_id_embeddings:
+            self.item_embedding = keras.layers.Embedding(
+                vocab.NUM_RESERVED + self.num_items, self.hidden_dim,
+                embeddings_initializer=init(self.initializer_range or 0.02), name="item_embedding",
+            )
+
+    def set_text_embeddings(self, vectors):
+        """Sets the text vectors ``[num_items, text_dim]`` of ids ``NUM_RESERVED ..``."""
+        vectors = np.asarray(vectors, np.float32)
+        if vectors.shape != (self.num_items, self.text_dim):
+            raise ValueError(f"text vectors of shape {vectors.shape}; the model wants ({self.num_items}, "
+                             f"{self.text_dim}), one row per item")
+        if not np.all(np.isfinite(vectors)):
+            bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+            raise ValueError(f"{len(bad)} text vectors are not finite (rows {bad[:5].tolist()} ...)")
+        reserved = np.zeros((vocab.NUM_RESERVED, self.text_dim), np.float32)
+        self.text_embedding.embeddings.assign(np.concatenate([reserved, vectors]))
+
+    def item_vectors(self, ids, training=None):
+        """Adapted text vectors (plus id embeddings) of item ids: ``[..., hidden_dim]``."""
+        x = self.adaptor(self.text_embedding(ids), training=training)
+        if self.item_embedding is not None:
+            x += self.item_embedding(ids)
+        return x
+
+    def embed_items(self, ids, training=None):
+        return self.item_vectors(ids, training)
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        out = super().call(inputs, training=training, return_attention_scores=return_attention_scores)
+        hidden, attention = out if return_attention_scores else (out, None)
+        if self.temperature is not None:
+            hidden = tf.math.l2_normalize(hidden, axis=-1) / self.temperature
+        return (hidden, attention) if return_attention_scores else hidden
+
+    def output_table(self, training=False):
+        ids = tf.range(vocab.NUM_RESERVED, vocab.NUM_RESERVED + self.num_items)
+        table = self.item_vectors(ids, training=training)
+        if self.temperature is not None:
+            table = tf.math.l2_normalize(table, axis=-1)
+        return table, None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "text_dim": self.text_dim,
+            "num_experts": self.num_experts,
+            "adaptor_dropout": self.adaptor_dropout,
+            "use_id_embeddings": self.use_id_embeddings,
+            "temperature": self.temperature,
+        })
+        return config
