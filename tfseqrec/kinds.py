@@ -208,7 +208,7 @@ class UniSRecKind(IdModelKind):
 
     def item_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
         """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
-        from tfseqrec.data import readers
+        from tfseqrec.data import readers, vocab
         from tfseqrec.models import SentenceEncoder
         from tfseqrec.training.recformer import item_texts
 
@@ -219,11 +219,54 @@ class UniSRecKind(IdModelKind):
                              f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})")
         with open(os.path.join(output_dir, self.text_file), "w", encoding="utf-8") as f:
             json.dump({raw: raw_text[raw] for raw in vocabulary.items}, f, ensure_ascii=False)
-        encoder = SentenceEncoder.from_pretrained(config.attributes, max_attribute_tokens=config.max_attribute_tokens)
-        from tfseqrec.data import vocab
-
+        encoder_config = {"attributes": list(config.attributes), "max_attribute_tokens": config.max_attribute_tokens,
+                          "num_layers": 6}
+        encoder = SentenceEncoder.from_pretrained(**encoder_config)
         vectors = encoder.encode(texts[vocab.NUM_RESERVED :], progress=None if verbose == "auto" else False)
-        return {"text_dim": encoder.dim, "text_embeddings": vectors}
+        return {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
+
+    def load(self, model_dir):
+        """``(model, vocabulary, info)``; ``model.item_text`` holds the items' strings (the export's warm-up)."""
+        from tfseqrec.training.recformer import item_texts
+
+        model, vocabulary, info = super().load(model_dir)
+        path = os.path.join(model_dir, self.text_file)
+        if model.text_encoder is not None and os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                texts, _ = item_texts(json.load(f), vocabulary, model.text_encoder["attributes"])
+            object.__setattr__(model, "item_text", texts)
+        return model, vocabulary, info
+
+    def serving_module(self, model, vocabulary, vocabulary_path, k):
+        from tfseqrec.export.module import UniSRecTextRecommender
+        from tfseqrec.models import SentenceEncoder
+
+        if model.text_encoder is None:
+            return super().serving_module(model, vocabulary, vocabulary_path, k)
+        return UniSRecTextRecommender(model, vocabulary, vocabulary_path, SentenceEncoder.from_pretrained(
+            **model.text_encoder), k=k)
+
+    def add_items(self, model, vocabulary, info, raw_text):
+        """New items by their text alone: vectors from the model's sentence encoder, no retraining."""
+        import numpy as np
+
+        from tfseqrec.data import vocab
+        from tfseqrec.models import SentenceEncoder
+        from tfseqrec.training.recformer import item_texts
+
+        if model.text_encoder is None:
+            raise ValueError("this UniSRec does not record how its text vectors were made (text_encoder); "
+                             "it cannot encode new items")
+        added = sorted((raw for raw in raw_text if raw not in vocabulary), key=vocab.natural_key)
+        if not added:
+            return model, vocabulary, []
+        grown = vocab.ItemVocabulary(vocabulary.items + added,
+                                     np.concatenate([vocabulary.counts, np.zeros(len(added), np.int64)]))
+        texts, _ = item_texts(raw_text, grown, model.text_encoder["attributes"])
+        vectors = SentenceEncoder.from_pretrained(**model.text_encoder).encode(texts[vocabulary.size :])
+        grown_model = model.resized(grown.num_items, vectors)
+        object.__setattr__(grown_model, "item_text", texts)
+        return grown_model, grown, added
 
     def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
         raise ValueError("unisrec reads item text, which the TFX pipeline's id sequences do not carry; "

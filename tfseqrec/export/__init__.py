@@ -53,6 +53,6 @@ Modules: ``module`` (the serving modules and their signatures), ``warmup`` (the
 warm-up records), ``versioning`` (``save``, ``export_version``).
 """
 
-from tfseqrec.export.module import SIGNATURES, TEXT_SIGNATURES, Recommender, TextRecommender
+from tfseqrec.export.module import SIGNATURES, TEXT_SIGNATURES, Recommender, TextRecommender, UniSRecTextRecommender
 from tfseqrec.export.versioning import export_version, next_version, save, saved_signatures
 from tfseqrec.export.warmup import WARMUP_FILE, read_warmup_requests, write_warmup_requests

@@ -1,7 +1,7 @@
 """The serving modules: the signatures of an export, and the warm-up request of each.
 
-``Recommender`` serves SASRec and BERT4Rec, ``TextRecommender`` a Recformer (the id
-signatures plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures
+``Recommender`` serves SASRec and BERT4Rec, ``TextRecommender`` a Recformer and
+``UniSRecTextRecommender`` a UniSRec (the id signatures plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures
 and their rules are listed in ``tfseqrec.export``. Every signature ``NAME`` has a
 ``_warmup_NAME`` method beside it: the request the server replays for it before
 answering its first request (``tfseqrec.export.warmup``).
@@ -250,8 +250,7 @@ class TextRecommender(Recommender):
 
     def _item_inputs(self, text, max_items, max_tokens):
         """Packed inputs of text ``[batch, items, attributes]``; empty items dropped."""
-        text = tf.pad(text, [[0, 0], [0, 0], [0, tf.maximum(self.num_attributes - tf.shape(text)[2], 0)]])
-        text = text[:, :, : self.num_attributes]
+        text = _fit_attributes(text, self.num_attributes)
         shape = tf.shape(text, out_type=tf.int64)
         flat = tf.reshape(text, [-1, self.num_attributes])
         tokens, types = self.text_tokenizer.tokenize(flat)
@@ -294,6 +293,80 @@ class TextRecommender(Recommender):
     def _warmup_encode_items(self, histories, model_name):
         items = [item for h in self._texts(histories) for item in h][:8] or [[""]]
         return serving.text_request(items, model_name, self.num_attributes, signature_name="encode_items")
+
+
+class UniSRecTextRecommender(Recommender):
+    """A UniSRec export: the id signatures of ``Recommender`` plus the text signatures.
+
+    ``recommend_texts`` and ``encode_items`` take the same inputs as a Recformer
+    export's (see ``TextRecommender``). Item text becomes a vector by the frozen
+    sentence encoder the model was trained over (inside the SavedModel, tokenizer
+    included), then the model's adaptor: an item is known by its text alone, so
+    these paths use no id embedding (of a model trained with them, the id
+    signatures are the more accurate for known items).
+
+    Args:
+        model: a ``UniSRec``.
+        vocabulary, vocabulary_path, k: as ``Recommender``.
+        encoder: the ``SentenceEncoder`` of ``model.text_encoder``.
+    """
+
+    def __init__(self, model, vocabulary, vocabulary_path, encoder, k=10):
+        super().__init__(model, vocabulary, vocabulary_path, k=k)
+        self.encoder = encoder
+        self.num_attributes = len(encoder.attributes)
+
+    def _history_vectors(self, history_text):
+        """``(vectors [batch, length, text_dim], present [batch, length])``, newest last, padding left."""
+        text = _fit_attributes(history_text, self.num_attributes)
+        shape = tf.shape(text)
+        flat = tf.reshape(text, [-1, self.num_attributes])
+        present = tf.reduce_any(tf.not_equal(flat, ""), axis=1)
+        where = tf.where(present)
+        encoded = self.encoder.encode_text(tf.gather_nd(flat, where))  # padding items are not encoded
+        vectors = tf.scatter_nd(where, encoded, [tf.shape(flat)[0], self.encoder.dim])
+        vectors = tf.reshape(vectors, [shape[0], shape[1], self.encoder.dim])
+        present = tf.reshape(present, shape[:2])
+        # A stable sort moves padding items left, keeping the history's order.
+        order = tf.argsort(tf.cast(present, tf.int32), axis=1, stable=True)
+        vectors, present = tf.gather(vectors, order, batch_dims=1), tf.gather(present, order, batch_dims=1)
+        width = tf.minimum(shape[1], self.max_sequence_length)
+        return vectors[:, shape[1] - width :], present[:, shape[1] - width :]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.string, name="history_text")])
+    def recommend_texts(self, history_text):
+        vectors, present = self._history_vectors(history_text)
+        empty = tf.logical_not(tf.reduce_any(present, axis=1))
+        if tf.shape(vectors)[1] > 0:
+            scores = tf.cast(self.model.score_text_vectors(vectors, present), tf.float32)
+        else:  # no item at all: every row is scored by popularity
+            scores = tf.zeros([tf.shape(vectors)[0], self.model.num_items])
+        scores = tf.where(empty[:, None], self.popularity[None, :], scores)
+        top = ranking.top_k(scores, self.k)
+        return {"item_ids": self.to_raw.lookup(tf.cast(top.indices, tf.int64)), "scores": top.values}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
+    def encode_items(self, item_text):
+        vectors = self.encoder.encode_text(_fit_attributes(item_text[:, None, :], self.num_attributes)[:, 0])
+        return {"embeddings": tf.cast(self.model.text_item_vectors(vectors), tf.float32)}
+
+    def signature_names(self):
+        return super().signature_names() + list(TEXT_SIGNATURES)
+
+    def _texts(self, histories):
+        table = getattr(self.model, "item_text", None)
+        if table is None:  # the model came without its text: the raw ids stand in for titles
+            return [[[raw] for raw in h] for h in histories]
+        return [[list(table[i]) for i in self.vocabulary.lookup(h)] for h in histories]
+
+    _warmup_recommend_texts = TextRecommender._warmup_recommend_texts
+    _warmup_encode_items = TextRecommender._warmup_encode_items
+
+
+def _fit_attributes(text, num_attributes):
+    """String ``[batch, items, attributes]`` with exactly ``num_attributes`` columns (``""`` added)."""
+    text = tf.pad(text, [[0, 0], [0, 0], [0, tf.maximum(num_attributes - tf.shape(text)[2], 0)]])
+    return text[:, :, :num_attributes]
 
 
 def _max_or_zero(values):

@@ -131,7 +131,10 @@ class SASRec(base.SequentialRecommender):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        x = self.embed_items(ids, training)
+        return self.encode(self.embed_items(ids, training), mask, training, return_attention_scores)
+
+    def encode(self, x, mask, training=None, return_attention_scores=False):
+        """The encoder over item vectors ``x`` ``[batch, length, hidden_dim]`` (``call`` after the embedding)."""
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)

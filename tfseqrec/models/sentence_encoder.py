@@ -37,7 +37,8 @@ class SentenceEncoder(tf.Module):
         self.backbone = backbone
         object.__setattr__(self, "tokenizer", tokenizer)
         self.wordpiece = tokenizer.tokenizer
-        self._encode_tokens = tf.function(self.encode_tokens, reduce_retracing=True)
+        # Not a tracked attribute: a SavedModel holding the encoder saves its own signatures only.
+        object.__setattr__(self, "_encode_tokens", tf.function(self.encode_tokens, reduce_retracing=True))
 
     @classmethod
     def from_pretrained(cls, attributes, path=None, num_layers=6, max_attribute_tokens=32):

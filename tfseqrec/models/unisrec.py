@@ -37,6 +37,10 @@ class UniSRec(SASRec):
         use_id_embeddings: add a learned id embedding to each adapted text vector.
         temperature: divides the cosine scores (the paper: 0.07); ``None`` scores by
             the plain dot product, as SASRec.
+        text_encoder: how the text vectors were made, for items added later by their
+            text and for the export's text signatures: ``{"attributes": [...],
+            "max_attribute_tokens": int, "num_layers": int}`` of
+            ``SentenceEncoder.from_pretrained`` (``None``: vectors from elsewhere).
         text_embeddings: optional float ``[num_items, text_dim]`` text vectors of ids
             ``NUM_RESERVED ..`` (not part of the config: saved as a weight); set later
             with ``set_text_embeddings``.
@@ -74,6 +78,7 @@ class UniSRec(SASRec):
         adaptor_dropout=0.2,
         use_id_embeddings=False,
         temperature=0.07,
+        text_encoder=None,
         text_embeddings=None,
         **kwargs,
     ):
@@ -83,6 +88,7 @@ class UniSRec(SASRec):
         self.adaptor_dropout = adaptor_dropout
         self.use_id_embeddings = use_id_embeddings
         self.temperature = temperature
+        self.text_encoder = dict(text_encoder) if text_encoder is not None else None
         super().__init__(num_items, **kwargs)
         if text_embeddings is not None:
             self.set_text_embeddings(text_embeddings)
@@ -126,12 +132,52 @@ class UniSRec(SASRec):
     def embed_items(self, ids, training=None):
         return self.item_vectors(ids, training)
 
-    def call(self, inputs, training=None, return_attention_scores=False):
-        out = super().call(inputs, training=training, return_attention_scores=return_attention_scores)
+    def encode(self, x, mask, training=None, return_attention_scores=False):
+        out = super().encode(x, mask, training=training, return_attention_scores=return_attention_scores)
         hidden, attention = out if return_attention_scores else (out, None)
         if self.temperature is not None:
             hidden = tf.math.l2_normalize(hidden, axis=-1) / self.temperature
         return (hidden, attention) if return_attention_scores else hidden
+
+    def score_text_vectors(self, vectors, mask):
+        """Scores ``[batch, num_items]`` of histories given as text vectors.
+
+        Args:
+            vectors: float ``[batch, length, text_dim]``, newest last (the text path of
+                the export: items known by their text only, so no id embedding).
+            mask: bool ``[batch, length]``, false for padding.
+        """
+        mask = tf.cast(mask, "bool")
+        hidden = self.encode(self.adaptor(vectors), mask)
+        return self.scores_from_hidden(hidden[:, -1])
+
+    def text_item_vectors(self, vectors):
+        """Output-space vectors ``[n, hidden_dim]`` of items given by text vectors ``[n, text_dim]``."""
+        x = self.adaptor(vectors)
+        return tf.math.l2_normalize(x, axis=-1) if self.temperature is not None else x
+
+    def resized(self, num_items, text_embeddings):
+        """A copy over ``num_items`` items: the first ones keep their weights.
+
+        Args:
+            num_items: the new catalogue size (at least the current one).
+            text_embeddings: float ``[num_items - self.num_items, text_dim]``, the text
+                vectors of the added items (their id embeddings start at zero: they
+                are scored by their text).
+        """
+        if num_items < self.num_items:
+            raise ValueError(f"cannot shrink a UniSRec from {self.num_items} to {num_items} items")
+        config = {**self.get_config(), "num_items": num_items}
+        config.pop("name", None)
+        grown = UniSRec.from_config(config)
+        for mine, theirs in zip(grown.weights, self.weights):
+            value = np.asarray(theirs)
+            if tuple(mine.shape) != value.shape:  # a table of item rows: new rows start at zero
+                value = np.concatenate([value, np.zeros((num_items - self.num_items, value.shape[1]), value.dtype)])
+            mine.assign(value)
+        known = np.asarray(self.text_embedding.embeddings)[vocab.NUM_RESERVED :]
+        grown.set_text_embeddings(np.concatenate([known, np.asarray(text_embeddings, np.float32).reshape(-1, self.text_dim)]))
+        return grown
 
     def output_table(self, training=False):
         ids = tf.range(vocab.NUM_RESERVED, vocab.NUM_RESERVED + self.num_items)
@@ -148,5 +194,6 @@ class UniSRec(SASRec):
             "adaptor_dropout": self.adaptor_dropout,
             "use_id_embeddings": self.use_id_embeddings,
             "temperature": self.temperature,
+            "text_encoder": self.text_encoder,
         })
         return config
