@@ -115,3 +115,25 @@ def test_sentence_encoder_is_the_mean_pooled_numpy_bert():
     np.testing.assert_allclose(vectors[1], expected_empty, atol=1e-4)
     with pytest.raises(ValueError, match="item texts have 3 attributes; the encoder reads 2"):
         encoder.encode([["a", "b", "c"]])
+
+
+def test_for_catalogue_keeps_everything_but_the_items():
+    model = _tiny(use_id_embeddings=True)
+    other_text = np.random.default_rng(5).normal(size=(4, TEXT_DIM)).astype("float32")
+    other = model.for_catalogue(other_text)
+    assert other.num_items == 4 and other.item_embedding is None
+    np.testing.assert_array_equal(other.adaptor.expert_kernel, model.adaptor.expert_kernel)
+    np.testing.assert_array_equal(other.blocks[1].ffn_in.kernel, model.blocks[1].ffn_in.kernel)
+    # Its item vectors are the adapted new text; the old model's text path agrees.
+    expected = _normalize(_numpy_adaptor(other_text.astype(np.float64), model.adaptor))
+    np.testing.assert_allclose(other.output_table()[0], expected, atol=1e-5)
+    np.testing.assert_allclose(model.text_item_vectors(other_text), expected, atol=1e-5)
+    # A history of the new items scores as the old model's text path scores it.
+    ids = vocab.NUM_RESERVED + np.array([[3, 0, 2]])
+    vectors = other_text[ids - vocab.NUM_RESERVED]
+    hidden = np.asarray(other(ids))[0, -1]
+    np.testing.assert_allclose(np.asarray(other.score(ids))[0], expected @ hidden, atol=1e-4)
+    np.testing.assert_allclose(hidden, np.asarray(model.encode(model.adaptor(vectors), np.ones((1, 3), bool)))[0, -1],
+                               atol=1e-5)
+    by_text = np.asarray(model.score_text_vectors(vectors, np.ones((1, 3), bool)))  # over the old catalogue
+    np.testing.assert_allclose(by_text[0], np.asarray(model.output_table()[0]) @ hidden, atol=1e-4)

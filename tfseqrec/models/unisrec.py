@@ -186,6 +186,30 @@ class UniSRec(SASRec):
             table = tf.math.l2_normalize(table, axis=-1)
         return table, None
 
+    def for_catalogue(self, text_embeddings, text_encoder=None):
+        """This model over another catalogue, known by its items' text alone.
+
+        The adaptor, positions and encoder keep their weights; the new model's items
+        are the rows of ``text_embeddings`` (made by the same kind of sentence
+        encoder) and it has no id embeddings. The paper's inductive transfer: a
+        model trained on one dataset ranks the items of another, never trained on.
+
+        Args:
+            text_embeddings: float ``[num_items, text_dim]`` of the new catalogue.
+            text_encoder: how those vectors were made (default: as this model's).
+        """
+        vectors = np.asarray(text_embeddings, np.float32)
+        config = {**self.get_config(), "num_items": len(vectors), "use_id_embeddings": False,
+                  "text_encoder": text_encoder if text_encoder is not None else self.text_encoder}
+        config.pop("name", None)
+        other = UniSRec.from_config(config)
+        mine = {_local_path(w): w for w in self.weights}
+        for weight in other.weights:
+            if weight is not other.text_embedding.embeddings:
+                weight.assign(mine[_local_path(weight)])
+        other.set_text_embeddings(vectors)
+        return other
+
     def get_config(self):
         config = super().get_config()
         config.update({
@@ -197,3 +221,8 @@ class UniSRec(SASRec):
             "text_encoder": self.text_encoder,
         })
         return config
+
+
+def _local_path(weight):
+    """A weight's path inside its model (without the model's own name)."""
+    return weight.path.split("/", 1)[1]
