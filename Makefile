@@ -7,7 +7,7 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-recformer env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-text env clean-env
 
 # Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
 # cache that `tfseqrec data download ml-1m` fills.
@@ -53,9 +53,12 @@ bench-ml1m-ablation: env
 bench-serving: env
 	.venv/bin/python benchmarks/serving.py
 
-bench-recformer: env
-	.venv/bin/python benchmarks/recformer.py --minutes 80 \
-	    --config '{"epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}'
+# Amazon Scientific: popularity, SASRec, UniSRec (text, text + id, trained on ML-1M), Recformer.
+bench-text: env
+	mkdir -p runs
+	.venv/bin/python benchmarks/text.py --minutes 20 --recformer-minutes 80 \
+	    --recformer-config '{"epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}' \
+	    --json runs/bench-text.json
 
 env:
 	scripts/ensure_env.sh primary
