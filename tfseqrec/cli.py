@@ -36,7 +36,8 @@ def main(argv=None):
 def build_parser():
     parser = argparse.ArgumentParser(prog="tfseqrec", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
-    for add in (_add_data, _add_train, _add_evaluate, _add_plot, _add_recommend, _add_export, _add_pipeline):
+    for add in (_add_data, _add_train, _add_pretrain, _add_evaluate, _add_plot, _add_recommend, _add_export,
+                _add_pipeline):
         add(sub)
     return parser
 
@@ -76,9 +77,10 @@ def _add_data(sub):
 def _add_train(sub):
     from tfseqrec import kinds
 
-    train = sub.add_parser("train", help="train a model (SASRec, BERT4Rec, Recformer) on leave-one-out splits")
+    train = sub.add_parser("train", help="train a model (SASRec, BERT4Rec, UniSRec, Recformer) on leave-one-out splits")
     train.add_argument("--model", choices=sorted(kinds.KINDS), default="sasrec")
-    train.add_argument("--item-text", help="models that read item text (recformer): *.item.json, movies.dat, u.item")
+    train.add_argument("--item-text", help="models that read item text (unisrec, recformer): *.item.json, movies.dat, "
+                       "u.item")
     train.add_argument("--data", required=True, help=DATA_HELP)
     train.add_argument("--output", required=True,
                        help="model directory, written when the run completes; an unfinished run "
@@ -96,6 +98,23 @@ def _add_train(sub):
     train.add_argument("--xla", dest="jit_compile", action="store_true", default=None, help="compile steps with XLA")
     train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     train.set_defaults(func=_train)
+
+
+def _add_pretrain(sub):
+    p = sub.add_parser("pretrain", help="pre-train unisrec or recformer on several (interactions, item text) datasets")
+    p.add_argument("--model", choices=["recformer", "unisrec"], required=True)
+    p.add_argument("--data", action="append", required=True,
+                   help=DATA_HELP + "; repeat it, with one --item-text each, for several datasets")
+    p.add_argument("--item-text", action="append", required=True,
+                   help="the items' text of each --data, in the same order (*.item.json, movies.dat, u.item)")
+    p.add_argument("--output", required=True, help="checkpoint directory, for 'tfseqrec train --init-from'")
+    p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --output")
+    p.add_argument("--config", help="JSON object or file of the model's options (flags override it)")
+    for name in PRETRAIN_FLAGS:
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None,
+                       type=_option_type(name, dict((f[0], f[1]) for f in TRAIN_FLAGS)[name]))
+    p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
+    p.set_defaults(func=_pretrain)
 
 
 def _add_evaluate(sub):
@@ -194,8 +213,10 @@ TRAIN_FLAGS = [
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),
     ("seed", int, "random seed (default 0)"),
+    ("init_from", str, "unisrec, recformer: start from a directory written by 'tfseqrec pretrain'"),
 ]
 TRAIN_SWITCHES = ["bucket_boundaries", "mixed_precision", "jit_compile"]
+PRETRAIN_FLAGS = ["epochs", "learning_rate", "batch_size", "max_train_minutes", "seed"]
 
 
 def _checked(convert, **bounds):
@@ -364,6 +385,24 @@ def _train(args):
     result["model_dir"] = args.output
     result["epochs"] = epochs
     _print_json(result)
+    return 0
+
+
+def _pretrain(args):
+    from tfseqrec.training import pretrain
+
+    if len(args.data) != len(args.item_text):
+        raise ValueError(f"give one --item-text per --data, in the same order: got {len(args.data)} --data and "
+                         f"{len(args.item_text)} --item-text")
+    options = _json_option("--config", args.config) or {}
+    for name in PRETRAIN_FLAGS:
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    datasets = [(_resolve(d), _resolve(t)) for d, t in zip(args.data, args.item_text)]
+    rows = pretrain.pretrain(args.model, datasets, args.output, options, verbose=2 if args.quiet else "auto",
+                             overwrite=args.overwrite)
+    _print_json({"output": args.output, "model": args.model, "datasets": len(datasets), "epochs": len(rows),
+                 "loss": rows[-1]["loss"] if rows else None})
     return 0
 
 

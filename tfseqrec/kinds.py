@@ -125,6 +125,10 @@ class IdModelKind(ModelKind):
             kwargs.update(mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed)
         return getattr(models, self.model_class)(**kwargs)
 
+    def initialize(self, model, checkpoint):
+        """Starts ``model`` from a pre-trained checkpoint (``init_from``); only UniSRec has one."""
+        raise ValueError(f"{self.name} has no pre-training; init_from is for unisrec and recformer")
+
     def training_dataset(self, config, sequences):
         """The ``tf.data`` training pipeline of ``config``."""
         from tfseqrec.data import pipeline
@@ -195,6 +199,16 @@ class UniSRecKind(IdModelKind):
         super().__init__("unisrec", "UniSRec", (
             "normalized_residual", "initializer_range", "position_origin", "num_experts", "adaptor_dropout",
             "use_id_embeddings", "temperature"), cloze=False, **kwargs)
+
+    def initialize(self, model, checkpoint):
+        """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
+        import keras
+
+        from tfseqrec.training import pretrain
+
+        pretrain.read_config(checkpoint, "unisrec")
+        pretrained = keras.saving.load_model(os.path.join(checkpoint, pretrain.MODEL_FILE))
+        return model.load_shared_weights(pretrained)
 
     def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, **read_kwargs):
         if item_text is None:

@@ -14,4 +14,4 @@ from tfseqrec.models.recformer import (
 )
 from tfseqrec.models.sasrec import SASRec
 from tfseqrec.models.sentence_encoder import SentenceEncoder
-from tfseqrec.models.unisrec import UniSRec
+from tfseqrec.models.unisrec import UniSRec, UniSRecPretrainer

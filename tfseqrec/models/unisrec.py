@@ -203,12 +203,32 @@ class UniSRec(SASRec):
                   "text_encoder": text_encoder if text_encoder is not None else self.text_encoder}
         config.pop("name", None)
         other = UniSRec.from_config(config)
-        mine = {_local_path(w): w for w in self.weights}
-        for weight in other.weights:
-            if weight is not other.text_embedding.embeddings:
-                weight.assign(mine[_local_path(weight)])
+        other.load_shared_weights(self)
         other.set_text_embeddings(vectors)
         return other
+
+    def load_shared_weights(self, other):
+        """Copies every weight of ``other`` (a UniSRec) but the item tables; returns how many.
+
+        The adaptor, positions, blocks and final norm are what a catalogue does not
+        change: what pre-training on other datasets passes on (``tfseqrec train
+        --init-from``). Raises ``ValueError`` naming a weight whose shape differs.
+        """
+        tables = {"text_embedding/embeddings", "item_embedding/embeddings"}
+        theirs = {_local_path(w): w for w in other.weights}
+        copied = 0
+        for weight in self.weights:
+            path = _local_path(weight)
+            if path in tables:
+                continue
+            if path not in theirs or tuple(theirs[path].shape) != tuple(weight.shape):
+                found = tuple(theirs[path].shape) if path in theirs else "nothing"
+                raise ValueError(f"the pre-trained UniSRec has {found} for {path}, this one {tuple(weight.shape)}: "
+                                 "use the pre-training's sizes (hidden_dim, num_layers, num_heads, "
+                                 "max_sequence_length, num_experts, text encoder)")
+            weight.assign(theirs[path])
+            copied += 1
+        return copied
 
     def get_config(self):
         config = super().get_config()
@@ -226,3 +246,92 @@ class UniSRec(SASRec):
 def _local_path(weight):
     """A weight's path inside its model (without the model's own name)."""
     return weight.path.split("/", 1)[1]
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class UniSRecPretrainer(keras.Model):
+    """UniSRec's pre-training: sequence-item plus sequence-sequence contrast (Eq. 7-9).
+
+    ``fit`` takes ``x = {"item_ids": [batch, length]}`` histories (newest last, left
+    padded) and ``y`` the next item ``[batch]``, over a catalogue that may join several
+    datasets (their items side by side, each known by its text). With ``s`` the
+    normalised sequence vector and ``v`` the normalised adapted text vector:
+
+    - sequence-item: ``-log softmax(s_j . v_j / t)`` against the batch's other next
+      items (in-batch negatives, so a batch mixing datasets contrasts across them);
+    - sequence-sequence: the same history with each item dropped with probability
+      ``item_drop`` (the newest always kept) is the positive of ``s``, the batch's
+      other augmented histories the negatives; weight ``seq_seq_weight`` (the
+      paper's lambda, 1e-3).
+
+    A negative whose next item equals the row's own is left out of both (the official
+    code's ``same_pos_id``).
+
+    Args:
+        model: a ``UniSRec`` (text only) over the pre-training catalogue; it is trained
+            in place.
+        seq_seq_weight: weight of the sequence-sequence loss.
+        item_drop: drop probability of the augmentation.
+        seed: seed of the augmentation.
+
+    Reference:
+        Hou et al., "Towards Universal Sequence Representation Learning for
+        Recommender Systems", KDD 2022.
+    """
+
+    def __init__(self, model, seq_seq_weight=1e-3, item_drop=0.2, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if model.temperature is None:
+            raise ValueError("UniSRec pre-training contrasts cosines: the model needs a temperature")
+        self.model = model
+        self.seq_seq_weight = seq_seq_weight
+        self.item_drop = item_drop
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, inputs, training=None):
+        return self.model(inputs, training=training)
+
+    def augment(self, ids):
+        """``ids`` with each item dropped at ``item_drop`` (the newest kept), the rest moved right."""
+        ids = tf.convert_to_tensor(ids)
+        real = ids >= vocab.NUM_RESERVED
+        drop = keras.random.uniform(tf.shape(ids), seed=self.seed_generator) < self.item_drop
+        newest = tf.one_hot(tf.shape(ids)[1] - 1, tf.shape(ids)[1], on_value=True, off_value=False)[None]
+        keep = real & (~drop | newest)
+        order = tf.argsort(tf.cast(keep, tf.int32), axis=1, stable=True)
+        return tf.where(tf.gather(keep, order, batch_dims=1), tf.gather(ids, order, batch_dims=1),
+                        tf.zeros_like(ids))
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        t = self.model.temperature
+        y = tf.reshape(tf.cast(y, "int32"), [-1])
+        sequence = y_pred[:, -1] * t  # the model returns normalised vectors over t
+        items = tf.math.l2_normalize(self.model.item_vectors(y, training=training), axis=-1)
+        ids = x["item_ids"] if isinstance(x, dict) else x
+        augmented = self.model(self.augment(ids), training=training)[:, -1] * t
+        same = tf.equal(y[:, None], y[None, :]) & ~tf.eye(tf.shape(y)[0], dtype="bool")
+        labels = tf.range(tf.shape(y)[0])
+
+        def contrast(a, b):
+            logits = tf.where(same, -1e9, tf.matmul(a, b, transpose_b=True) / t)
+            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+
+        loss = contrast(sequence, items) + self.seq_seq_weight * contrast(sequence, augmented)
+        return loss + tf.add_n(self.losses) if self.losses else loss
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "model": keras.layers.serialize(self.model),
+            "seq_seq_weight": self.seq_seq_weight,
+            "item_drop": self.item_drop,
+            "seed": self.seed,
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["model"] = keras.layers.deserialize(config["model"])
+        return cls(**config)

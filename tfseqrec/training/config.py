@@ -90,6 +90,9 @@ class TrainConfig(Options):
     temperature: float = None  # UniSRec: cosine scores divided by it (0.07)
     attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
     max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
+    seq_seq_weight: float = 1e-3  # UniSRec pre-training: weight of the sequence-sequence loss
+    item_drop: float = 0.2  # UniSRec pre-training: item drop of the augmented history
+    init_from: str = None  # UniSRec: a directory written by `tfseqrec pretrain --model unisrec`
     mask_prob: float = 0.2
     mask_token_rate: float = None
     random_token_rate: float = None
@@ -132,6 +135,11 @@ class TrainConfig(Options):
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
         check_number("adaptor_dropout", self.adaptor_dropout, minimum=0, maximum=1, exclusive_maximum=True)
         check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True, optional=True)
+        check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
+        check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
+        if self.init_from is not None and self.model != "unisrec":
+            raise ValueError(f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
+                             f"not {self.model}")
         if self.attributes is not None and (not isinstance(self.attributes, (list, tuple)) or not self.attributes):
             raise ValueError(f"attributes must be a non-empty list of attribute names, got {self.attributes!r}")
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
@@ -183,6 +191,8 @@ class RecformerConfig(Options):
     stage2_learning_rate: float = None  # default: learning_rate / 2
     patience: int = 2
     examples_per_user: int = 1
+    mlm_weight: float = 0.1  # pre-training: weight of masked language modelling
+    init_from: str = None  # a directory written by `tfseqrec pretrain --model recformer`
     validation_batch_size: int = 128
     max_train_minutes: float = None
     seed: int = 0
@@ -196,6 +206,7 @@ class RecformerConfig(Options):
         check_number("seed", self.seed, integer=True)
         check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True)
         check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True)
+        check_number("mlm_weight", self.mlm_weight, minimum=0)
         for name in ("learning_rate", "align_learning_rate"):
             check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
         check_number("stage2_learning_rate", self.stage2_learning_rate, minimum=0, exclusive_minimum=True,

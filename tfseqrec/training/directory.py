@@ -22,7 +22,7 @@ from tfseqrec.data import vocab as vocab_lib
 MODEL_FILE = "model.keras"
 BACKUP_DIR = "backup"
 PARTIAL_SUFFIX = ".partial"
-RUN_FILES = ("train_config.json", "recformer_config.json")  # what marks a tfseqrec model directory
+RUN_FILES = ("train_config.json", "recformer_config.json", "pretrain_config.json")  # what marks a tfseqrec model directory
 
 
 @contextlib.contextmanager

@@ -141,6 +141,8 @@ def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs)
     """The model of ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
+        if config.init_from:
+            kinds.get(config.model).initialize(model, config.init_from)
         model.compile(
             optimizer=keras.optimizers.Adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
             metrics=metrics_lib.default_metrics(),

@@ -61,6 +61,10 @@ def build(config, vocabulary, texts, model=None):
     path = recformer_lib.minilm_path()
     tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), config.attributes, config.max_attribute_tokens)
     tokens, types = tokenizer.tokenize(texts)
+    if model is None and config.init_from:
+        backbone = pretrained_backbone(config)
+        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items)
+        model.build()
     if model is None:
         backbone = recformer_lib.RecformerBackbone(
             num_layers=config.num_layers,
@@ -75,6 +79,19 @@ def build(config, vocabulary, texts, model=None):
         model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items)
         model.build()
     return recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
+
+
+def pretrained_backbone(config):
+    """The ``RecformerBackbone`` of ``config.init_from`` (a ``tfseqrec pretrain --model recformer`` directory)."""
+    from tfseqrec.training import pretrain
+
+    pretrain.read_config(config.init_from, "recformer")
+    backbone = keras.saving.load_model(os.path.join(config.init_from, pretrain.BACKBONE_FILE))
+    for name in ("num_layers", "max_tokens", "max_sequence_length", "attention_window"):
+        if getattr(backbone, name) != getattr(config, name):
+            raise ValueError(f"{config.init_from} was pre-trained with {name} {getattr(backbone, name)}; "
+                             f"fine-tuning asks for {getattr(config, name)} (use the pre-training's sizes)")
+    return backbone
 
 
 def align(recommender, config, verbose="auto"):
@@ -197,7 +214,7 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
             json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
             json.dump(info, f, indent=2)
-        if config.pretrained:
+        if config.pretrained and not config.init_from:  # a pre-trained checkpoint was aligned before
             align(recommender, config, verbose=verbose)
         rows = finetune(recommender, split, config, verbose=verbose)
         recommender.model.save(os.path.join(work, MODEL_FILE))

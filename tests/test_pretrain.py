@@ -1,0 +1,154 @@
+"""tfseqrec pretrain: joined catalogues, history pairs, UniSRec's contrastive losses, checkpoints for --init-from."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from tests.test_cli import _tfseqrec
+from tests.test_recformer_training import data  # noqa: F401 (the shared tiny text dataset fixture)
+from tfseqrec import kinds
+from tfseqrec.data import splits, vocab
+from tfseqrec.models import UniSRec, UniSRecPretrainer
+from tfseqrec.training import pretrain
+
+R = vocab.NUM_RESERVED
+UNISREC = {"hidden_dim": 8, "max_sequence_length": 5, "max_attribute_tokens": 6}
+RECFORMER = {"num_layers": 1, "max_tokens": 48, "max_sequence_length": 4, "attention_window": 16,
+             "max_attribute_tokens": 6, "align_epochs": 1, "batch_size": 8}
+
+
+@pytest.fixture(scope="module")
+def other(tmp_path_factory):
+    """A second tiny dataset: 20 users over 15 "movies" of another text."""
+    root = tmp_path_factory.mktemp("other")
+    users = {str(u): [((u % 15) + t) % 15 for t in range(5)] for u in range(20)}
+    (root / "Other.inter.json").write_text(json.dumps(users))
+    (root / "Other.item.json").write_text(json.dumps(
+        {str(i): {"title": f"movie {i} part {i % 3}", "brand": "studio", "categories": "Movies,Drama"}
+         for i in range(15)}))
+    return root
+
+
+def test_history_pairs_are_every_position_left_padded():
+    seqs = splits.Sequences.from_list(["a", "b"], [[5, 6, 7, 8], [9, 10]])
+    windows, targets = pretrain.history_pairs(seqs, 2)
+    np.testing.assert_array_equal(windows, [[0, 5], [5, 6], [6, 7], [0, 9]])
+    np.testing.assert_array_equal(targets, [6, 7, 8, 10])
+    windows, targets = pretrain.history_pairs(seqs, 3, examples_per_user=1)
+    np.testing.assert_array_equal(windows, [[5, 6, 7], [0, 0, 9]])
+    np.testing.assert_array_equal(targets, [8, 10])
+
+
+def test_domains_sit_side_by_side_in_one_catalogue(data, other):  # noqa: F811
+    domains = pretrain.read_domains([(data / "Tiny.inter.json", data / "Tiny.item.json"),
+                                     (other / "Other.inter.json", other / "Other.item.json")])
+    assert [d.vocabulary.num_items for d in domains] == [20, 15]
+    np.testing.assert_array_equal(pretrain.offsets(domains), [R, R + 20])
+    joined = pretrain.joined_sequences(domains)
+    assert len(joined) == 30 + 20
+    first, second = domains[0].split.train, domains[1].split.train
+    np.testing.assert_array_equal(joined[0], first[0])  # the first domain keeps its ids
+    np.testing.assert_array_equal(joined[30], second[0] + 20)  # the second follows the first's 20 items
+    assert joined.values.max() < R + 35 and joined.values.min() >= R
+
+
+def _numpy_contrast(a, b, targets, t):
+    logits = a @ b.T / t
+    same = (targets[:, None] == targets[None, :]) & ~np.eye(len(targets), dtype=bool)
+    logits = np.where(same, -1e9, logits)
+    logits -= logits.max(1, keepdims=True)
+    return float(np.mean(np.log(np.exp(logits).sum(1)) - np.diag(logits)))
+
+
+def test_unisrec_pretraining_loss_is_the_papers():
+    keras.utils.set_random_seed(0)
+    text = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
+    model = UniSRec(num_items=8, text_dim=6, max_sequence_length=4, hidden_dim=8, dropout=0.0, adaptor_dropout=0.0,
+                    text_embeddings=text, temperature=0.5)
+    task = UniSRecPretrainer(model, seq_seq_weight=0.3, item_drop=0.0)
+    x = {"item_ids": np.array([[0, R, R + 1, R + 2], [0, 0, R + 3, R + 4], [R + 5, R + 6, R + 7, R + 1]])}
+    y = np.array([R + 3, R + 5, R + 3])  # rows 0 and 2 share their next item: not each other's negatives
+    hidden = np.asarray(model(x))[:, -1] * 0.5
+    items = np.asarray(model.output_table()[0])[y - R]
+    expected = _numpy_contrast(hidden, items, y, 0.5) + 0.3 * _numpy_contrast(hidden, hidden, y, 0.5)
+    got = float(task.compute_loss(x, y, model(x), training=False))
+    assert got == pytest.approx(expected, rel=1e-5)
+
+
+def test_augmentation_drops_items_keeps_the_newest_and_the_order():
+    model = UniSRec(num_items=8, text_dim=6, max_sequence_length=6, hidden_dim=8)
+    ids = np.array([[0, 0, R, R + 1, R + 2, R + 3]] * 50)
+    everything = np.asarray(UniSRecPretrainer(model, item_drop=0.999, seed=1).augment(ids))
+    np.testing.assert_array_equal(everything[:, -1], R + 3)  # the newest stays
+    half = np.asarray(UniSRecPretrainer(model, item_drop=0.5, seed=1).augment(ids))
+    for row in half:
+        kept = row[row > 0]
+        assert kept[-1] == R + 3 and np.all(np.diff(kept) > 0) and set(kept) <= set(ids[0])
+        assert np.all(row[: len(row) - len(kept)] == 0)  # padding on the left
+    assert 2 < (half > 0).sum(1).mean() < 4
+
+
+@pytest.fixture(scope="module")
+def unisrec_checkpoint(data, other, tmp_path_factory):  # noqa: F811
+    out_dir = tmp_path_factory.mktemp("pre") / "unisrec"
+    out = _tfseqrec("pretrain", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
+                    data / "Tiny.item.json", "--data", other / "Other.inter.json", "--item-text",
+                    other / "Other.item.json", "--output", out_dir, "--config", json.dumps(UNISREC), "--epochs", 2,
+                    "--batch-size", 16, "--quiet")
+    return out_dir, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_path):  # noqa: F811
+    checkpoint, out = unisrec_checkpoint
+    assert out["datasets"] == 2 and out["epochs"] == 2 and np.isfinite(out["loss"])
+    info = json.loads((checkpoint / "pretrain_config.json").read_text())
+    assert [d["num_items"] for d in info["datasets"]] == [20, 15] and len(info["history"]) == 2
+    pretrained = keras.saving.load_model(checkpoint / "model.keras")
+    assert pretrained.num_items == 35 and not pretrained.use_id_embeddings
+    # --init-from copies everything but the item tables.
+    config = kinds.get("unisrec").options({**UNISREC, "init_from": str(checkpoint)})
+    model = kinds.get("unisrec").build(config, 20, text_dim=384)
+    assert kinds.get("unisrec").initialize(model, str(checkpoint)) == len(model.weights) - 1
+    np.testing.assert_array_equal(model.adaptor.expert_kernel, pretrained.adaptor.expert_kernel)
+    np.testing.assert_array_equal(model.blocks[0].ffn_in.kernel, pretrained.blocks[0].ffn_in.kernel)
+    out = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
+                    data / "Tiny.item.json", "--output", tmp_path / "ft", "--config",
+                    json.dumps({**UNISREC, "epochs": 1}), "--init-from", checkpoint, "--quiet")
+    assert json.loads(out.stdout.strip().splitlines()[-1])["epochs"] == 1
+    wider = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
+                      data / "Tiny.item.json", "--output", tmp_path / "ft2", "--config",
+                      json.dumps({**UNISREC, "hidden_dim": 16}), "--init-from", checkpoint, check=False)
+    assert wider.returncode == 1 and "use the pre-training's sizes" in wider.stderr
+
+
+def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path):  # noqa: F811
+    checkpoint = tmp_path / "recformer"
+    _tfseqrec("pretrain", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
+              data / "Tiny.item.json", "--data", other / "Other.inter.json", "--item-text", other / "Other.item.json",
+              "--output", checkpoint, "--config", json.dumps(RECFORMER), "--epochs", 1, "--quiet")
+    backbone = keras.saving.load_model(checkpoint / "backbone.keras")
+    fine = {**RECFORMER, "epochs": 1, "stage2_epochs": 0, "validation_batch_size": 16, "init_from": str(checkpoint)}
+    from tfseqrec.training import recformer
+
+    loaded = recformer.pretrained_backbone(kinds.get("recformer").options(fine))
+    for a, b in zip(loaded.weights, backbone.weights):
+        np.testing.assert_array_equal(a, b)
+    out = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
+                    data / "Tiny.item.json", "--output", tmp_path / "ft", "--config", json.dumps(fine), "--quiet")
+    assert 0.0 <= json.loads(out.stdout.strip().splitlines()[-1])["ndcg@10"] <= 1.0
+    bad = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
+                    data / "Tiny.item.json", "--output", tmp_path / "ft2", "--config",
+                    json.dumps({**fine, "max_tokens": 64}), check=False)
+    assert bad.returncode == 1 and "pre-trained with max_tokens 48; fine-tuning asks for 64" in bad.stderr
+
+
+def test_pretrain_flags_are_checked(data, tmp_path):  # noqa: F811
+    result = _tfseqrec("pretrain", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--output",
+                       tmp_path / "p", "--item-text", data / "Tiny.item.json", "--data", data / "Tiny.inter.json",
+                       check=False)
+    assert result.returncode == 1 and "got 2 --data and 1 --item-text" in result.stderr
+    result = _tfseqrec("train", "--model", "sasrec", "--data", data / "Tiny.inter.json", "--output", tmp_path / "s",
+                       "--init-from", tmp_path, check=False)
+    assert result.returncode == 1 and "init_from is for models that 'tfseqrec pretrain' pre-trains" in result.stderr

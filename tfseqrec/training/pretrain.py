@@ -1,0 +1,222 @@
+"""Pre-training over several (interactions, item text) datasets: ``tfseqrec pretrain``.
+
+The datasets' items are put side by side in one catalogue, each known by its own
+text (its own attributes: MovieLens title and genres, Amazon title, brand and
+categories), and their training sequences (leave-one-out: the last two items of
+each user are held out) are mixed in every epoch.
+
+- ``recformer`` (options ``RecformerConfig``): the all-MiniLM-L6-v2 start and
+  ``[CLS]`` alignment on every dataset's items, then the paper's masked language
+  modelling plus item-item contrast (``RecformerPretrainer``) on
+  ``(history, next item)`` pairs. Writes ``backbone.keras``.
+- ``unisrec`` (options ``TrainConfig``): the frozen text vectors of every item, then
+  the paper's sequence-item and sequence-sequence contrast (``UniSRecPretrainer``)
+  on ``(history, next item)`` pairs, every position of every sequence. Writes
+  ``model.keras`` (a text-only UniSRec over the joined catalogue).
+
+Either directory also holds ``pretrain_config.json`` (options, datasets, per-epoch
+loss) and is read by ``tfseqrec train --model KIND --init-from DIR``, which
+fine-tunes its weights on one dataset.
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec.data import readers, splits
+from tfseqrec.data import text as text_lib
+from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.training.callbacks import TimeLimit
+from tfseqrec.training.directory import output_directory
+
+CONFIG_FILE = "pretrain_config.json"
+BACKBONE_FILE = "backbone.keras"
+MODEL_FILE = "model.keras"
+
+
+@dataclasses.dataclass
+class Domain:
+    """One pre-training dataset: its split, vocabulary and item text ``[vocabulary.size, attributes]``."""
+
+    data: str
+    item_text: str
+    split: splits.Split
+    vocabulary: vocab_lib.ItemVocabulary
+    attributes: list
+    texts: np.ndarray
+    missing: int
+
+
+def read_domains(datasets, attributes=None):
+    """``Domain``s of ``[(interactions path, item text path), ...]``.
+
+    ``attributes`` (default: by each item-text file) are the attributes read.
+    """
+    from tfseqrec.training.recformer import default_attributes, item_texts
+
+    if not datasets:
+        raise ValueError("pre-training needs at least one (interactions, item text) dataset")
+    domains = []
+    for data, item_text in datasets:
+        split, vocabulary, _ = splits.prepare(readers.read_interactions(data))
+        attrs = list(attributes or default_attributes(item_text))
+        texts, missing = item_texts(readers.read_item_text(item_text), vocabulary, attrs)
+        if missing == vocabulary.num_items:
+            raise ValueError(f"{item_text}: none of the {vocabulary.num_items} items of {data} has text; "
+                             "do the two files use the same item ids?")
+        domains.append(Domain(str(data), str(item_text), split, vocabulary, attrs, texts, missing))
+    return domains
+
+
+def offsets(domains):
+    """The first joined id of each domain's items (after the reserved ids)."""
+    sizes = [d.vocabulary.num_items for d in domains]
+    return vocab_lib.NUM_RESERVED + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+
+def joined_sequences(domains):
+    """Every domain's training sequences in joined ids, one ``Sequences``."""
+    users, seqs = [], []
+    for d, offset in zip(domains, offsets(domains)):
+        for u in range(len(d.split.train)):
+            users.append(f"{len(users)}")
+            seqs.append(d.split.train[u] - vocab_lib.NUM_RESERVED + offset)
+    return splits.Sequences.from_list(users, seqs)
+
+
+def history_pairs(sequences, max_sequence_length, examples_per_user=None):
+    """``(windows [n, max_sequence_length] left-padded int32, next items [n])`` of ``sequences``.
+
+    Every position after the first of each sequence, or its last ``examples_per_user``.
+    """
+    windows, targets = [], []
+    for u in range(len(sequences)):
+        seq = sequences[u]
+        first = 1 if examples_per_user is None else max(1, len(seq) - examples_per_user)
+        for t in range(first, len(seq)):
+            history = seq[max(0, t - max_sequence_length) : t]
+            windows.append(np.pad(history, (max_sequence_length - len(history), 0)))
+            targets.append(seq[t])
+    return np.asarray(windows, np.int32).reshape(-1, max_sequence_length), np.asarray(targets, np.int32)
+
+
+def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrite=False):
+    """Pre-trains ``model`` (``"recformer"`` or ``"unisrec"``) on ``datasets``; returns the per-epoch rows.
+
+    Args:
+        model: the model kind.
+        datasets: ``[(interactions path, item text path), ...]``.
+        output_dir: the checkpoint directory (written when the run completes).
+        options: dict of the kind's options (``RecformerConfig`` or ``TrainConfig``):
+            sizes, ``epochs``, ``learning_rate``, ``batch_size``, ``max_train_minutes``,
+            ``mlm_weight`` (Recformer), ``seq_seq_weight`` and ``item_drop`` (UniSRec).
+        verbose: ``fit`` verbosity.
+        overwrite: replace a checkpoint already in ``output_dir``.
+    """
+    from tfseqrec import kinds
+
+    if model not in ("recformer", "unisrec"):
+        raise ValueError(f"tfseqrec pretrain pre-trains recformer or unisrec, not {model!r}")
+    config = kinds.get(model).options(dict(options or {}))
+    if config.init_from is not None:
+        raise ValueError("init_from is for fine-tuning a pre-trained checkpoint, not for pre-training")
+    domains = read_domains(datasets, config.attributes)
+    keras.utils.set_random_seed(config.seed)
+    record = {"config": dataclasses.asdict(config), "data": [list(map(str, pair)) for pair in datasets]}
+    with output_directory(output_dir, record, overwrite, CONFIG_FILE) as work:
+        run = _pretrain_recformer if model == "recformer" else _pretrain_unisrec
+        start = time.monotonic()
+        rows = run(domains, config, work, verbose)
+        info = {"model": model, "config": dataclasses.asdict(config), "seconds": time.monotonic() - start,
+                "datasets": [{"data": d.data, "item_text": d.item_text, "num_items": d.vocabulary.num_items,
+                              "items_without_text": d.missing, "attributes": d.attributes,
+                              "training_events": int(d.split.train.num_events)} for d in domains],
+                "history": rows}
+        with open(os.path.join(work, CONFIG_FILE), "w") as f:
+            json.dump(info, f, indent=2)
+    return rows
+
+
+def _fit(task, ds, config, verbose):
+    callbacks = [TimeLimit(config.max_train_minutes * 60)] if config.max_train_minutes else []
+    history = task.fit(ds, epochs=config.epochs, callbacks=callbacks, verbose=verbose)
+    return [{"epoch": i + 1, "loss": float(loss)} for i, loss in enumerate(history.history["loss"])]
+
+
+def _pretrain_unisrec(domains, config, work, verbose):
+    from tfseqrec import kinds
+    from tfseqrec.models import SentenceEncoder, UniSRecPretrainer
+
+    vectors = []
+    for d in domains:
+        encoder = SentenceEncoder.from_pretrained(d.attributes, max_attribute_tokens=config.max_attribute_tokens)
+        vectors.append(encoder.encode(d.texts[vocab_lib.NUM_RESERVED :], progress=None if verbose == "auto" else False))
+    vectors = np.concatenate(vectors)
+    config = dataclasses.replace(config, use_id_embeddings=False)
+    model = kinds.get("unisrec").build(config, len(vectors), text_dim=vectors.shape[1], text_embeddings=vectors)
+    windows, targets = history_pairs(joined_sequences(domains), config.max_sequence_length)
+    ds = (tf.data.Dataset.from_tensor_slices(({"item_ids": windows}, targets))
+          .shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True)
+          .batch(config.batch_size, drop_remainder=len(targets) >= config.batch_size).prefetch(2))
+    task = UniSRecPretrainer(model, config.seq_seq_weight, config.item_drop, seed=config.seed)
+    task.compile(optimizer=keras.optimizers.Adam(config.learning_rate))
+    rows = _fit(task, ds, config, verbose)
+    model.save(os.path.join(work, MODEL_FILE))
+    return rows
+
+
+def _pretrain_recformer(domains, config, work, verbose):
+    from tfseqrec.models import recformer as recformer_lib
+    from tfseqrec.training import recformer as recformer_driver
+
+    path = recformer_lib.minilm_path()
+    tokens, types = [], []
+    for d in domains:
+        tokenizer = text_lib.ItemTextTokenizer(os.path.join(path, "vocab.txt"), d.attributes,
+                                               config.max_attribute_tokens)
+        t, y = tokenizer.tokenize(d.texts[vocab_lib.NUM_RESERVED :])
+        tokens.append(t)
+        types.append(y)
+    empty = tf.ragged.constant([[]] * vocab_lib.NUM_RESERVED, dtype=tf.int64, ragged_rank=1)
+    item_tokens = tf.concat([empty] + tokens, axis=0)
+    item_types = tf.concat([tf.cast(empty, tf.int32)] + types, axis=0)
+    num_items = int(item_tokens.nrows()) - vocab_lib.NUM_RESERVED
+    backbone = recformer_lib.RecformerBackbone(
+        num_layers=config.num_layers, max_tokens=config.max_tokens, max_sequence_length=config.max_sequence_length,
+        attention_window=config.attention_window, dropout=config.dropout,
+    )
+    backbone.build()
+    recformer_lib.load_bert_weights(backbone, path)
+    model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=num_items)
+    model.build()
+    recommender = recformer_lib.RecformerRecommender(model, item_tokens, item_types, tokenizer.cls_id, tokenizer)
+    recformer_driver.align(recommender, config, verbose=verbose)
+    histories, targets = recformer_driver.training_pairs(joined_sequences(domains), config.examples_per_user)
+    width = recommender.item_width()
+    ds = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1), targets))
+    ds = ds.shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
+    ds = ds.map(lambda h, y: (recommender.pack(h), recommender.pack(tf.RaggedTensor.from_tensor(y[:, None]), width)),
+                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    task = recformer_lib.RecformerPretrainer(backbone, temperature=config.temperature, mlm_weight=config.mlm_weight,
+                                             seed=config.seed)
+    task.compile(optimizer=keras.optimizers.AdamW(config.learning_rate, weight_decay=0.0))
+    rows = _fit(task, ds, config, verbose)
+    backbone.save(os.path.join(work, BACKBONE_FILE))
+    return rows
+
+
+def read_config(checkpoint, model):
+    """The ``pretrain_config.json`` of a checkpoint directory of ``model``; errors say what is wrong."""
+    path = os.path.join(checkpoint, CONFIG_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{checkpoint}: no {CONFIG_FILE}; is it a directory written by 'tfseqrec pretrain'?")
+    with open(path) as f:
+        info = json.load(f)
+    if info.get("model") != model:
+        raise ValueError(f"{checkpoint} holds a pre-trained {info.get('model')}, not a {model}")
+    return info
