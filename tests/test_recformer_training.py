@@ -250,3 +250,40 @@ def test_the_kind_registry_recognises_a_recformer_directory(trained):
     model, vocabulary, _ = kinds.load(str(trained[0]))
     assert kind.name == "recformer" and kinds.for_model(model) is kind and vocabulary.num_items == 20
     assert isinstance(model, RecformerRecommender)
+
+
+def test_training_targets_are_drawn_afresh_and_batches_grouped_by_width(loaded, data):
+    recommender, vocabulary, info = loaded
+    split, _, _ = splits.prepare(readers.read_interactions(data / "Tiny.inter.json"), vocabulary=vocabulary)
+    assert recommender.pad_multiple == CONFIG["attention_window"] // 2
+    config = training.RecformerConfig.from_dict({**info["config"], "training_targets": "random", "batch_size": 4})
+
+    def epoch(ds):
+        rows, widths = [], []
+        for x, y in ds:
+            widths.append(int(x["token_ids"].shape[1]))
+            real = x["padding_mask"].numpy().sum(1)
+            assert widths[-1] % recommender.pad_multiple == 0 or widths[-1] == CONFIG["max_tokens"]
+            assert real.max() <= widths[-1] and real.min() > widths[-1] - recommender.pad_multiple  # one bucket
+            rows += [(tuple(r), int(t)) for r, t in zip(x["token_ids"].numpy()[:, :1], y.numpy())]
+        return [t for _, t in rows], widths
+
+    ds = recformer_training.training_dataset(recommender, split.train, config)
+    first, widths = epoch(ds)
+    second, _ = epoch(ds)
+    assert len(first) == len(second) == 30 and first != second  # one target per user, drawn each epoch
+    assert epoch(recformer_training.training_dataset(recommender, split.train, config))[0] == first  # seeded
+    assert len(set(widths)) > 1
+    every = training.RecformerConfig.from_dict({**info["config"], "training_targets": "all"})
+    assert len(epoch(recformer_training.training_dataset(recommender, split.train, every))[0]) == 30 * 3
+    assert recformer_training.steps_per_epoch(recommender, split.train, every) >= -(-90 // every.batch_size)
+
+
+def test_text_report_counts_items_that_share_their_text():
+    config = training.RecformerConfig(attributes=["title", "categories"], common_value_share=0.9)
+    texts = np.array([["", ""]] * vocab_lib.NUM_RESERVED + [["pen", "Lab,Pens"], ["pen", "Lab,Pens"], ["ink", "Lab"]],
+                     dtype=object)
+    tokens = tf.ragged.constant([[]] * vocab_lib.NUM_RESERVED + [[5, 6], [5, 6], [7]], dtype=tf.int64, ragged_rank=1)
+    report = recformer_training.text_report(config, texts, tokens)
+    assert report["items_sharing_their_text"] == 2 and report["dropped_values"] == {"categories": ["Lab"]}
+    assert report["tokens_per_item"] == {"mean": pytest.approx(5 / 3), "max": 2}

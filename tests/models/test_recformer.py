@@ -138,3 +138,36 @@ class RecformerTest(TestCase):
         # Alignment trained the recommender's own encoder: its [CLS] vectors moved.
         self.assertGreater(float(np.abs(np.asarray(model(x)) - before).max()), 1e-3)
         self.assertAllClose(aligner(x)[:, 0], model(x), atol=1e-6)
+
+    def test_mean_pooling_is_the_mean_of_the_real_tokens(self):
+        rng = np.random.default_rng(3)
+        backbone = _backbone()
+        model = Recformer(backbone, num_items=6, pooling="mean")
+        model.build()
+        x = _batch(rng)
+        states = np.asarray(backbone(x))
+        mask = x["padding_mask"][..., None]
+        self.assertAllClose(model(x), (states * mask).sum(1) / mask.sum(1), atol=1e-5)
+        self.assertAllClose(Recformer(backbone, num_items=6)(x), states[:, 0], atol=1e-6)  # [CLS], the default
+        self.assertEqual(keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model)).pooling,
+                         "mean")
+        self.assertEqual(model.resized(8).pooling, "mean")
+        with self.assertRaisesRegex(ValueError, "pooling must be 'cls' or 'mean'"):
+            Recformer(backbone, pooling="max")
+
+    def test_narrow_batches_score_as_full_width_ones(self):
+        from tfseqrec.models.recformer import RecformerRecommender
+
+        rng = np.random.default_rng(4)
+        model = _tiny()
+        model.build()
+        model.set_item_embeddings(rng.normal(size=(6, 8)))
+        lengths = [0, 0, 0, 3, 2, 4, 1, 2, 3, 1]  # reserved ids have no tokens
+        tokens = tf.ragged.constant([list(rng.integers(5, 40, size=n)) for n in lengths], dtype=tf.int64,
+                                    ragged_rank=1)
+        types = tf.ragged.map_flat_values(lambda t: tf.ones_like(t, tf.int32) * text.VALUE_TYPE, tokens)
+        window = np.array([[0, 0, 3, 4], [5, 6, 7, 8]])
+        full = RecformerRecommender(model, tokens, types, cls_id=2)
+        narrow = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2)
+        self.assertEqual(int(narrow.pack(tf.ragged.constant([[3, 4]], dtype=tf.int64))["token_ids"].shape[1]), 6)
+        self.assertAllClose(narrow.score(window), full.score(window), atol=1e-5)

@@ -42,10 +42,12 @@ class ItemTextTokenizer:
         attributes: the attribute names, in text order; their names are the keys.
         max_attribute_tokens: each attribute's value is cut to this many tokens.
         cls_token, unk_token, pad_token: the special tokens of ``vocabulary``.
+        attribute_tokens: per-attribute budgets (``{"title": 24}``) that replace
+            ``max_attribute_tokens`` for the attributes they name.
     """
 
     def __init__(self, vocabulary, attributes, max_attribute_tokens=32, cls_token="[CLS]", unk_token="[UNK]",
-                 pad_token="[PAD]"):
+                 pad_token="[PAD]", attribute_tokens=None):
         import tensorflow_text
 
         if isinstance(vocabulary, str):
@@ -54,6 +56,10 @@ class ItemTextTokenizer:
         self.vocabulary = list(vocabulary)
         self.attributes = list(attributes)
         self.max_attribute_tokens = int(max_attribute_tokens)
+        unknown = sorted(set(attribute_tokens or {}) - set(self.attributes))
+        if unknown:
+            raise ValueError(f"attribute_tokens names {unknown}, which are not among the attributes {self.attributes}")
+        self.budgets = [int((attribute_tokens or {}).get(a, self.max_attribute_tokens)) for a in self.attributes]
         for token in (cls_token, unk_token, pad_token):
             if token not in self.vocabulary:
                 raise ValueError(f"the vocabulary has no {token!r} token")
@@ -84,7 +90,7 @@ class ItemTextTokenizer:
         texts = tf.convert_to_tensor(texts, tf.string)
         pieces_ids, pieces_types = [], []
         for a in range(len(self.attributes)):
-            value = self.wordpieces(texts[:, a])[:, : self.max_attribute_tokens]
+            value = self.wordpieces(texts[:, a])[:, : self.budgets[a]]
             present = value.row_lengths() > 0
             key_tokens = tf.constant(self.key_tokens[a], tf.int64)
             key_lengths = tf.where(present, tf.size(key_tokens, out_type=tf.int64), 0)
@@ -96,7 +102,44 @@ class ItemTextTokenizer:
         return tf.concat(pieces_ids, axis=1), tf.concat(pieces_types, axis=1)
 
 
-def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tokens):
+def drop_common_values(texts, share):
+    """Item texts without the comma-separated values that at least ``share`` of the items carry.
+
+    Amazon category paths start with the domain's own name ("Industrial & Scientific,
+    Lab, ..."): a token every item spends its budget on and no item is told apart by.
+
+    Args:
+        texts: strings ``[items, attributes]`` (NumPy object array); empty rows (the
+            reserved ids) are not counted.
+        share: the least share of items for a value to be dropped (0.9: nine items in ten).
+
+    Returns:
+        ``(texts, dropped)``: a new array, and ``{attribute index: [values dropped]}``.
+
+    Example:
+
+    >>> texts = np.array([["Lab,Pipettes"], ["Lab,Flasks"], ["Lab"], [""]], dtype=object)
+    >>> out, dropped = drop_common_values(texts, 0.9)
+    >>> out[:, 0].tolist(), dropped
+    (['Pipettes', 'Flasks', '', ''], {0: ['Lab']})
+    """
+    out = texts.copy()
+    present = np.array([any(str(v) for v in row) for row in texts])
+    dropped = {}
+    for a in range(texts.shape[1]):
+        parts = [[p.strip() for p in str(v).split(",") if p.strip()] for v in texts[:, a]]
+        counts = {}
+        for row in np.flatnonzero(present):
+            for p in set(parts[row]):
+                counts[p] = counts.get(p, 0) + 1
+        common = sorted(p for p, n in counts.items() if n >= share * max(present.sum(), 1))
+        if common:
+            dropped[a] = common
+            out[:, a] = [",".join(p for p in row if p not in common) for row in parts]
+    return out, dropped
+
+
+def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tokens, pad_multiple=None):
     """Recformer inputs of histories of tokenized items.
 
     Args:
@@ -104,11 +147,15 @@ def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tok
         item_types: the token types, same structure.
         cls_id: the ``[CLS]`` token id.
         max_sequence_length: the newest ``max_sequence_length`` items are kept.
-        max_tokens: the width of the output, ``[CLS]`` included; tokens past it (of the
-            oldest items kept) are cut.
+        max_tokens: the most tokens of an input, ``[CLS]`` included; tokens past it (of
+            the oldest items kept) are cut.
+        pad_multiple: ``None``: every input is ``max_tokens`` wide; else the batch is
+            as wide as its longest input rounded up to a multiple of this (at most
+            ``max_tokens``): short histories cost no padding (the windowed attention
+            works in blocks of half its window, the natural multiple).
 
     Returns:
-        dict of ``[batch, max_tokens]`` tensors: ``token_ids`` (int64; 0 pads),
+        dict of ``[batch, width]`` tensors: ``token_ids`` (int64; 0 pads),
         ``token_type_ids`` and ``item_position_ids`` (int32; ``[CLS]`` is item position 0,
         the newest item 1, the one before it 2, ...) and ``padding_mask`` (bool).
     """
@@ -119,11 +166,16 @@ def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tok
     token_item = tf.gather(item_index.flat_values, newest_first_tokens.values.value_rowids())
     positions = newest_first_tokens.with_values(newest_first_tokens.values.with_flat_values(tf.cast(token_item, tf.int32)))
     cls = tf.ones([batch, 1], tf.int64)
+    shape = [None, max_tokens]
+    if pad_multiple:
+        longest = 1 + tf.reduce_max(tf.concat([newest_first_tokens.merge_dims(1, 2).row_lengths(), [0]], 0))
+        width = tf.minimum(tf.constant(max_tokens, tf.int64), -(-longest // pad_multiple) * pad_multiple)
+        shape = tf.stack([tf.cast(batch, tf.int64), width])
 
     def flat(ragged, first):
         merged = ragged.merge_dims(1, 2)
         return tf.concat([tf.cast(first, merged.dtype), merged], axis=1).to_tensor(
-            default_value=tf.zeros([], merged.dtype), shape=[None, max_tokens]
+            default_value=tf.zeros([], merged.dtype), shape=shape
         )
 
     token_ids = flat(newest_first_tokens, cls * cls_id)

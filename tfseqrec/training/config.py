@@ -191,6 +191,13 @@ class RecformerConfig(Options):
     stage2_learning_rate: float = None  # default: learning_rate / 2
     patience: int = 2
     examples_per_user: int = 1
+    training_targets: str = "last"  # "last" (examples_per_user), "random" (one per user per epoch), "all"
+    pooling: str = "cls"  # the vector of an input: its [CLS] state, or the mean of its tokens ("mean")
+    pad_to_longest: bool = True  # batches as wide as their longest input (bucketed by length), not max_tokens
+    attribute_tokens: dict = None  # per-attribute token budgets, e.g. {"title": 24}; others: max_attribute_tokens
+    common_value_share: float = None  # drop comma-separated attribute values shared by this share of items
+    learning_rate_schedule: str = "constant"  # or "linear": warm-up, then linear decay over both stages
+    warmup_share: float = 0.05  # of all fine-tuning steps, with the "linear" schedule
     mlm_weight: float = 0.1  # pre-training: weight of masked language modelling
     init_from: str = None  # a directory written by `tfseqrec pretrain --model recformer`
     validation_batch_size: int = 128
@@ -207,6 +214,17 @@ class RecformerConfig(Options):
         check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True)
         check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True)
         check_number("mlm_weight", self.mlm_weight, minimum=0)
+        check_choice("training_targets", self.training_targets, ("last", "random", "all"))
+        check_choice("pooling", self.pooling, ("cls", "mean"))
+        check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "linear"))
+        check_number("warmup_share", self.warmup_share, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number("common_value_share", self.common_value_share, minimum=0, maximum=1, exclusive_minimum=True,
+                     optional=True)
+        if self.attribute_tokens is not None:
+            if not isinstance(self.attribute_tokens, dict):
+                raise ValueError(f"attribute_tokens must be an object of attribute: tokens, got {self.attribute_tokens!r}")
+            for name, tokens in self.attribute_tokens.items():
+                check_number(f"attribute_tokens[{name!r}]", tokens, minimum=1, integer=True)
         for name in ("learning_rate", "align_learning_rate"):
             check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
         check_number("stage2_learning_rate", self.stage2_learning_rate, minimum=0, exclusive_minimum=True,

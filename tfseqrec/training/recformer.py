@@ -59,11 +59,16 @@ def build(config, vocabulary, texts, model=None):
     from all-MiniLM-L6-v2 when ``config.pretrained``.
     """
     path = recformer_lib.minilm_path()
-    tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), config.attributes, config.max_attribute_tokens)
-    tokens, types = tokenizer.tokenize(texts)
+    tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), config.attributes, config.max_attribute_tokens,
+                                       attribute_tokens=config.attribute_tokens)
+    shown = texts
+    if config.common_value_share:
+        shown, _ = text.drop_common_values(texts, config.common_value_share)
+    tokens, types = tokenizer.tokenize(shown)
     if model is None and config.init_from:
         backbone = pretrained_backbone(config)
-        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items)
+        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items,
+                                        pooling=config.pooling)
         model.build()
     if model is None:
         backbone = recformer_lib.RecformerBackbone(
@@ -76,9 +81,29 @@ def build(config, vocabulary, texts, model=None):
         backbone.build()
         if config.pretrained:
             recformer_lib.load_bert_weights(backbone, path)
-        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items)
+        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items,
+                                        pooling=config.pooling)
         model.build()
-    return recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
+    pad_multiple = config.attention_window // 2 if config.pad_to_longest else None
+    return recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts, pad_multiple)
+
+
+def text_report(config, texts, tokens):
+    """What the items' text gives the model: values dropped, tokens per item, items that share their text."""
+    report = {}
+    if config.common_value_share:
+        _, dropped = text.drop_common_values(texts, config.common_value_share)
+        report["dropped_values"] = {config.attributes[a]: values for a, values in dropped.items()}
+    rows = [tuple(row) for row in tokens.to_list()[vocab_lib.NUM_RESERVED :]]
+    counts = {}
+    for row in rows:
+        counts[row] = counts.get(row, 0) + 1
+    lengths = np.array([len(r) for r in rows])
+    report["tokens_per_item"] = {"mean": float(lengths.mean()) if len(rows) else 0.0,
+                                 "max": int(lengths.max(initial=0))}
+    # Items of identical text get identical vectors: they tie in every ranking.
+    report["items_sharing_their_text"] = int(sum(n for n in counts.values() if n > 1))
+    return report
 
 
 def pretrained_backbone(config):
@@ -116,23 +141,100 @@ def align(recommender, config, verbose="auto"):
     return history
 
 
-def training_pairs(sequences, examples_per_user=1):
-    """``(histories, targets)``: the last ``examples_per_user`` next items of each sequence."""
+def training_pairs(sequences, examples_per_user=1, rng=None):
+    """``(histories, targets)`` of each sequence's next items.
+
+    The last ``examples_per_user`` of each sequence (``None``: every position after
+    the first); with ``rng`` (a NumPy generator) one position drawn at random per
+    sequence instead.
+    """
     histories, targets = [], []
     for u in range(len(sequences)):
         seq = sequences[u]
-        for t in range(max(1, len(seq) - examples_per_user), len(seq)):
+        if len(seq) < 2:
+            continue
+        if rng is not None:
+            positions = [int(rng.integers(1, len(seq)))]
+        else:
+            positions = range(1 if examples_per_user is None else max(1, len(seq) - examples_per_user), len(seq))
+        for t in positions:
             histories.append(seq[:t])
             targets.append(seq[t])
     return histories, np.asarray(targets, np.int64)
 
 
 def training_dataset(recommender, sequences, config):
-    histories, targets = training_pairs(sequences, config.examples_per_user)
-    ragged = tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1)
-    ds = tf.data.Dataset.from_tensor_slices((ragged, targets - vocab_lib.NUM_RESERVED))
-    ds = ds.shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
-    return ds.map(lambda h, y: (recommender.pack(h), y), num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    """Batches ``(packed histories, next item's table index)`` of ``config.training_targets``.
+
+    ``"last"``: the last ``examples_per_user`` targets of each sequence; ``"random"``:
+    one target per sequence, drawn afresh every epoch (the official collator);
+    ``"all"``: every position. Pairs are shuffled every epoch (seeded). With
+    ``recommender.pad_multiple`` batches are grouped by packed width, so a batch of
+    short histories is narrow.
+    """
+    rng = np.random.default_rng(config.seed)
+    per_user = {"last": config.examples_per_user, "all": None}.get(config.training_targets)
+
+    def pairs():
+        histories, targets = training_pairs(sequences, per_user, rng if config.training_targets == "random" else None)
+        for i in rng.permutation(len(targets)):
+            yield histories[i], targets[i] - vocab_lib.NUM_RESERVED
+
+    ds = tf.data.Dataset.from_generator(pairs, output_signature=(tf.TensorSpec([None], tf.int64),
+                                                                 tf.TensorSpec([], tf.int64)))
+    multiple = recommender.pad_multiple
+    if multiple:
+        item_lengths = tf.constant(recommender.item_tokens.row_lengths().numpy())
+        buckets = -(-recommender.model.max_tokens // multiple)
+
+        def bucket(history, _):
+            width = 1 + tf.reduce_sum(tf.gather(item_lengths, history[-recommender.max_sequence_length :]))
+            return tf.minimum((width - 1) // multiple, buckets - 1)
+
+        ds = ds.group_by_window(bucket, lambda _, window: window.padded_batch(config.batch_size),
+                                window_size=config.batch_size)
+    else:
+        ds = ds.padded_batch(config.batch_size)
+    return ds.map(lambda h, y: (recommender.pack(tf.RaggedTensor.from_tensor(h, padding=0)), y),
+                  num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+
+
+def steps_per_epoch(recommender, sequences, config):
+    """Batches of one pass of ``training_dataset`` (at most: each width bucket may end in a short batch)."""
+    pairs = sum(1 for u in range(len(sequences)) if len(sequences[u]) >= 2)
+    if config.training_targets != "random":
+        per_user = None if config.training_targets == "all" else config.examples_per_user
+        pairs = len(training_pairs(sequences, per_user)[1])
+    buckets = -(-recommender.model.max_tokens // recommender.pad_multiple) if recommender.pad_multiple else 1
+    return -(-pairs // config.batch_size) + buckets - 1
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to ``learning_rate`` over ``warmup_steps``, then linear decay to 0 at ``total_steps``.
+
+    Example:
+
+    >>> schedule = WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2)
+    >>> [round(float(schedule(step)), 3) for step in (0, 1, 2, 6, 10, 12)]
+    [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
+    """
+
+    def __init__(self, learning_rate, total_steps, warmup_steps=0):
+        self.learning_rate = float(learning_rate)
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(warmup_steps)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        warm = step / max(self.warmup_steps, 1)
+        decay = (self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1)
+        factor = tf.where(step < self.warmup_steps, warm, tf.maximum(decay, 0.0))
+        return self.learning_rate * factor
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "total_steps": self.total_steps,
+                "warmup_steps": self.warmup_steps}
 
 
 def finetune(recommender, split, config, verbose="auto"):
@@ -142,7 +244,10 @@ def finetune(recommender, split, config, verbose="auto"):
     ``refresh=True``); stage 2 starts from the best stage-1 weights and table and
     keeps the table frozen. Each epoch is validated on ``split.valid`` (full-catalogue
     NDCG@10); the best weights are restored at the end. ``config.max_train_minutes``
-    bounds the time of both stages together.
+    bounds the time of both stages together. With ``learning_rate_schedule="linear"``
+    one AdamW runs both stages on ``WarmupLinearDecay`` (warm-up over
+    ``warmup_share`` of the planned steps, then down to 0 at the last planned step);
+    otherwise each stage has its own constant rate.
     """
     model = recommender.model
     train_ds = training_dataset(recommender, split.train, config)
@@ -151,13 +256,20 @@ def finetune(recommender, split, config, verbose="auto"):
     best_weights, best = None, -np.inf
     stages = [(1, config.epochs, config.learning_rate, True),
               (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False)]
+    schedule = None
+    if config.learning_rate_schedule == "linear":
+        total = steps_per_epoch(recommender, split.train, config) * (config.epochs + config.stage2_epochs)
+        schedule = WarmupLinearDecay(config.learning_rate, total, int(config.warmup_share * total))
     recommender.refresh_item_embeddings()
     for stage, epochs, learning_rate, refresh in stages:
         if epochs <= 0 or (budget and time.monotonic() - start >= budget):
             continue
         if best_weights is not None:  # stage 2 starts from the best stage-1 model and its item table
             model.set_weights(best_weights)
-        model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
+        if schedule is None:
+            model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
+        elif model.optimizer is None or stage == 1:  # one optimiser, one schedule, over both stages
+            model.compile(optimizer=keras.optimizers.AdamW(schedule, weight_decay=0.0))
         validation = RankingValidation(recommender, split.valid, refresh, config.validation_batch_size, start)
         callbacks = [
             validation,
@@ -207,14 +319,18 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
     texts, missing = item_texts(raw_text, vocabulary, config.attributes)
     recommender = build(config, vocabulary, texts)
     info = {"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
-            "items_without_text": missing, "report": report or {}}
+            "items_without_text": missing, "report": report or {},
+            "text": text_report(config, texts, recommender.item_tokens)}
+    if verbose:
+        print(f"item text: {json.dumps(info['text'])}", flush=True)
     with output_directory(output_dir, {"config": info["config"], "data": info["data"]}, overwrite, CONFIG_FILE) as work:
         vocabulary.save(work)
         with open(os.path.join(work, TEXT_FILE), "w", encoding="utf-8") as f:
             json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
             json.dump(info, f, indent=2)
-        if config.pretrained and not config.init_from:  # a pre-trained checkpoint was aligned before
+        # A pre-trained checkpoint was aligned before; mean pooling needs no [CLS].
+        if config.pretrained and not config.init_from and config.pooling == "cls":
             align(recommender, config, verbose=verbose)
         rows = finetune(recommender, split, config, verbose=verbose)
         recommender.model.save(os.path.join(work, MODEL_FILE))

@@ -27,9 +27,12 @@ class RecformerRecommender(tf.Module):
             text signatures tokenize with it).
         item_text: the strings ``[vocabulary.size, attributes]`` behind ``item_tokens``
             (the export's warm-up requests use them).
+        pad_multiple: pack each batch only as wide as its longest input, rounded up to
+            this (``pack_histories``); ``None``: always ``max_tokens`` wide. The
+            scores are the same either way (padding is masked); only time differs.
     """
 
-    def __init__(self, model, item_tokens, item_types, cls_id, tokenizer=None, item_text=None):
+    def __init__(self, model, item_tokens, item_types, cls_id, tokenizer=None, item_text=None, pad_multiple=None):
         super().__init__(name="recformer_recommender")
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "tokenizer", tokenizer)
@@ -37,6 +40,7 @@ class RecformerRecommender(tf.Module):
         self.item_tokens = item_tokens
         self.item_types = item_types
         self.cls_id = int(cls_id)
+        self.pad_multiple = pad_multiple
         self.num_items = int(model.num_items)
         self.max_sequence_length = int(model.max_sequence_length)
         self._compiled = None
@@ -53,6 +57,7 @@ class RecformerRecommender(tf.Module):
             self.cls_id,
             self.model.max_sequence_length,
             max_tokens or self.model.max_tokens,
+            self.pad_multiple,
         )
 
     def encode_histories(self, window):

@@ -26,22 +26,32 @@ class RecformerTask(keras.Model):
     Args:
         backbone: a ``RecformerBackbone``.
         temperature: the cosine-similarity temperature.
+        pooling: ``"cls"``: an input's vector is its ``[CLS]`` state (the paper);
+            ``"mean"``: the mean of its tokens' states, padding excluded (the official
+            code's ``avg`` pooler, and how all-MiniLM-L6-v2 was trained).
 
     Call arguments:
         inputs: packed inputs (``tfseqrec.data.text.pack_histories``).
 
     Returns:
-        The ``[CLS]`` vectors ``[batch, hidden_dim]``.
+        The inputs' vectors ``[batch, hidden_dim]``.
     """
 
-    def __init__(self, backbone, temperature=0.05, **kwargs):
+    def __init__(self, backbone, temperature=0.05, pooling="cls", **kwargs):
         super().__init__(**kwargs)
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
         self.backbone = backbone
         self.temperature = temperature
+        self.pooling = pooling
         self.contrastive = losses.ContrastiveLoss()
 
     def call(self, inputs, training=None):
-        return self.backbone(inputs, training=training)[:, 0]
+        states = self.backbone(inputs, training=training)
+        if self.pooling == "cls":
+            return states[:, 0]
+        weight = ops.cast(inputs["padding_mask"], states.dtype)[..., None]
+        return ops.sum(states * weight, axis=1) / ops.maximum(ops.sum(weight, axis=1), 1.0)
 
     def scores(self, sequence, items):
         """``cos(sequence, item) / temperature`` ``[batch, num_candidates]``."""
@@ -71,7 +81,8 @@ class RecformerTask(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"backbone": keras.layers.serialize(self.backbone), "temperature": self.temperature})
+        config.update({"backbone": keras.layers.serialize(self.backbone), "temperature": self.temperature,
+                       "pooling": self.pooling})
         return config
 
     @classmethod
@@ -114,8 +125,8 @@ class Recformer(RecformerTask):
         Sequential Recommendation", KDD 2023.
     """
 
-    def __init__(self, backbone, temperature=0.05, num_items=0, **kwargs):
-        super().__init__(backbone, temperature, **kwargs)
+    def __init__(self, backbone, temperature=0.05, num_items=0, pooling="cls", **kwargs):
+        super().__init__(backbone, temperature, pooling, **kwargs)
         self.num_items = num_items
 
     def build(self, input_shape=None):
@@ -145,7 +156,7 @@ class Recformer(RecformerTask):
 
     def resized(self, num_items):
         """A ``Recformer`` on this backbone (shared) whose item table holds ``num_items``."""
-        model = Recformer(self.backbone, self.temperature, int(num_items))
+        model = Recformer(self.backbone, self.temperature, int(num_items), self.pooling)
         model.build()
         return model
 
