@@ -6,7 +6,8 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
 - hyper-parameters come from ``fn_args.custom_config``: the options of the model's
   kind (``tfseqrec.kinds``; ``model``, ``hidden_dim``, ``epochs``,
   ``max_sequence_length``, ...), plus ``serving_k`` (items per ``serving_default``
-  answer, default 10);
+  answer, default 10) and, for the kinds that read item text (``unisrec``),
+  ``item_text`` (the path of the items' text file, read with ``tf.io.gfile``);
 - records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
   ``tfseqrec.data.tfrecord`` features) and gathered by ``tfrecord.from_batches``;
 - ``fn_args.train_steps``, when set (``TrainArgs(num_steps=N)``), caps training at N steps;
@@ -60,10 +61,19 @@ def read_split(data_accessor, file_patterns, batch_size=1024):
     return tfrecord.from_batches(dataset, source=file_patterns)
 
 
+def _local_copy(path, directory):
+    """``path`` (any ``tf.io.gfile`` file system: gs://, ...) copied into ``directory``, keeping its name."""
+    tf.io.gfile.makedirs(directory)
+    local = os.path.join(directory, os.path.basename(path))
+    tf.io.gfile.copy(path, local, overwrite=True)
+    return local
+
+
 def run_fn(fn_args):
     """Trains on ``fn_args.train_files``, validates on ``fn_args.eval_files``, exports for serving."""
     options = dict(fn_args.custom_config or {})
     k = int(options.pop("serving_k", 10))
+    item_text = options.pop("item_text", None)
     kind = kinds.get(options.get("model", "sasrec"))
     kind.options(options)  # bad options fail before any record is read
     vocabulary = read_vocabulary(fn_args.train_files)
@@ -73,5 +83,6 @@ def run_fn(fn_args):
     model = kind.fit(
         splits.Split(train, valid, None, {}), vocabulary, fn_args.model_run_dir, options, verbose=2,
         data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)}, max_steps=steps,
+        item_text=_local_copy(item_text, fn_args.model_run_dir) if item_text else None,
     )
     export.save(model, vocabulary, fn_args.serving_model_dir, k=k)

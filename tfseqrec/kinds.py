@@ -51,8 +51,11 @@ class ModelKind:
         """Trains on ``data_path``'s leave-one-out split; ``(model, split, epochs)``."""
         raise NotImplementedError
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
-        """Trains on a prepared split (the TFX trainer's path); returns the model."""
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
+        """Trains on a prepared split (the TFX trainer's path); returns the model.
+
+        ``item_text``: the items' text file, for kinds that read it.
+        """
         raise ValueError(f"{self.name} models cannot be trained on a prepared id split")
 
     def load(self, model_dir):
@@ -160,11 +163,20 @@ class IdModelKind(ModelKind):
                                                    overwrite=overwrite, item_text=item_text, **read_kwargs)
         return model, split, len(history.history.get("loss", []))
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
         from tfseqrec.training import id_models
 
-        model, _ = id_models.fit(split, vocabulary, output_dir, self.options(options), verbose=verbose, data=data,
-                                 log_dir=output_dir, max_steps=max_steps)
+        config = self.options(options)
+        model_kwargs = {}
+        if self.needs_item_text:
+            if item_text is None:
+                raise ValueError(f"{self.name} reads the items' text: give its file (in the TFX pipeline, "
+                                 "custom_config={'item_text': PATH})")
+            config = self.with_attributes(config, item_text)
+            os.makedirs(output_dir, exist_ok=True)
+            model_kwargs = self.item_inputs(config, vocabulary, item_text, output_dir, verbose)
+        model, _ = id_models.fit(split, vocabulary, output_dir, config, verbose=verbose, data=data,
+                                 log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
         return model
 
     def load(self, model_dir):
@@ -214,11 +226,17 @@ class UniSRecKind(IdModelKind):
         if item_text is None:
             raise ValueError("unisrec needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         options = dict(options)
-        if options.get("attributes") is None:
-            from tfseqrec.training.recformer import default_attributes
-
-            options["attributes"] = default_attributes(item_text)
+        options["attributes"] = self.with_attributes(self.options(options), item_text).attributes
         return super().train(data_path, output_dir, options, item_text, verbose, overwrite, **read_kwargs)
+
+    @staticmethod
+    def with_attributes(config, item_text):
+        """``config`` with the attributes of ``item_text``'s format when it names none."""
+        from tfseqrec.training.recformer import default_attributes
+
+        if config.attributes is None:
+            config = dataclasses.replace(config, attributes=default_attributes(item_text))
+        return config
 
     def item_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
         """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
@@ -282,10 +300,6 @@ class UniSRecKind(IdModelKind):
         object.__setattr__(grown_model, "item_text", texts)
         return grown_model, grown, added
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
-        raise ValueError("unisrec reads item text, which the TFX pipeline's id sequences do not carry; "
-                         "train it with 'tfseqrec train --model unisrec --item-text ...'")
-
 
 class RecformerKind(ModelKind):
     """Recformer: item text in, trained by ``tfseqrec.training.recformer``."""
@@ -313,7 +327,7 @@ class RecformerKind(ModelKind):
         )
         return recommender, split, len(rows)
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None):
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
         raise ValueError("recformer reads item text, which the TFX pipeline's id sequences do not carry; "
                          "train it with 'tfseqrec train --model recformer --item-text ...'")
 

@@ -97,6 +97,22 @@ def test_run_fn_rejects_unknown_options(sequences, tmp_path):
         trainer_module.run_fn(_fn_args(sequences, tmp_path, {"hiden_dim": 3}))
 
 
+def test_run_fn_trains_and_exports_unisrec_over_item_text(sequences, tmp_path):
+    text = tmp_path / "Walk.item.json"  # the name tells the reader the format
+    text.write_text(json.dumps({f"i{i}": {"title": f"step {i} of the walk", "brand": "acme", "categories": "Walks"}
+                                for i in range(20)}))
+    config = {**CONFIG, "model": "unisrec", "item_text": str(text), "max_attribute_tokens": 6}
+    trainer_module.run_fn(_fn_args(sequences, tmp_path, config))
+    with open(tmp_path / "model_run" / "train_config.json") as f:
+        assert json.load(f)["config"]["attributes"] == ["title", "brand", "categories"]
+    predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
+    assert {"recommend_texts", "encode_items", "serving_default"} <= set(predictor.signatures)
+    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4"]])})
+    assert out["item_ids"].shape == (1, 4) and not {b"i3", b"i4"} & set(out["item_ids"][0])
+    with pytest.raises(ValueError, match=r"custom_config=\{'item_text': PATH\}"):
+        trainer_module.run_fn(_fn_args(sequences, tmp_path / "again", {**CONFIG, "model": "unisrec"}))
+
+
 def _evaluate(tmp_path, sequences, model_root, baseline_root=None, **parameters):
     model = make_artifact(standard_artifacts.Model, model_root / "model", artifact_id=7)
     inputs = {"examples": [sequences], "model": [model]}
