@@ -34,6 +34,35 @@ def data_root():
     return root
 
 
+COLOURS = ["red", "blue", "green", "black", "white"]
+THINGS = ["pipette", "beaker", "flask", "magnet", "scale", "funnel"]
+
+
+def _item(i):
+    return {"title": f"{COLOURS[i % 5]} {THINGS[i % 6]} {i}", "brand": ["acme", "lab co"][i % 2],
+            "categories": "Industrial & Scientific,Lab," + THINGS[i % 6]}
+
+
+@pytest.fixture(scope="session")
+def data(tmp_path_factory):
+    """A tiny text dataset: 30 users over items 0..19 (walks of +1 or +2), item text for 0..19.
+
+    ``Tiny.inter.json``, ``Tiny.item.json``, and ``New.item.json`` (a new item 20 and a
+    known one, 3). Shared by the text models' tests.
+    """
+    import json
+
+    root = tmp_path_factory.mktemp("text_data")
+    users = {}
+    for u in range(30):
+        start, step = u % 20, 1 + u % 2
+        users[str(u)] = [(start + step * t) % 20 for t in range(6)]
+    (root / "Tiny.inter.json").write_text(json.dumps(users))
+    (root / "Tiny.item.json").write_text(json.dumps({str(i): _item(i) for i in range(20)}))
+    (root / "New.item.json").write_text(json.dumps({"20": _item(20), "3": _item(3)}))
+    return root
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = str(item.fspath).replace("\\", "/")

@@ -124,3 +124,12 @@ def _symbolic(value, name=None):
         return {key: _symbolic(v, key) for key, v in value.items()}
     value = np.asarray(value)
     return keras.Input(shape=value.shape[1:], dtype=str(value.dtype), name=name)
+
+
+def train_text_model(model, data, output, config):
+    """``(output, test metrics)`` of ``tfseqrec train --model MODEL`` on the tiny text dataset ``data``."""
+    from tests.test_cli import _tfseqrec
+
+    out = _tfseqrec("train", "--model", model, "--data", data / "Tiny.inter.json", "--item-text",
+                    data / "Tiny.item.json", "--output", output, "--config", json.dumps(config), "--quiet")
+    return output, json.loads(out.stdout.strip().splitlines()[-1])

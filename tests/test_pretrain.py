@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from tests.test_cli import _tfseqrec
-from tests.test_recformer_training import data  # noqa: F401 (the shared tiny text dataset fixture)
 from tfseqrec import kinds
 from tfseqrec.data import splits, vocab
 from tfseqrec.models import UniSRec, UniSRecPretrainer
@@ -41,7 +40,7 @@ def test_history_pairs_are_every_position_left_padded():
     np.testing.assert_array_equal(targets, [8, 10])
 
 
-def test_domains_sit_side_by_side_in_one_catalogue(data, other):  # noqa: F811
+def test_domains_sit_side_by_side_in_one_catalogue(data, other):
     domains = pretrain.read_domains([(data / "Tiny.inter.json", data / "Tiny.item.json"),
                                      (other / "Other.inter.json", other / "Other.item.json")])
     assert [d.vocabulary.num_items for d in domains] == [20, 15]
@@ -91,7 +90,7 @@ def test_augmentation_drops_items_keeps_the_newest_and_the_order():
 
 
 @pytest.fixture(scope="module")
-def unisrec_checkpoint(data, other, tmp_path_factory):  # noqa: F811
+def unisrec_checkpoint(data, other, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("pre") / "unisrec"
     out = _tfseqrec("pretrain", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
                     data / "Tiny.item.json", "--data", other / "Other.inter.json", "--item-text",
@@ -100,7 +99,7 @@ def unisrec_checkpoint(data, other, tmp_path_factory):  # noqa: F811
     return out_dir, json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_path):  # noqa: F811
+def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_path):
     checkpoint, out = unisrec_checkpoint
     assert out["datasets"] == 2 and out["epochs"] == 2 and np.isfinite(out["loss"])
     info = json.loads((checkpoint / "pretrain_config.json").read_text())
@@ -123,7 +122,7 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_pat
     assert wider.returncode == 1 and "use the pre-training's sizes" in wider.stderr
 
 
-def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path):  # noqa: F811
+def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path):
     checkpoint = tmp_path / "recformer"
     _tfseqrec("pretrain", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
               data / "Tiny.item.json", "--data", other / "Other.inter.json", "--item-text", other / "Other.item.json",
@@ -144,7 +143,7 @@ def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path):  # noqa
     assert bad.returncode == 1 and "pre-trained with max_tokens 48; fine-tuning asks for 64" in bad.stderr
 
 
-def test_pretrain_flags_are_checked(data, tmp_path):  # noqa: F811
+def test_pretrain_flags_are_checked(data, tmp_path):
     result = _tfseqrec("pretrain", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--output",
                        tmp_path / "p", "--item-text", data / "Tiny.item.json", "--data", data / "Tiny.inter.json",
                        check=False)

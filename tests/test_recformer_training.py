@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.test_case import train_text_model
 from tests.test_cli import _tfseqrec
 from tfseqrec import export, kinds, serving, training
 from tfseqrec.models import RecformerRecommender
@@ -18,35 +19,9 @@ from tfseqrec.data import vocab as vocab_lib
 
 CONFIG = {"num_layers": 1, "max_tokens": 48, "max_sequence_length": 4, "attention_window": 16, "max_attribute_tokens": 6,
           "epochs": 1, "stage2_epochs": 1, "align_epochs": 1, "batch_size": 8, "validation_batch_size": 16}
-COLOURS = ["red", "blue", "green", "black", "white"]
-THINGS = ["pipette", "beaker", "flask", "magnet", "scale", "funnel"]
-
-
-def _item(i):
-    return {"title": f"{COLOURS[i % 5]} {THINGS[i % 6]} {i}", "brand": ["acme", "lab co"][i % 2],
-            "categories": "Industrial & Scientific,Lab," + THINGS[i % 6]}
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    """30 users over items 0..19 (walks of +1 or +2), item text for 0..19 and a new item 20."""
-    root = tmp_path_factory.mktemp("text_data")
-    users = {}
-    for u in range(30):
-        start, step = u % 20, 1 + u % 2
-        users[str(u)] = [(start + step * t) % 20 for t in range(6)]
-    (root / "Tiny.inter.json").write_text(json.dumps(users))
-    (root / "Tiny.item.json").write_text(json.dumps({str(i): _item(i) for i in range(20)}))
-    (root / "New.item.json").write_text(json.dumps({"20": _item(20), "3": _item(3)}))
-    return root
-
-
 @pytest.fixture(scope="module")
 def trained(data, tmp_path_factory):
-    model_dir = tmp_path_factory.mktemp("recformer") / "model"
-    out = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
-                    data / "Tiny.item.json", "--output", model_dir, "--config", json.dumps(CONFIG), "--quiet")
-    return model_dir, json.loads(out.stdout.strip().splitlines()[-1])
+    return train_text_model("recformer", data, tmp_path_factory.mktemp("recformer") / "model", CONFIG)
 
 
 @pytest.fixture(scope="module")

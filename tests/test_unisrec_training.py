@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
+from tests.test_case import train_text_model
 from tests.test_cli import _tfseqrec
-from tests.test_recformer_training import data  # noqa: F401 (the shared tiny text dataset fixture)
 from tfseqrec import evaluation, export, kinds, serving
 from tfseqrec.data import readers, splits
 from tfseqrec.data import vocab as vocab_lib
@@ -18,11 +18,8 @@ ATTRIBUTES = ["title", "brand", "categories"]
 
 
 @pytest.fixture(scope="module")
-def trained(data, tmp_path_factory):  # noqa: F811
-    model_dir = tmp_path_factory.mktemp("unisrec") / "model"
-    out = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
-                    data / "Tiny.item.json", "--output", model_dir, "--config", json.dumps(CONFIG), "--quiet")
-    return model_dir, json.loads(out.stdout.strip().splitlines()[-1])
+def trained(data, tmp_path_factory):
+    return train_text_model("unisrec", data, tmp_path_factory.mktemp("unisrec") / "model", CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +34,12 @@ def exported(trained, tmp_path_factory):
     return base, out
 
 
-def _text(data, raw_ids):  # noqa: F811
+def _text(data, raw_ids):
     raw_text = readers.read_item_text(data / "Tiny.item.json")
     return np.array([[raw_text[i][a] for a in ATTRIBUTES] for i in raw_ids], dtype=object)
 
 
-def test_cli_trains_over_text_vectors_and_the_directory_reloads(trained, loaded, data):  # noqa: F811
+def test_cli_trains_over_text_vectors_and_the_directory_reloads(trained, loaded, data):
     model_dir, result = trained
     assert result["num_users"] == 30 and result["epochs"] == 3 and 0.0 <= result["ndcg@10"] <= 1.0
     assert {"model.keras", "item_vocab.tsv", "item_text.json", "train_config.json"} <= set(os.listdir(model_dir))
@@ -59,13 +56,13 @@ def test_cli_trains_over_text_vectors_and_the_directory_reloads(trained, loaded,
     assert again["ndcg@10"] == pytest.approx(result["ndcg@10"], abs=1e-6)
 
 
-def test_unisrec_refuses_to_train_without_item_text(data, tmp_path):  # noqa: F811
+def test_unisrec_refuses_to_train_without_item_text(data, tmp_path):
     result = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--output",
                        tmp_path / "m", check=False)
     assert result.returncode == 1 and "--item-text" in result.stderr
 
 
-def test_text_signatures_answer_as_the_id_signatures(exported, loaded, data):  # noqa: F811
+def test_text_signatures_answer_as_the_id_signatures(exported, loaded, data):
     """Text only: a history given by its items' text is the history given by their ids."""
     model, vocabulary, _ = loaded
     _, out = exported
@@ -110,7 +107,7 @@ def test_warmup_records_answer(exported):
         assert reply.outputs
 
 
-def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, exported, loaded, data):  # noqa: F811
+def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, exported, loaded, data):
     base, _ = exported
     out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--item-text",
                                data / "New.item.json").stdout)
