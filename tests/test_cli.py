@@ -72,6 +72,21 @@ def test_data_tfrecord_round_trip(data_root, tmp_path):
     assert test.histories.num_events == 100_000 - 943  # every event but each user's last
 
 
+def test_data_item_text_maps_ml1m_ids_to_movie_titles(data_root, tmp_path):
+    m = data_root / "ml-1m"
+    out = json.loads(_tfseqrec("data", "item-text", m / "movies.dat", "--id-map", m / "sas_to_original_items.txt",
+                               "--output", tmp_path / "ml-1m.item.json").stdout)
+    assert out["items"] == 3416 and out["mapped_ids_without_text"] == 0 and out["attributes"] == ["genres", "title"]
+    text = json.loads((tmp_path / "ml-1m.item.json").read_text())
+    # The map's first line: an ml-1m.txt item and its movies.dat id.
+    original = (m / "sas_to_original_items.txt").read_text().split("\n")[0].split()
+    movie = [line for line in (m / "movies.dat").read_text(encoding="latin-1").splitlines()
+             if line.split("::")[0] == original[1]][0].split("::")
+    assert text[original[0]] == {"title": movie[1], "genres": movie[2].replace("|", ", ")}
+    bad = _tfseqrec("data", "item-text", m / "movies.dat", "--output", tmp_path / "x.json", check=False)
+    assert bad.returncode == 1 and "must end in .item.json" in bad.stderr
+
+
 TINY_TRAIN = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 20, "--batch-size", 256, "--quiet"]
 
 

@@ -67,6 +67,13 @@ def _add_data(sub):
                           help="fetch every file from this URL prefix instead (a mirror)")
     download.set_defaults(func=_data_download)
 
+    item_text = data_sub.add_parser("item-text", help="write item text as *.item.json, ids mapped (ml-1m.txt's ids)")
+    item_text.add_argument("path", help="item text: *.item.json, movies.dat or u.item")
+    item_text.add_argument("--id-map", help="two columns 'id original_id' (ml-1m/sas_to_original_items.txt): "
+                           "the output is keyed by the first")
+    item_text.add_argument("--output", required=True, help="the *.item.json to write")
+    item_text.set_defaults(func=_data_item_text)
+
     convert = data_sub.add_parser("tfrecord", help="write leave-one-out splits as TFRecord tf.Examples")
     convert.add_argument("path", help=DATA_HELP)
     _add_format_flags(convert)
@@ -348,6 +355,24 @@ def _data_download(args):
     folder = download.download(args.dataset, args.dir, sources)
     _print_json({"dataset": args.dataset, "folder": folder, "files": sorted(os.listdir(folder)),
                  "data_root": os.path.dirname(folder)})
+    return 0
+
+
+def _data_item_text(args):
+    from tfseqrec.data import readers
+
+    if not args.output.endswith(".item.json"):
+        raise ValueError(f"--output {args.output}: the name must end in .item.json (that is how readers know it)")
+    text = readers.read_item_text(_resolve(args.path))
+    missing = []
+    if args.id_map:
+        mapping = readers.read_id_map(_resolve(args.id_map))
+        missing = [new for new, original in mapping.items() if original not in text]
+        text = {new: text[original] for new, original in mapping.items() if original in text}
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump(text, f, ensure_ascii=False)
+    print(json.dumps({"output": args.output, "items": len(text), "mapped_ids_without_text": len(missing),
+                      "attributes": sorted({a for attrs in text.values() for a in attrs})}))
     return 0
 
 
