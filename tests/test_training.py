@@ -159,6 +159,9 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
     assert training.learning_rate(training.TrainConfig(), 100) == 2e-3
     assert training.learning_rate(training.TrainConfig(model="bert4rec"), 100) == 4e-3
     assert training.learning_rate(training.TrainConfig(learning_rate=5e-4), 100) == 5e-4
+    # Constant after a warm-up of one epoch (10 steps).
+    warm = training.learning_rate(training.TrainConfig(learning_rate=4e-3, epochs=10, warmup_epochs=1), 100)
+    np.testing.assert_allclose([float(warm(s)) for s in (0, 5, 10, 99, 500)], [0, 2e-3, 4e-3, 4e-3, 4e-3], atol=1e-9)
     with pytest.raises(ValueError, match="learning_rate_schedule"):
         training.learning_rate(training.TrainConfig(learning_rate_schedule="step"), 100)
 

@@ -29,6 +29,7 @@ from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
+from tfseqrec.training.schedules import WarmupLinearDecay
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
 
 CONFIG_FILE = "train_config.json"
@@ -212,12 +213,17 @@ def training_dataset(config, sequences):
 def learning_rate(config, total_steps):
     """Adam's learning rate: ``config.learning_rate``, constant or on a schedule.
 
+    ``"constant"``: after a linear warm-up of ``config.warmup_epochs`` when it is set.
     ``"cosine"`` decays it to 0 over ``config.epochs`` epochs (``total_steps``), after
     a linear warm-up of ``config.warmup_epochs``; under a time budget, set ``epochs``
     to what the budget holds so the decay ends with it.
     """
     if config.learning_rate_schedule == "constant":
-        return config.learning_rate
+        if not config.warmup_epochs:
+            return config.learning_rate
+        if total_steps <= 0:
+            raise ValueError("a warm-up needs a known number of training steps")
+        return WarmupLinearDecay(config.learning_rate, None, int(total_steps * config.warmup_epochs / config.epochs))
     if config.learning_rate_schedule != "cosine":
         raise ValueError(f"learning_rate_schedule must be 'constant' or 'cosine', got {config.learning_rate_schedule!r}")
     if total_steps <= 0:

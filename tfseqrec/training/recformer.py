@@ -29,6 +29,7 @@ from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.models import recformer as recformer_lib
 from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import RecformerConfig
+from tfseqrec.training.schedules import WarmupLinearDecay
 from tfseqrec.training.directory import MODEL_FILE, output_directory, read
 
 CONFIG_FILE = "recformer_config.json"
@@ -207,34 +208,6 @@ def steps_per_epoch(recommender, sequences, config):
         pairs = len(training_pairs(sequences, per_user)[1])
     buckets = -(-recommender.model.max_tokens // recommender.pad_multiple) if recommender.pad_multiple else 1
     return -(-pairs // config.batch_size) + buckets - 1
-
-
-@keras.saving.register_keras_serializable(package="tfseqrec")
-class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up from 0 to ``learning_rate`` over ``warmup_steps``, then linear decay to 0 at ``total_steps``.
-
-    Example:
-
-    >>> schedule = WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2)
-    >>> [round(float(schedule(step)), 3) for step in (0, 1, 2, 6, 10, 12)]
-    [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
-    """
-
-    def __init__(self, learning_rate, total_steps, warmup_steps=0):
-        self.learning_rate = float(learning_rate)
-        self.total_steps = int(total_steps)
-        self.warmup_steps = int(warmup_steps)
-
-    def __call__(self, step):
-        step = tf.cast(step, tf.float32)
-        warm = step / max(self.warmup_steps, 1)
-        decay = (self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1)
-        factor = tf.where(step < self.warmup_steps, warm, tf.maximum(decay, 0.0))
-        return self.learning_rate * factor
-
-    def get_config(self):
-        return {"learning_rate": self.learning_rate, "total_steps": self.total_steps,
-                "warmup_steps": self.warmup_steps}
 
 
 def finetune(recommender, split, config, verbose="auto"):
