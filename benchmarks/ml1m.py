@@ -70,7 +70,7 @@ ABLATIONS = {
     "bert4rec": {
         "default": {},
         "Adam at 2e-3": {"learning_rate": 2e-3},
-        "warm-up over 5 epochs": {"warmup_epochs": 5},
+        "no warm-up (previous)": {"warmup_epochs": 0},
         "Adam at 1e-3 (previous)": {"learning_rate": 1e-3},
         "Keras default init": {"initializer_range": 0},
         "per-batch loss mean": {"loss_normalization": "batch"},

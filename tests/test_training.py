@@ -157,7 +157,8 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
     np.testing.assert_allclose(at(100), 0.0, atol=1e-9)
     # Constant: the kind's default unless given.
     assert training.learning_rate(training.TrainConfig(), 100) == 2e-3
-    assert training.learning_rate(training.TrainConfig(model="bert4rec"), 100) == 4e-3
+    assert training.learning_rate(training.TrainConfig(model="bert4rec", warmup_epochs=0), 100) == 4e-3
+    assert training.TrainConfig(model="bert4rec").warmup_epochs == 5 and training.TrainConfig().warmup_epochs == 0
     assert training.learning_rate(training.TrainConfig(learning_rate=5e-4), 100) == 5e-4
     # Constant after a warm-up of one epoch (10 steps).
     warm = training.learning_rate(training.TrainConfig(learning_rate=4e-3, epochs=10, warmup_epochs=1), 100)
