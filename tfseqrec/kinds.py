@@ -28,6 +28,7 @@ class ModelKind:
             ``RecformerConfig``); ``option_names`` lists its fields.
         config_file: the run's JSON in a model directory.
         needs_item_text: training reads item text (``--item-text``).
+        pretrainable: ``tfseqrec pretrain`` pre-trains it and ``init_from`` starts from that.
         attention_maps: ``tfseqrec plot`` can draw its attention over a history.
     """
 
@@ -35,6 +36,12 @@ class ModelKind:
     config_file = None
     needs_item_text = False
     attention_maps = False
+    pretrainable = False
+
+    def pretrain(self, domains, config, output_dir, verbose="auto"):
+        """``tfseqrec pretrain`` of this kind (``tfseqrec.training.pretrain``); per-epoch rows."""
+        pretrainable = sorted(k.name for k in KINDS.values() if k.pretrainable)
+        raise ValueError(f"tfseqrec pretrain pre-trains {', '.join(pretrainable)}, not {self.name}")
 
     @property
     def config_class(self):
@@ -205,7 +212,13 @@ class UniSRecKind(IdModelKind):
     """
 
     needs_item_text = True
+    pretrainable = True
     text_file = "item_text.json"
+
+    def pretrain(self, domains, config, output_dir, verbose="auto"):
+        from tfseqrec.training import pretrain
+
+        return pretrain.pretrain_unisrec(domains, config, output_dir, verbose)
 
     def __init__(self, **kwargs):
         super().__init__("unisrec", "UniSRec", (
@@ -307,6 +320,12 @@ class RecformerKind(ModelKind):
     name = "recformer"
     config_file = "recformer_config.json"
     needs_item_text = True
+    pretrainable = True
+
+    def pretrain(self, domains, config, output_dir, verbose="auto"):
+        from tfseqrec.training import pretrain
+
+        return pretrain.pretrain_recformer(domains, config, output_dir, verbose)
 
     @property
     def config_class(self):

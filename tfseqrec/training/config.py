@@ -137,7 +137,9 @@ class TrainConfig(Options):
         check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True, optional=True)
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
-        if self.init_from is not None and self.model != "unisrec":
+        from tfseqrec import kinds
+
+        if self.init_from is not None and not kinds.get(self.model).pretrainable:
             raise ValueError(f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
                              f"not {self.model}")
         if self.attributes is not None and (not isinstance(self.attributes, (list, tuple)) or not self.attributes):

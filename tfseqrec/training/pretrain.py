@@ -120,18 +120,18 @@ def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrit
     """
     from tfseqrec import kinds
 
-    if model not in ("recformer", "unisrec"):
-        raise ValueError(f"tfseqrec pretrain pre-trains recformer or unisrec, not {model!r}")
-    config = kinds.get(model).options(dict(options or {}))
+    kind = kinds.get(model)
+    if not kind.pretrainable:
+        kind.pretrain(None, None, None)  # the kind's own error names those that pre-train
+    config = kind.options(dict(options or {}))
     if config.init_from is not None:
         raise ValueError("init_from is for fine-tuning a pre-trained checkpoint, not for pre-training")
     domains = read_domains(datasets, config.attributes)
     keras.utils.set_random_seed(config.seed)
     record = {"config": dataclasses.asdict(config), "data": [list(map(str, pair)) for pair in datasets]}
     with output_directory(output_dir, record, overwrite, CONFIG_FILE) as work:
-        run = _pretrain_recformer if model == "recformer" else _pretrain_unisrec
         start = time.monotonic()
-        rows = run(domains, config, work, verbose)
+        rows = kind.pretrain(domains, config, work, verbose)
         info = {"model": model, "config": dataclasses.asdict(config), "seconds": time.monotonic() - start,
                 "datasets": [{"data": d.data, "item_text": d.item_text, "num_items": d.vocabulary.num_items,
                               "items_without_text": d.missing, "attributes": d.attributes,
@@ -148,7 +148,8 @@ def _fit(task, ds, config, verbose):
     return [{"epoch": i + 1, "loss": float(loss)} for i, loss in enumerate(history.history["loss"])]
 
 
-def _pretrain_unisrec(domains, config, work, verbose):
+def pretrain_unisrec(domains, config, work, verbose):
+    """UniSRec's pre-training (``UniSRecPretrainer``) on ``domains``; writes ``model.keras`` to ``work``."""
     from tfseqrec import kinds
     from tfseqrec.models import SentenceEncoder, UniSRecPretrainer
 
@@ -170,7 +171,8 @@ def _pretrain_unisrec(domains, config, work, verbose):
     return rows
 
 
-def _pretrain_recformer(domains, config, work, verbose):
+def pretrain_recformer(domains, config, work, verbose):
+    """Recformer's alignment, MLM and item-item contrast on ``domains``; writes ``backbone.keras`` to ``work``."""
     from tfseqrec.models import recformer as recformer_lib
     from tfseqrec.training import recformer as recformer_driver
 
