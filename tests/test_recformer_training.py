@@ -262,3 +262,36 @@ def test_text_report_counts_items_that_share_their_text():
     report = recformer_training.text_report(config, texts, tokens)
     assert report["items_sharing_their_text"] == 2 and report["dropped_values"] == {"categories": ["Lab"]}
     assert report["tokens_per_item"] == {"mean": pytest.approx(5 / 3), "max": 2}
+
+
+def test_cached_lower_layers_train_export_and_serve_text_as_in_process(data, tmp_path):
+    config = {**CONFIG, "num_layers": 2, "cached_layers": 1, "epochs": 1, "stage2_epochs": 0}
+    model_dir, result = train_text_model("recformer", data, tmp_path / "model", config)
+    recommender, vocabulary, info = recformer_training.load(model_dir)
+    assert info["config"]["cached_layers"] == 1 and recommender.state_cache is not None
+    assert 0.0 <= result["ndcg@10"] <= 1.0
+    out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", tmp_path / "served", "--k", 5).stdout)
+    # The export computes item states per request: no catalogue-sized table in the SavedModel.
+    assert tuple(recommender.state_cache[1].shape) not in _graph_constant_shapes(out["path"])
+    predictor = serving.SavedModelPredictor(out["path"])
+    ids = [[int(i) for i in vocabulary.lookup(["1", "2", "3"])]]
+    top, scores = recommender.recommend(ids, k=5, exclude_seen=False)
+    raw_text = readers.read_item_text(data / "Tiny.item.json")
+    text = np.array([[[raw_text[i][a] for a in info["config"]["attributes"]] for i in ("1", "2", "3")]], dtype=object)
+    by_text = predictor.run("recommend_texts", {"history_text": text})
+    assert [v.decode() for v in by_text["item_ids"][0]] == vocabulary.to_raw(top[0])
+    np.testing.assert_allclose(by_text["scores"][0], scores[0], atol=1e-4)
+
+
+def _graph_constant_shapes(saved_model_dir):
+    """Shapes of every constant in a SavedModel's graphs and functions."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    shapes = set()
+    for graph in proto.meta_graphs:
+        nodes = list(graph.graph_def.node) + [n for f in graph.graph_def.library.function for n in f.node_def]
+        shapes |= {tuple(d.size for d in n.attr["value"].tensor.tensor_shape.dim) for n in nodes if n.op == "Const"}
+    return shapes

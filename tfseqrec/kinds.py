@@ -139,6 +139,13 @@ class IdModelKind(ModelKind):
         """Starts ``model`` from a pre-trained checkpoint (``init_from``); only UniSRec has one."""
         raise ValueError(f"{self.name} has no pre-training; init_from is for unisrec and recformer")
 
+    def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
+        """``(config, model_kwargs)``: what the model's constructor needs beyond ``build``'s options.
+
+        Id models need nothing; a kind that reads item text encodes it here.
+        """
+        return config, {}
+
     def training_dataset(self, config, sequences):
         """The ``tf.data`` training pipeline of ``config``."""
         from tfseqrec.data import pipeline
@@ -173,15 +180,7 @@ class IdModelKind(ModelKind):
     def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
         from tfseqrec.training import id_models
 
-        config = self.options(options)
-        model_kwargs = {}
-        if self.needs_item_text:
-            if item_text is None:
-                raise ValueError(f"{self.name} reads the items' text: give its file (in the TFX pipeline, "
-                                 "custom_config={'item_text': PATH})")
-            config = self.with_attributes(config, item_text)
-            os.makedirs(output_dir, exist_ok=True)
-            model_kwargs = self.item_inputs(config, vocabulary, item_text, output_dir, verbose)
+        config, model_kwargs = self.model_inputs(self.options(options), vocabulary, item_text, output_dir, verbose)
         model, _ = id_models.fit(split, vocabulary, output_dir, config, verbose=verbose, data=data,
                                  log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
         return model
@@ -213,7 +212,6 @@ class UniSRecKind(IdModelKind):
 
     needs_item_text = True
     pretrainable = True
-    text_file = "item_text.json"
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
         from tfseqrec.training import pretrain
@@ -242,6 +240,14 @@ class UniSRecKind(IdModelKind):
         options["attributes"] = self.with_attributes(self.options(options), item_text).attributes
         return super().train(data_path, output_dir, options, item_text, verbose, overwrite, **read_kwargs)
 
+    def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
+        if item_text is None:
+            raise ValueError(f"{self.name} reads the items' text: give its file (in the TFX pipeline, "
+                             "custom_config={'item_text': PATH})")
+        config = self.with_attributes(config, item_text)
+        os.makedirs(output_dir, exist_ok=True)
+        return config, self.item_inputs(config, vocabulary, item_text, output_dir, verbose)
+
     @staticmethod
     def with_attributes(config, item_text):
         """``config`` with the attributes of ``item_text``'s format when it names none."""
@@ -255,6 +261,7 @@ class UniSRecKind(IdModelKind):
         """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
         from tfseqrec.data import readers, vocab
         from tfseqrec.models import SentenceEncoder
+        from tfseqrec.training import directory
         from tfseqrec.training.recformer import item_texts
 
         raw_text = readers.read_item_text(item_text)
@@ -262,8 +269,7 @@ class UniSRecKind(IdModelKind):
         if missing:
             raise ValueError(f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
                              f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})")
-        with open(os.path.join(output_dir, self.text_file), "w", encoding="utf-8") as f:
-            json.dump({raw: raw_text[raw] for raw in vocabulary.items}, f, ensure_ascii=False)
+        directory.write_item_text(output_dir, raw_text, vocabulary)
         encoder_config = {"attributes": list(config.attributes), "max_attribute_tokens": config.max_attribute_tokens,
                           "num_layers": 6}
         encoder = SentenceEncoder.from_pretrained(**encoder_config)
@@ -272,13 +278,13 @@ class UniSRecKind(IdModelKind):
 
     def load(self, model_dir):
         """``(model, vocabulary, info)``; ``model.item_text`` holds the items' strings (the export's warm-up)."""
+        from tfseqrec.training import directory
         from tfseqrec.training.recformer import item_texts
 
         model, vocabulary, info = super().load(model_dir)
-        path = os.path.join(model_dir, self.text_file)
-        if model.text_encoder is not None and os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                texts, _ = item_texts(json.load(f), vocabulary, model.text_encoder["attributes"])
+        raw_text = directory.read_item_text(model_dir)
+        if model.text_encoder is not None and raw_text is not None:
+            texts, _ = item_texts(raw_text, vocabulary, model.text_encoder["attributes"])
             object.__setattr__(model, "item_text", texts)
         return model, vocabulary, info
 
@@ -293,20 +299,15 @@ class UniSRecKind(IdModelKind):
 
     def add_items(self, model, vocabulary, info, raw_text):
         """New items by their text alone: vectors from the model's sentence encoder, no retraining."""
-        import numpy as np
-
-        from tfseqrec.data import vocab
         from tfseqrec.models import SentenceEncoder
         from tfseqrec.training.recformer import item_texts
 
         if model.text_encoder is None:
             raise ValueError("this UniSRec does not record how its text vectors were made (text_encoder); "
                              "it cannot encode new items")
-        added = sorted((raw for raw in raw_text if raw not in vocabulary), key=vocab.natural_key)
+        grown, added = vocabulary.with_items(raw_text)
         if not added:
             return model, vocabulary, []
-        grown = vocab.ItemVocabulary(vocabulary.items + added,
-                                     np.concatenate([vocabulary.counts, np.zeros(len(added), np.int64)]))
         texts, _ = item_texts(raw_text, grown, model.text_encoder["attributes"])
         vectors = SentenceEncoder.from_pretrained(**model.text_encoder).encode(texts[vocabulary.size :])
         grown_model = model.resized(grown.num_items, vectors)
@@ -363,7 +364,8 @@ class RecformerKind(ModelKind):
     def serving_module(self, model, vocabulary, vocabulary_path, k):
         from tfseqrec.export.module import TextRecommender
 
-        return TextRecommender(model, vocabulary, vocabulary_path, model.tokenizer, k=k)
+        # Without the training-time state cache: the export computes a request's item states itself.
+        return TextRecommender(model.uncached(), vocabulary, vocabulary_path, model.tokenizer, k=k)
 
     def add_items(self, model, vocabulary, info, raw_text):
         from tfseqrec.training import recformer

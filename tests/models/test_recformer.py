@@ -171,3 +171,73 @@ class RecformerTest(TestCase):
         narrow = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2)
         self.assertEqual(int(narrow.pack(tf.ragged.constant([[3, 4]], dtype=tf.int64))["token_ids"].shape[1]), 6)
         self.assertAllClose(narrow.score(window), full.score(window), atol=1e-5)
+
+    def test_cached_layers_read_each_item_alone_and_score_as_computed_per_batch(self):
+        from tfseqrec.models.recformer import RecformerRecommender
+
+        rng = np.random.default_rng(5)
+        backbone = RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
+                                     max_tokens=24, max_sequence_length=4, attention_window=4, dropout=0.0,
+                                     cached_layers=1)
+        model = Recformer(backbone, num_items=7)
+        model.build()
+        model.set_item_embeddings(rng.normal(size=(7, 8)))
+        table = backbone.state_position_embedding.embeddings
+        table.assign(rng.normal(size=table.shape))  # order matters to the upper block
+        lengths = [0, 0, 0, 3, 2, 4, 1, 2, 3, 1]  # reserved ids have no tokens
+        tokens = tf.ragged.constant([list(rng.integers(5, 40, size=n)) for n in lengths], dtype=tf.int64,
+                                    ragged_rank=1)
+        types = tf.ragged.constant([[text.KEY_TYPE] + [text.VALUE_TYPE] * (n - 1) if n else [] for n in lengths],
+                                   dtype=tf.int32, ragged_rank=1)
+        per_batch = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2)
+        cached = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2).cache_item_states(batch_size=3)
+        window = np.array([[0, 0, 3, 4], [5, 6, 7, 8], [9, 3, 3, 5]])
+        self.assertAllClose(cached.score(window), per_batch.score(window), atol=1e-5)
+
+        # The oracle, layer by layer: each item alone through the embedding and block 0,
+        # a lone [CLS], then block 1 over [CLS] + the newest item's states + the older one's.
+        def lower(ids, token_types, item_position):
+            inputs = {"token_ids": np.array([ids]), "token_type_ids": np.array([token_types], "int32"),
+                      "item_position_ids": np.array([[0] + [item_position] * (len(ids) - 1)], "int32"),
+                      "padding_mask": np.ones((1, len(ids)), bool)}
+            x = backbone.embedding(inputs)
+            return np.asarray(backbone.blocks[0](x, padding_mask=inputs["padding_mask"]))[0]
+
+        parts, positions = [lower([2], [text.CLS_TYPE], 0)], [0]
+        for age, item in enumerate([4, 3], start=1):  # newest first
+            ids, item_types = tokens[item].numpy().tolist(), types[item].numpy().tolist()
+            parts.append(lower([2] + ids, [text.CLS_TYPE] + item_types, 1)[1:])
+            positions += [age] * len(ids)
+        x = np.concatenate(parts)[None] + np.asarray(table)[positions][None]
+        expected = np.asarray(backbone.blocks[1](x, padding_mask=np.ones(x.shape[:2], bool)))[0, 0]
+        self.assertAllClose(cached.encode_histories(window[:1])[0], expected, atol=1e-5)
+        self.assertAllClose(per_batch.encode_histories(window[:1])[0], expected, atol=1e-5)
+
+        # Only the upper block and the second position table train; the cache stays valid.
+        trainable = {w.path for w in model.trainable_weights}
+        self.assertTrue(trainable and all("block_1" in p or "state_position" in p for p in trainable))
+        frozen = [np.asarray(w).copy() for w in backbone.embedding.weights + backbone.blocks[0].weights]
+        upper = [np.asarray(w).copy() for w in backbone.blocks[1].weights]
+        x_train = cached.pack(tf.ragged.constant([[3, 4], [5, 6, 7], [8, 9]], dtype=tf.int64))
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        model.fit(x_train, np.array([0, 1, 2]), epochs=2, verbose=0)
+        for before, w in zip(frozen, backbone.embedding.weights + backbone.blocks[0].weights):
+            self.assertAllEqual(before, w)
+        self.assertGreater(max(float(np.abs(b - np.asarray(w)).max()) for b, w in zip(upper, backbone.blocks[1].weights)),
+                           1e-4)
+        self.assertAllClose(cached.score(window), per_batch.score(window), atol=1e-5)
+
+        path = os.path.join(self.get_temp_dir(), "cached.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path)
+        self.assertEqual(loaded.backbone.cached_layers, 1)
+        again = RecformerRecommender(loaded, tokens, types, cls_id=2).cache_item_states()
+        self.assertAllClose(again.score(window), cached.score(window), atol=1e-5)
+
+    def test_cached_layers_refuse_inputs_without_states_and_a_backbone_without_upper_layers(self):
+        backbone = RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
+                                     max_tokens=24, max_sequence_length=4, attention_window=4, cached_layers=1)
+        with self.assertRaisesRegex(ValueError, "token_states"):
+            backbone(_batch(np.random.default_rng(6)))
+        with self.assertRaisesRegex(ValueError, "at least one block must read the history"):
+            RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, cached_layers=2)

@@ -139,7 +139,8 @@ def drop_common_values(texts, share):
     return out, dropped
 
 
-def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tokens, pad_multiple=None):
+def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tokens, pad_multiple=None,
+                   token_index=None):
     """Recformer inputs of histories of tokenized items.
 
     Args:
@@ -153,11 +154,15 @@ def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tok
             as wide as its longest input rounded up to a multiple of this (at most
             ``max_tokens``): short histories cost no padding (the windowed attention
             works in blocks of half its window, the natural multiple).
+        token_index: optional int ragged ``[batch, (items), (tokens)]`` like
+            ``item_tokens``: each token's row in a table of token states (a
+            Recformer's cached lower layers, ``RecformerBackbone.cached_layers``).
 
     Returns:
         dict of ``[batch, width]`` tensors: ``token_ids`` (int64; 0 pads),
         ``token_type_ids`` and ``item_position_ids`` (int32; ``[CLS]`` is item position 0,
-        the newest item 1, the one before it 2, ...) and ``padding_mask`` (bool).
+        the newest item 1, the one before it 2, ...) and ``padding_mask`` (bool); with
+        ``token_index``, also ``token_state_ids`` (int64; 0 for ``[CLS]`` and padding).
     """
     newest_first_tokens = tf.reverse(item_tokens, axis=[1])[:, :max_sequence_length]
     newest_first_types = tf.reverse(item_types, axis=[1])[:, :max_sequence_length]
@@ -179,9 +184,13 @@ def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tok
         )
 
     token_ids = flat(newest_first_tokens, cls * cls_id)
-    return {
+    packed = {
         "token_ids": token_ids,
         "token_type_ids": flat(newest_first_types, cls * CLS_TYPE),
         "item_position_ids": flat(positions, cls * 0),
         "padding_mask": flat(tf.ones_like(newest_first_types, tf.bool), tf.cast(cls, tf.bool)),
     }
+    if token_index is not None:
+        newest_first_index = tf.reverse(token_index, axis=[1])[:, :max_sequence_length]
+        packed["token_state_ids"] = flat(tf.cast(newest_first_index, tf.int64), cls * 0)
+    return packed

@@ -83,6 +83,22 @@ class ItemVocabulary:
         ordered = sorted(((str(item), int(n)) for item, n in counts.items()), key=lambda kv: (-kv[1], natural_key(kv[0])))
         return cls([item for item, _ in ordered], [count for _, count in ordered])
 
+    def with_items(self, raw_ids):
+        """``(vocabulary, added)``: this vocabulary grown by the raw ids of ``raw_ids`` it lacks.
+
+        Known items keep their ids; the new ones follow in natural order of their raw
+        ids, with count 0 (they have no training events).
+
+        >>> grown, added = ItemVocabulary(["b", "a"], [3, 1]).with_items(["a", "c10", "c9"])
+        >>> grown.items, grown.counts.tolist(), added
+        (['b', 'a', 'c9', 'c10'], [3, 1, 0, 0], ['c9', 'c10'])
+        """
+        added = sorted({str(raw) for raw in raw_ids if raw not in self}, key=natural_key)
+        if not added:
+            return self, []
+        counts = np.concatenate([self.counts, np.zeros(len(added), np.int64)])
+        return ItemVocabulary(self.items + added, counts), added
+
     @property
     def num_items(self):
         """Number of real items (reserved ids excluded)."""

@@ -12,9 +12,9 @@ import re
 import tensorflow as tf
 
 from tfseqrec import ranking, serving
-from tfseqrec.data import text as text_lib
 from tfseqrec.data import tfrecord
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.models.recformer.recommender import pack_inputs
 
 SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples", "rank_targets")
 TEXT_SIGNATURES = ("recommend_texts", "encode_items")
@@ -248,7 +248,7 @@ class TextRecommender(Recommender):
         self.wordpiece = tokenizer.tokenizer
         self.num_attributes = len(tokenizer.attributes)
 
-    def _item_inputs(self, text, max_items, max_tokens):
+    def _item_inputs(self, text, max_tokens):
         """Packed inputs of text ``[batch, items, attributes]``; empty items dropped."""
         text = _fit_attributes(text, self.num_attributes)
         shape = tf.shape(text, out_type=tf.int64)
@@ -262,12 +262,13 @@ class TextRecommender(Recommender):
             )
             for part in (tokens, types)
         ]
-        return text_lib.pack_histories(nested[0], nested[1], self.model.cls_id, max_items, max_tokens), nested[0]
+        packed = pack_inputs(self.model.model.backbone, nested[0], nested[1], self.model.cls_id, max_tokens)
+        return packed, nested[0]
 
     @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.string, name="history_text")])
     def recommend_texts(self, history_text):
         model = self.model.model
-        inputs, items = self._item_inputs(history_text, model.max_sequence_length, model.max_tokens)
+        inputs, items = self._item_inputs(history_text, model.max_tokens)
         scores = tf.cast(model.scores(model(inputs, training=False)), tf.float32)
         empty = items.row_lengths() == 0
         scores = tf.where(empty[:, None], self.popularity[None, :], scores)
@@ -277,7 +278,7 @@ class TextRecommender(Recommender):
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
     def encode_items(self, item_text):
         model = self.model.model
-        inputs, _ = self._item_inputs(item_text[:, None, :], 1, model.max_tokens)
+        inputs, _ = self._item_inputs(item_text[:, None, :], model.max_tokens)
         return {"embeddings": tf.cast(model(inputs, training=False), tf.float32)}
 
     def signature_names(self):

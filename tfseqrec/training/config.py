@@ -180,6 +180,7 @@ class RecformerConfig(Options):
     max_sequence_length: int = 20
     max_tokens: int = 128
     num_layers: int = 2  # of all-MiniLM-L6-v2's 6
+    cached_layers: int = 0  # lower layers frozen, run once per item and cached (RecformerBackbone)
     attention_window: int = 64
     pretrained: bool = True
     align_epochs: int = 2  # [CLS] alignment on item text before fine-tuning (0: none)
@@ -210,7 +211,7 @@ class RecformerConfig(Options):
         for name in ("max_attribute_tokens", "max_sequence_length", "max_tokens", "num_layers", "attention_window",
                      "batch_size", "examples_per_user", "validation_batch_size"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
-        for name in ("align_epochs", "epochs", "stage2_epochs", "patience"):
+        for name in ("align_epochs", "epochs", "stage2_epochs", "patience", "cached_layers"):
             check_number(name, getattr(self, name), minimum=0, integer=True)
         check_number("seed", self.seed, integer=True)
         check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True)
@@ -232,5 +233,8 @@ class RecformerConfig(Options):
         check_number("stage2_learning_rate", self.stage2_learning_rate, minimum=0, exclusive_minimum=True,
                      optional=True)
         check_number("max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True)
+        if self.cached_layers >= self.num_layers:
+            raise ValueError(f"cached_layers ({self.cached_layers}) must be below num_layers ({self.num_layers}): "
+                             "at least one layer reads the history")
         if self.attention_window % 2:
             raise ValueError(f"attention_window must be even, got {self.attention_window}")

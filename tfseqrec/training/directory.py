@@ -7,6 +7,9 @@ A run works in ``OUTPUT.partial/`` and becomes ``OUTPUT/`` only when it complete
     item_vocab.tsv     the item vocabulary (raw ids <-> ids)
     <kind>_config.json the options and the data it was trained on
     history.csv        per-epoch loss and validation metrics
+
+and the kinds that read item text also keep it (``item_text.json``,
+``write_item_text`` / ``read_item_text``).
 """
 
 import contextlib
@@ -22,6 +25,7 @@ from tfseqrec.data import vocab as vocab_lib
 MODEL_FILE = "model.keras"
 BACKUP_DIR = "backup"
 PARTIAL_SUFFIX = ".partial"
+TEXT_FILE = "item_text.json"
 RUN_FILES = ("train_config.json", "recformer_config.json", "pretrain_config.json")  # what marks a tfseqrec model directory
 
 
@@ -136,3 +140,18 @@ def read(model_dir, config_file):
     with open(os.path.join(model_dir, config_file)) as f:
         info = json.load(f)
     return model, vocabulary, info
+
+
+def write_item_text(model_dir, raw_text, vocabulary):
+    """Keeps the text of ``vocabulary``'s items (``{raw id: {attribute: text}}``) beside the model."""
+    with open(os.path.join(model_dir, TEXT_FILE), "w", encoding="utf-8") as f:
+        json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
+
+
+def read_item_text(model_dir):
+    """The ``{raw id: {attribute: text}}`` ``write_item_text`` kept; ``None`` when there is none."""
+    path = os.path.join(model_dir, TEXT_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

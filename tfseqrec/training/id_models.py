@@ -60,7 +60,7 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
         verbose: ``fit``'s verbosity (progress bar on a terminal).
         overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
         item_text: the items' text file, for kinds that read it (UniSRec; see
-            ``tfseqrec.kinds.ModelKind.item_inputs``).
+            ``tfseqrec.kinds.IdModelKind.model_inputs``).
         **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
 
     Returns:
@@ -73,7 +73,7 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
     kind = kinds.get(config.model)
     with output_directory(output_dir, record, overwrite) as work:
-        model_kwargs = kind.item_inputs(config, vocabulary, item_text, work, verbose) if kind.needs_item_text else {}
+        config, model_kwargs = kind.model_inputs(config, vocabulary, item_text, work, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
         model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data,

@@ -176,6 +176,9 @@ def pretrain_recformer(domains, config, work, verbose):
     from tfseqrec.models import recformer as recformer_lib
     from tfseqrec.training import recformer as recformer_driver
 
+    if config.cached_layers:
+        raise ValueError("pre-training trains every layer (its MLM reads the token embeddings); cached_layers "
+                         "is a fine-tuning option: pre-train without it, then fine-tune with init_from and it")
     path = recformer_lib.minilm_path()
     tokens, types = [], []
     for d in domains:

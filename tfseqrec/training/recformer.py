@@ -30,10 +30,10 @@ from tfseqrec.models import recformer as recformer_lib
 from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import RecformerConfig
 from tfseqrec.training.schedules import WarmupLinearDecay
-from tfseqrec.training.directory import MODEL_FILE, output_directory, read
+from tfseqrec.training import directory
+from tfseqrec.training.directory import MODEL_FILE, TEXT_FILE, output_directory, read
 
 CONFIG_FILE = "recformer_config.json"
-TEXT_FILE = "item_text.json"
 
 
 def default_attributes(item_text_path):
@@ -78,6 +78,7 @@ def build(config, vocabulary, texts, model=None):
             max_sequence_length=config.max_sequence_length,
             attention_window=config.attention_window,
             dropout=config.dropout,
+            cached_layers=config.cached_layers,
         )
         backbone.build()
         if config.pretrained:
@@ -86,7 +87,9 @@ def build(config, vocabulary, texts, model=None):
                                         pooling=config.pooling)
         model.build()
     pad_multiple = config.attention_window // 2 if config.pad_to_longest else None
-    return recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts, pad_multiple)
+    recommender = recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts,
+                                                     pad_multiple)
+    return recommender.cache_item_states()
 
 
 def text_report(config, texts, tokens):
@@ -117,6 +120,14 @@ def pretrained_backbone(config):
         if getattr(backbone, name) != getattr(config, name):
             raise ValueError(f"{config.init_from} was pre-trained with {name} {getattr(backbone, name)}; "
                              f"fine-tuning asks for {getattr(config, name)} (use the pre-training's sizes)")
+    if config.cached_layers != backbone.cached_layers:
+        # The same weights; freezing and the second item-position table come with the new backbone.
+        cached = recformer_lib.RecformerBackbone.from_config({**backbone.get_config(),
+                                                               "cached_layers": config.cached_layers})
+        cached.build()
+        for new, old in zip([cached.embedding] + cached.blocks, [backbone.embedding] + backbone.blocks):
+            new.set_weights(old.get_weights())
+        backbone = cached
     return backbone
 
 
@@ -298,8 +309,7 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         print(f"item text: {json.dumps(info['text'])}", flush=True)
     with output_directory(output_dir, {"config": info["config"], "data": info["data"]}, overwrite, CONFIG_FILE) as work:
         vocabulary.save(work)
-        with open(os.path.join(work, TEXT_FILE), "w", encoding="utf-8") as f:
-            json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
+        directory.write_item_text(work, raw_text, vocabulary)
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
             json.dump(info, f, indent=2)
         # A pre-trained checkpoint was aligned before; mean pooling needs no [CLS].
@@ -336,12 +346,9 @@ def add_items(recommender, vocabulary, raw_text, config):
         ``(recommender, vocabulary, added)``: a new recommender over the grown table,
         its vocabulary and the raw ids added.
     """
-    added = sorted((raw for raw in raw_text if raw not in vocabulary), key=vocab_lib.natural_key)
+    grown, added = vocabulary.with_items(raw_text)
     if not added:
         return recommender, vocabulary, []
-    grown = vocab_lib.ItemVocabulary(
-        vocabulary.items + added, np.concatenate([vocabulary.counts, np.zeros(len(added), np.int64)])
-    )
     texts, _ = item_texts(raw_text, grown, config.attributes)
     old = recommender.model
     known = old.item_embeddings.numpy()
@@ -355,8 +362,9 @@ def add_items(recommender, vocabulary, raw_text, config):
 def load(model_dir):
     """``(recommender, vocabulary, info)`` of a directory written by ``train``."""
     model, vocabulary, info = read(model_dir, CONFIG_FILE)
-    with open(os.path.join(model_dir, TEXT_FILE), encoding="utf-8") as f:
-        raw_text = json.load(f)
+    raw_text = directory.read_item_text(model_dir)
+    if raw_text is None:
+        raise FileNotFoundError(f"{model_dir}: no {TEXT_FILE}; a Recformer directory keeps its items' text there")
     config = RecformerConfig.from_dict(info["config"])
     texts, _ = item_texts(raw_text, vocabulary, config.attributes)
     return build(config, vocabulary, texts, model=model), vocabulary, info

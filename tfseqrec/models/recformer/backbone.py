@@ -20,6 +20,17 @@ class RecformerBackbone(keras.Model):
     (``tfseqrec.models.recformer.tasks``) take the ``[CLS]`` state (index 0) as the
     vector of the input.
 
+    With ``cached_layers = k > 0`` the embedding and the lower ``k`` blocks are frozen
+    and read each item alone: ``item_states`` runs them over one-item inputs
+    (``[CLS]`` and the item's tokens, as an item is encoded), once per item, and a
+    history's input to block ``k`` is its items' token states laid out as
+    ``pack_histories`` lays out the tokens (``[CLS]`` first: the state of a lone
+    ``[CLS]``), plus a second item-position embedding (zeros at the start) that tells
+    the upper blocks the order the frozen ones never saw. Only the upper blocks read
+    the history, so fine-tuning costs ``num_layers - k`` blocks over it, while the
+    item text still goes through all of the checkpoint's layers. Inputs then carry
+    ``token_states`` (``tfseqrec.models.recformer.pack_inputs``).
+
     Args:
         vocabulary_size, hidden_dim, num_layers, num_heads, intermediate_dim: the
             BERT shape (all-MiniLM-L6-v2: 30522, 384, 6, 12, 1536).
@@ -28,10 +39,12 @@ class RecformerBackbone(keras.Model):
         attention_window: local attention window (tokens, even).
         dropout: dropout rate.
         layer_norm_epsilon: BERT's 1e-12.
+        cached_layers: lower blocks that read each item alone, frozen (see above).
 
     Call arguments:
         inputs: dict from ``pack_histories``: ``token_ids``, ``token_type_ids``,
-            ``item_position_ids``, ``padding_mask``.
+            ``item_position_ids``, ``padding_mask``; with ``cached_layers``, also
+            ``token_states`` ``[batch, length, hidden_dim]``.
 
     Returns:
         float ``[batch, length, hidden_dim]``.
@@ -62,9 +75,13 @@ class RecformerBackbone(keras.Model):
         attention_window=64,
         dropout=0.1,
         layer_norm_epsilon=1e-12,
+        cached_layers=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if not 0 <= int(cached_layers) < num_layers:
+            raise ValueError(f"cached_layers must be in [0, num_layers - 1] = [0, {num_layers - 1}], "
+                             f"got {cached_layers}: at least one block must read the history")
         # === Layers ===
         self.embedding = RecformerEmbedding(
             vocabulary_size, hidden_dim, max_tokens, max_sequence_length, text_lib.NUM_TOKEN_TYPES,
@@ -77,6 +94,10 @@ class RecformerBackbone(keras.Model):
             )
             for i in range(num_layers)
         ]
+        self.state_position_embedding = None
+        if cached_layers:
+            self.state_position_embedding = keras.layers.Embedding(
+                max_sequence_length + 1, hidden_dim, embeddings_initializer="zeros", name="state_position_embedding")
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
@@ -89,17 +110,42 @@ class RecformerBackbone(keras.Model):
         self.attention_window = attention_window
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.cached_layers = int(cached_layers)
 
     def build(self, input_shape=None):
         self.embedding.build()
         for block in self.blocks:
             block.build((None, None, self.hidden_dim))
+        if self.state_position_embedding is not None:
+            self.state_position_embedding.build((None, None))
+            # After building: a layer's trainable flag reaches only the variables it already has.
+            for layer in [self.embedding] + self.blocks[: self.cached_layers]:
+                layer.trainable = False
         self.built = True
 
     def call(self, inputs, training=None):
         mask = ops.cast(inputs["padding_mask"], "bool")
-        x = self.embedding(inputs, training=training)
-        for block in self.blocks:
+        if not self.cached_layers:
+            return self._blocks(self.embedding(inputs, training=training), mask, self.blocks, training)
+        if "token_states" not in inputs:
+            raise ValueError(f"this backbone caches its lower {self.cached_layers} layers: its inputs carry "
+                             "token_states (tfseqrec.models.recformer.pack_inputs), not only token ids")
+        positions = ops.minimum(inputs["item_position_ids"], self.max_sequence_length)
+        x = ops.cast(inputs["token_states"], self.compute_dtype) + self.state_position_embedding(positions)
+        return self._blocks(x, mask, self.blocks[self.cached_layers :], training)
+
+    def item_states(self, inputs):
+        """The frozen lower layers' token states ``[batch, length, hidden_dim]`` of packed inputs.
+
+        What the cached layers make of one-item inputs (or a lone ``[CLS]``); dropout off.
+        """
+        mask = ops.cast(inputs["padding_mask"], "bool")
+        x = self.embedding(inputs, training=False)
+        return self._blocks(x, mask, self.blocks[: self.cached_layers], False)
+
+    @staticmethod
+    def _blocks(x, mask, blocks, training):
+        for block in blocks:
             x = block(x, padding_mask=mask, training=training)
         return x
 
@@ -121,5 +167,6 @@ class RecformerBackbone(keras.Model):
             "attention_window": self.attention_window,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
+            "cached_layers": self.cached_layers,
         })
         return config
