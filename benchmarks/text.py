@@ -11,8 +11,14 @@ full ranking over all items with the user's history filtered. Rows (``--models``
 - ``unisrec-transfer``: UniSRec text only, trained on ML-1M (titles and genres) and
   evaluated here without reading any Scientific interaction
   (``UniSRec.for_catalogue``): a dataset never used in training;
+- ``unisrec-pretrained``: ``unisrec`` started from ``tfseqrec pretrain --model unisrec``
+  on ML-1M (titles and genres; ``--pretrain-minutes``), the paper's transfer;
 - ``recformer-zero-shot``: Recformer after ``[CLS]`` alignment on item text only;
-- ``recformer``: Recformer fine-tuned in the paper's two stages.
+- ``recformer``: Recformer fine-tuned in the paper's two stages;
+- ``recformer-pretrained``: ``recformer`` started from ``tfseqrec pretrain --model
+  recformer`` on ML-1M (MLM and item-item contrast; ``--pretrain-minutes``).
+
+Pre-trained rows count the pre-training in their wall time.
 
 SASRec and both UniSRec rows share one configuration (``ID_CONFIG``, the same
 budget of ``--minutes``; best epoch by validation NDCG@10). Each row is also
@@ -27,6 +33,7 @@ Data: $TFSEQREC_DATA/amazon-scientific-text and $TFSEQREC_DATA/ml-1m (default ..
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -46,7 +53,8 @@ from tfseqrec.data import vocab as vocab_lib  # noqa: E402
 from tfseqrec.models import SentenceEncoder  # noqa: E402
 from tfseqrec.training import recformer as recformer_driver  # noqa: E402
 
-MODELS = ("popularity", "sasrec", "unisrec", "unisrec-id", "unisrec-transfer", "recformer-zero-shot", "recformer")
+MODELS = ("popularity", "sasrec", "unisrec", "unisrec-id", "unisrec-transfer", "unisrec-pretrained",
+          "recformer-zero-shot", "recformer", "recformer-pretrained")
 # SASRec and UniSRec alike (learning rate: the kinds' default, 2e-3 for both).
 ID_CONFIG = {"max_sequence_length": 50, "hidden_dim": 64, "num_layers": 2, "num_heads": 1, "dropout": 0.5,
              "batch_size": 128, "epochs": 200, "patience": 10, "seed": 0}
@@ -64,14 +72,10 @@ class Popularity:
         return tf.tile(self.counts[None, :], [tf.shape(window)[0], 1])
 
 
-def subset(cases, keep):
-    return splits.Cases(cases.histories.select(keep), cases.targets[keep])
-
-
 def evaluate(model, cases, cold):
     out = {}
     for name, keep in (("all", np.ones(len(cases.targets), bool)), ("warm", ~cold), ("cold", cold)):
-        r = evaluation.evaluate(model, subset(cases, keep), progress=False)
+        r = evaluation.evaluate(model, cases.select(keep), progress=False)
         out[name] = {k: r[k] for k in ("ndcg@10", "hr@10", "mrr")}
     return out
 
@@ -87,8 +91,8 @@ def text_vectors(item_text, vocabulary, attributes):
     return vectors, config, time.monotonic() - start
 
 
-def fit_id_model(model, split, vocabulary, minutes, **model_kwargs):
-    config = {**ID_CONFIG, "model": model, "max_train_minutes": minutes}
+def fit_id_model(model, split, vocabulary, minutes, init_from=None, **model_kwargs):
+    config = {**ID_CONFIG, "model": model, "max_train_minutes": minutes, "init_from": init_from}
     if model == "unisrec" and model_kwargs.pop("use_id_embeddings", False):
         config["use_id_embeddings"] = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,20 +105,50 @@ def ml1m_transfer(root, minutes, scientific_vectors, scientific_encoder):
     start = time.monotonic()
     ml1m = os.path.join(root, "ml-1m")
     split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(ml1m, "ml-1m.txt")))
-    to_original = readers.read_id_map(os.path.join(ml1m, "sas_to_original_items.txt"))
-    movies = readers.read_item_text(os.path.join(ml1m, "movies.dat"))
-    item_text = {sas: movies[original] for sas, original in to_original.items() if original in movies}
-    vectors, encoder, _ = text_vectors(item_text, vocabulary, text_lib.ATTRIBUTES["movielens"])
+    vectors, encoder, _ = text_vectors(ml1m_texts(root), vocabulary, text_lib.ATTRIBUTES["movielens"])
     model, epochs = fit_id_model("unisrec", split, vocabulary, minutes, text_dim=vectors.shape[1],
                                  text_embeddings=vectors, text_encoder=encoder)
     return model.for_catalogue(scientific_vectors, scientific_encoder), epochs, time.monotonic() - start
 
 
+def ml1m_texts(root):
+    """ML-1M's titles and genres under ``ml-1m.txt``'s ids (what ``tfseqrec data item-text`` writes)."""
+    ml1m = os.path.join(root, "ml-1m")
+    to_original = readers.read_id_map(os.path.join(ml1m, "sas_to_original_items.txt"))
+    movies = readers.read_item_text(os.path.join(ml1m, "movies.dat"))
+    return {sas: movies[original] for sas, original in to_original.items() if original in movies}
+
+
+def ml1m_item_text(root, path):
+    """``(interactions, item text)`` paths of ML-1M, the text written to ``path``."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(ml1m_texts(root), f)
+    return os.path.join(root, "ml-1m", "ml-1m.txt"), path
+
+
+def pretrained(model, root, work, minutes, options):
+    """``(checkpoint directory, seconds)`` of ``tfseqrec pretrain --model MODEL`` on ML-1M for ``minutes``."""
+    from tfseqrec.training import pretrain
+
+    start = time.monotonic()
+    dataset = ml1m_item_text(root, os.path.join(work, "ml-1m.item.json"))
+    out = os.path.join(work, f"{model}-pretrained")
+    rows = pretrain.pretrain(model, [dataset], out, {**options, "max_train_minutes": minutes, "epochs": 1000},
+                             verbose=2)
+    print(f"{model} pre-training: {len(rows)} epochs, loss {rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f}",
+          flush=True)
+    return out, time.monotonic() - start
+
+
 def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen):
-    config = training.RecformerConfig(
-        attributes=list(recformer_driver.default_attributes(".json")), num_layers=args.layers,
-        max_train_minutes=args.recformer_minutes, **json.loads(args.recformer_config or "{}"),
-    )
+    config = training.RecformerConfig.from_dict({
+        "attributes": list(text_lib.ATTRIBUTES["amazon"]), "num_layers": args.layers,
+        "max_train_minutes": args.recformer_minutes, **json.loads(args.recformer_config or "{}"),
+    })
+    if "recformer-pretrained" in chosen:
+        recformer_pretrained(args, config, split, vocabulary, cold, results, seconds)
+        if not {"recformer-zero-shot", "recformer"} & set(chosen):
+            return config
     keras.utils.set_random_seed(config.seed)
     texts, _ = recformer_driver.item_texts(
         readers.read_item_text(os.path.join(args.data, "Scientific.item.json")), vocabulary, config.attributes
@@ -133,6 +167,53 @@ def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen):
         results["recformer"] = evaluate(recommender, split.test, cold)
         print("recformer", json.dumps(results["recformer"]), json.dumps(rows), flush=True)
     return config
+
+
+def recformer_pretrained(args, config, split, vocabulary, cold, results, seconds):
+    """The ``recformer-pretrained`` row: pre-training on ML-1M, then ``recformer``'s fine-tuning."""
+    sizes = {name: getattr(config, name) for name in ("num_layers", "max_tokens", "max_sequence_length",
+                                                      "attention_window", "max_attribute_tokens", "batch_size")}
+    with tempfile.TemporaryDirectory() as work:
+        checkpoint, pretrain_seconds = pretrained("recformer", os.path.dirname(args.data), work,
+                                                  args.pretrain_minutes, sizes)
+        tuned = dataclasses.replace(config, init_from=checkpoint)
+        texts, _ = recformer_driver.item_texts(
+            readers.read_item_text(os.path.join(args.data, "Scientific.item.json")), vocabulary, tuned.attributes)
+        keras.utils.set_random_seed(tuned.seed)
+        recommender = recformer_driver.build(tuned, vocabulary, texts)
+        start = time.monotonic()
+        rows = recformer_driver.finetune(recommender, split, tuned, verbose=2)
+    seconds["recformer-pretrained"] = time.monotonic() - start + pretrain_seconds
+    results["recformer-pretrained"] = evaluate(recommender, split.test, cold)
+    print("recformer-pretrained", json.dumps(results["recformer-pretrained"]), json.dumps(rows), flush=True)
+
+
+def unisrec_rows(args, split, vocabulary, chosen, record):
+    """The UniSRec rows: text vectors of Scientific's items, encoded once, under each variant."""
+    if not {"unisrec", "unisrec-id", "unisrec-pretrained", "unisrec-transfer"} & set(chosen):
+        return
+    item_text = readers.read_item_text(os.path.join(args.data, "Scientific.item.json"))
+    vectors, encoder, encode_seconds = text_vectors(item_text, vocabulary, text_lib.ATTRIBUTES["amazon"])
+    print(f"item text encoded in {encode_seconds:.0f} s", flush=True)
+    for name, ids in (("unisrec", False), ("unisrec-id", True)):
+        if name in chosen:
+            start = time.monotonic() - encode_seconds
+            model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, text_dim=vectors.shape[1],
+                                    text_embeddings=vectors, text_encoder=encoder, use_id_embeddings=ids)
+            record(name, model, start, n)
+    if "unisrec-pretrained" in chosen:
+        with tempfile.TemporaryDirectory() as work:
+            options = {k: v for k, v in ID_CONFIG.items() if k not in ("epochs", "patience")}
+            checkpoint, pretrain_seconds = pretrained("unisrec", os.path.dirname(args.data), work,
+                                                      args.pretrain_minutes, options)
+            start = time.monotonic() - encode_seconds - pretrain_seconds
+            model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, init_from=checkpoint,
+                                    text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
+        record("unisrec-pretrained", model, start, n)
+    if "unisrec-transfer" in chosen:
+        start = time.monotonic() - encode_seconds
+        model, n, _ = ml1m_transfer(os.path.dirname(args.data), args.minutes, vectors, encoder)
+        record("unisrec-transfer", model, start, n)
 
 
 def print_table(results, seconds, epochs, split, cold, vocabulary):
@@ -161,6 +242,8 @@ def main():
     parser.add_argument("--minutes", type=float, default=20.0, help="training budget of SASRec and each UniSRec")
     parser.add_argument("--recformer-minutes", type=float, default=120.0, help="Recformer fine-tuning budget")
     parser.add_argument("--layers", type=int, default=2, help="Recformer: MiniLM layers kept")
+    parser.add_argument("--pretrain-minutes", type=float, default=30.0,
+                        help="pre-training budget on ML-1M of the *-pretrained rows")
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
@@ -187,22 +270,9 @@ def main():
         start = time.monotonic()
         model, n = fit_id_model("sasrec", split, vocabulary, args.minutes)
         record("sasrec", model, start, n)
-    if {"unisrec", "unisrec-id", "unisrec-transfer"} & set(chosen):
-        item_text = readers.read_item_text(os.path.join(args.data, "Scientific.item.json"))
-        vectors, encoder, encode_seconds = text_vectors(item_text, vocabulary, text_lib.ATTRIBUTES["amazon"])
-        print(f"item text encoded in {encode_seconds:.0f} s", flush=True)
-        for name, ids in (("unisrec", False), ("unisrec-id", True)):
-            if name in chosen:
-                start = time.monotonic() - encode_seconds
-                model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, text_dim=vectors.shape[1],
-                                        text_embeddings=vectors, text_encoder=encoder, use_id_embeddings=ids)
-                record(name, model, start, n)
-        if "unisrec-transfer" in chosen:
-            start = time.monotonic() - encode_seconds
-            model, n, _ = ml1m_transfer(os.path.dirname(args.data), args.minutes, vectors, encoder)
-            record("unisrec-transfer", model, start, n)
+    unisrec_rows(args, split, vocabulary, chosen, record)
     config = None
-    if {"recformer-zero-shot", "recformer"} & set(chosen):
+    if {"recformer-zero-shot", "recformer", "recformer-pretrained"} & set(chosen):
         config = recformer_rows(args, split, vocabulary, cold, results, seconds, chosen)
 
     print_table(results, seconds, epochs, split, cold, vocabulary)

@@ -295,3 +295,18 @@ def _graph_constant_shapes(saved_model_dir):
         nodes = list(graph.graph_def.node) + [n for f in graph.graph_def.library.function for n in f.node_def]
         shapes |= {tuple(d.size for d in n.attr["value"].tensor.tensor_shape.dim) for n in nodes if n.op == "Const"}
     return shapes
+
+
+def test_default_attributes_follow_what_the_items_carry(tmp_path):
+    amazon = tmp_path / "Shop.item.json"
+    amazon.write_text(json.dumps({"1": {"title": "pen", "description": "a pen", "brand": "acme", "categories": "Lab"}}))
+    movies = tmp_path / "ml.item.json"  # what 'tfseqrec data item-text movies.dat' writes
+    movies.write_text(json.dumps({"1": {"title": "Heat (1995)", "genres": "Action, Crime"}}))
+    titles = tmp_path / "titles.item.json"
+    titles.write_text(json.dumps({"1": {"title": "pen"}}))
+    dat = tmp_path / "movies.dat"
+    dat.write_text("1::Heat (1995)::Action|Crime\n", encoding="latin-1")
+    assert recformer_training.default_attributes(amazon) == ["title", "brand", "categories"]
+    assert recformer_training.default_attributes(movies) == ["title", "genres"]
+    assert recformer_training.default_attributes(dat) == ["title", "genres"]
+    assert recformer_training.default_attributes(titles) == ["title", "brand", "categories"]

@@ -179,3 +179,16 @@ def test_divergence_watch_stops_at_the_first_non_finite_batch():
     assert not np.isfinite(watch.diverged["loss"]) and len(history.history["loss"]) == 1
     # Recformer's validation callback is one too: a diverged stage is never validated.
     assert issubclass(training.RankingValidation, training.callbacks.DivergenceWatch)
+
+
+def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_root, tmp_path):
+    config = dict(TINY, epochs=1, validation_users=100, seed=3)
+    model, history, split, _ = training.train(data_root / "ml-100k", tmp_path, config, verbose=0)
+    sample = split.valid.sample(100, seed=3)
+    assert len(sample) == 100 and len(split.valid) == 943
+    from tfseqrec import evaluation
+
+    # One epoch: the model holds that epoch's weights, which the sampled validation scored.
+    result = evaluation.evaluate(model, sample, progress=False)
+    assert history.history["val_ndcg_10"][0] == pytest.approx(result["ndcg@10"], abs=1e-6)
+    assert json.load(open(tmp_path / "train_config.json"))["config"]["validation_users"] == 100

@@ -87,6 +87,25 @@ class Cases:
     def __len__(self):
         return len(self.targets)
 
+    def select(self, rows):
+        """The cases of the given row indices (or boolean mask), in that order."""
+        rows = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows, np.int64)
+        return Cases(self.histories.select(rows), self.targets[rows])
+
+    def sample(self, n, seed=0):
+        """A fixed, seeded sample of ``n`` cases (all of them when ``n`` is ``None`` or not smaller).
+
+        The rows keep their order; the same ``n`` and ``seed`` give the same users.
+
+        >>> cases = Cases(Sequences.from_list(["a", "b", "c"], [[3], [4], [5]]), np.array([4, 5, 6]))
+        >>> cases.sample(2, seed=0).targets.tolist(), len(cases.sample(None))
+        ([5, 6], 3)
+        """
+        if n is None or n >= len(self):
+            return self
+        rows = np.sort(np.random.default_rng(seed).choice(len(self), size=n, replace=False))
+        return self.select(rows)
+
 
 @dataclasses.dataclass
 class Split:

@@ -89,9 +89,9 @@ class ItemVocabulary:
         Known items keep their ids; the new ones follow in natural order of their raw
         ids, with count 0 (they have no training events).
 
-        >>> grown, added = ItemVocabulary(["b", "a"], [3, 1]).with_items(["a", "c10", "c9"])
+        >>> grown, added = ItemVocabulary(["b", "a"], [3, 1]).with_items(["a", "10", "9"])
         >>> grown.items, grown.counts.tolist(), added
-        (['b', 'a', 'c9', 'c10'], [3, 1, 0, 0], ['c9', 'c10'])
+        (['b', 'a', '9', '10'], [3, 1, 0, 0], ['9', '10'])
         """
         added = sorted({str(raw) for raw in raw_ids if raw not in self}, key=natural_key)
         if not added:

@@ -106,6 +106,7 @@ class TrainConfig(Options):
     window_stride: int = None
     bucket_boundaries: list = dataclasses.field(default_factory=lambda: [50, 100])
     validation_batch_size: int = 512
+    validation_users: int = None  # validate on a fixed, seeded sample of this many users (None: all)
     max_train_minutes: float = None
     mixed_precision: bool = False
     jit_compile: bool = False
@@ -124,7 +125,7 @@ class TrainConfig(Options):
         for name in ("max_sequence_length", "hidden_dim", "num_layers", "batch_size", "epochs",
                      "validation_batch_size"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
-        for name in ("num_heads", "intermediate_dim", "num_negatives", "window_stride"):
+        for name in ("num_heads", "intermediate_dim", "num_negatives", "window_stride", "validation_users"):
             check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
         check_number("patience", self.patience, minimum=0, integer=True)
         check_number("seed", self.seed, integer=True)
@@ -204,6 +205,7 @@ class RecformerConfig(Options):
     mlm_weight: float = 0.1  # pre-training: weight of masked language modelling
     init_from: str = None  # a directory written by `tfseqrec pretrain --model recformer`
     validation_batch_size: int = 128
+    validation_users: int = None  # validate on a fixed, seeded sample of this many users (None: all)
     max_train_minutes: float = None
     seed: int = 0
 
@@ -211,6 +213,7 @@ class RecformerConfig(Options):
         for name in ("max_attribute_tokens", "max_sequence_length", "max_tokens", "num_layers", "attention_window",
                      "batch_size", "examples_per_user", "validation_batch_size"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
+        check_number("validation_users", self.validation_users, minimum=1, integer=True, optional=True)
         for name in ("align_epochs", "epochs", "stage2_epochs", "patience", "cached_layers"):
             check_number(name, getattr(self, name), minimum=0, integer=True)
         check_number("seed", self.seed, integer=True)

@@ -108,7 +108,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
     valid_ds = pipeline.eval_dataset(
-        split.valid, config.max_sequence_length, config.validation_batch_size, bucket_boundaries=config.bucket_boundaries
+        split.valid.sample(config.validation_users, config.seed), config.max_sequence_length, config.validation_batch_size, bucket_boundaries=config.bucket_boundaries
     )
     best = BestModel(
         os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,

@@ -36,8 +36,23 @@ from tfseqrec.training.directory import MODEL_FILE, TEXT_FILE, output_directory,
 CONFIG_FILE = "recformer_config.json"
 
 
-def default_attributes(item_text_path):
-    return list(text.ATTRIBUTES["amazon" if str(item_text_path).endswith(".json") else "movielens"])
+def default_attributes(item_text_path, raw_text=None):
+    """The attributes a model reads of an item-text file that names none.
+
+    The known set (``text.ATTRIBUTES``) the file's items carry most of: Amazon's
+    title, brand, categories for the LC-Rec ``*.item.json``; MovieLens title and
+    genres for ``movies.dat``, ``u.item`` and the ``*.item.json`` that
+    ``tfseqrec data item-text`` writes of them. ``raw_text``: the file as read, if
+    it is at hand.
+    """
+    if raw_text is None:
+        raw_text = readers.read_item_text(item_text_path)
+    names = set()
+    for attrs in list(raw_text.values())[:1000]:
+        names |= {k for k, v in attrs.items() if v}
+    # Ties (only a title, say) go to the first set, Amazon's.
+    best = max(text.ATTRIBUTES, key=lambda kind: len(names & set(text.ATTRIBUTES[kind])))
+    return list(text.ATTRIBUTES[best])
 
 
 def item_texts(item_text, vocabulary, attributes):
@@ -254,7 +269,8 @@ def finetune(recommender, split, config, verbose="auto"):
             model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
         elif model.optimizer is None or stage == 1:  # one optimiser, one schedule, over both stages
             model.compile(optimizer=keras.optimizers.AdamW(schedule, weight_decay=0.0))
-        validation = RankingValidation(recommender, split.valid, refresh, config.validation_batch_size, start)
+        valid = split.valid.sample(config.validation_users, config.seed)
+        validation = RankingValidation(recommender, valid, refresh, config.validation_batch_size, start)
         callbacks = [
             validation,
             keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
@@ -294,12 +310,12 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
             the run writes ``output_dir`` only when it completes).
     """
     config = config if isinstance(config, RecformerConfig) else RecformerConfig.from_dict(config or {})
+    raw_text = readers.read_item_text(item_text_path)
     if config.attributes is None:
-        config.attributes = default_attributes(item_text_path)
+        config.attributes = default_attributes(item_text_path, raw_text)
     keras.utils.set_random_seed(config.seed)
     if split is None:
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
-    raw_text = readers.read_item_text(item_text_path)
     texts, missing = item_texts(raw_text, vocabulary, config.attributes)
     recommender = build(config, vocabulary, texts)
     info = {"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
