@@ -19,6 +19,7 @@ setuptools.setup(
         "tensorflow>=2.16,<2.22",
         "keras>=3.3",
         "numpy>=1.23",
+        "pyarrow>=10",  # columnar CSV reading and hash factorising of raw ids (tfseqrec.data)
         "tqdm>=4.60",
         "tensorboard>=2.16",  # TensorFlow 2.21 no longer installs it; `train` logs to it
         "matplotlib>=3.8",  # `tfseqrec plot`

@@ -153,3 +153,15 @@ def test_train_bad_config_is_a_clear_error(data_root, tmp_path):
     result = _tfseqrec("train", "--data", data_root / "ml-100k", "--output", tmp_path, "--config", '{"hiden_dim": 8}',
                        check=False)
     assert result.returncode == 1 and "unknown training options ['hiden_dim']" in result.stderr
+
+
+def test_data_synthetic_writes_a_log_that_stats_reads(tmp_path):
+    out = json.loads(_tfseqrec("data", "synthetic", "--events", 3000, "--items", 400, "--users", 50, "--seed", 4,
+                               "--output", tmp_path / "log.csv").stdout)
+    assert (out["events"], out["users"], out["catalogue"]) == (3000, 50, 400)
+    stats = json.loads(_tfseqrec("data", "stats", tmp_path / "log.csv", "--json").stdout)
+    assert stats["has_timestamps"] and stats["num_interactions"] == 3000 and stats["num_users"] == 50
+    assert stats["num_items"] == out["items_used"]
+    bad = _tfseqrec("data", "synthetic", "--events", 10, "--items", 5, "--users", 9, "--output", tmp_path / "b.csv",
+                    check=False)
+    assert bad.returncode != 0 and "9 users of at least 5 events need 45 events" in bad.stderr

@@ -74,6 +74,19 @@ def _add_data(sub):
     item_text.add_argument("--output", required=True, help="the *.item.json to write")
     item_text.set_defaults(func=_data_item_text)
 
+    synth = data_sub.add_parser("synthetic", help="write a seeded synthetic log (Zipf items, log-normal lengths) "
+                                "as user_id,item_id,timestamp CSV")
+    synth.add_argument("--events", type=_positive_int, required=True, help="events in the log")
+    synth.add_argument("--items", type=_positive_int, required=True, help="catalogue size")
+    synth.add_argument("--users", type=_positive_int, default=None, help="users (default: events / 50)")
+    synth.add_argument("--seed", type=_checked(int), default=0)
+    synth.add_argument("--zipf-exponent", type=_checked(float, minimum=0), default=1.0,
+                       help="popularity skew (1: Zipf's law, 0: uniform)")
+    synth.add_argument("--follow-prob", type=_checked(float, minimum=0, maximum=1), default=0.5,
+                       help="share of events that continue the previous item's cycle (the learnable part)")
+    synth.add_argument("--output", required=True, help="the CSV to write (.csv or .csv.gz)")
+    synth.set_defaults(func=_data_synthetic)
+
     convert = data_sub.add_parser("tfrecord", help="write leave-one-out splits as TFRecord tf.Examples")
     convert.add_argument("path", help=DATA_HELP)
     _add_format_flags(convert)
@@ -374,6 +387,19 @@ def _data_item_text(args):
         json.dump(text, f, ensure_ascii=False)
     print(json.dumps({"output": args.output, "items": len(text), "mapped_ids_without_text": len(missing),
                       "attributes": sorted({a for attrs in text.values() for a in attrs})}))
+    return 0
+
+
+def _data_synthetic(args):
+    from tfseqrec.data import synthetic
+
+    if not args.output.endswith((".csv", ".csv.gz")):
+        raise ValueError(f"--output {args.output}: the name must end in .csv or .csv.gz")
+    log = synthetic.generate(args.events, args.items, args.users, seed=args.seed, zipf_exponent=args.zipf_exponent,
+                             follow_prob=args.follow_prob)
+    synthetic.write_csv(log, args.output)
+    print(json.dumps({"output": args.output, "events": len(log), "users": log.num_users,
+                      "items_used": log.num_items, "catalogue": args.items, "seed": args.seed}))
     return 0
 
 

@@ -140,3 +140,65 @@ def test_interactions_select():
         np.array(["a", "b"], dtype=object), np.array(["x", "y"], dtype=object), np.array([1, 2])
     )
     assert data.select(np.array([False, True])).items.tolist() == ["y"]
+
+
+# The columnar fast path against the line-by-line reader (Python's csv module), on the
+# same bytes: equal arrays, or the same DataError. ``fast`` says whether the fast path
+# must take the file (True) or leave it to the line-by-line reader (False).
+_CSV_CASES = {
+    "integers": (b"user_id,item_id,timestamp\n1,10,5\n2,11,3\n1,007,4\n1,7,4\n", {}, True),
+    "iso dates": (b"user_id,item_id,timestamp\nu,a,2024-01-02T00:00:00Z\nu,b,2024-01-01 12:00\n", {}, True),
+    "decimal and huge times": (b"user_id,item_id,timestamp\nu,a,1.5\nu,b,-2\nv,c,12345678901234567890\n", {}, True),
+    "extra columns, other names": (b"r,who,what,when\n5,u,a,3\n4,v,b,2\n", dict(user_col="who", item_col="what",
+                                                                            time_col="when"), True),
+    "byte-order mark, CRLF, bare CR, blank lines": (b"\xef\xbb\xbfuser_id,item_id,timestamp\r\nu,a,1\r\n\nu,b,2\rv,c,3",
+                                                    {}, True),
+    "no time column": (b"user_id,item_id\nu,a\nu,b\n", dict(time_col=None), True),
+    "unicode ids": ("user_id,item_id,timestamp\nzoë,中文,1\nzoë,b c,2\n".encode(), {}, True),
+    "tsv": (b"user_id\titem_id\ttimestamp\nu\ta,b\t1\n", dict(format="tsv"), True),
+    "quoted field": (b'user_id,item_id,timestamp\nu,"a,b",1\nu,b,2\n', {}, False),
+    "quote in an unused column": (b'user_id,item_id,timestamp,x\nu,a,1,"y\nz"\n', {}, False),
+    "spaces around an id": (b"user_id,item_id,timestamp\nu, a ,1\n", {}, False),
+    "no-break space": ("user_id,item_id,timestamp\nu,a\xa0,1\n".encode(), {}, False),
+    "signed number": (b"user_id,item_id,timestamp\nu,a,+1\n", {}, False),
+    "latin-1": ("user_id,item_id,timestamp\nzoë,a,1\n".encode("latin-1"), dict(encoding="latin-1"), False),
+    "empty item": (b"user_id,item_id,timestamp\nu,a,1\nu,,2\n", {}, False),
+    "field count": (b"user_id,item_id,timestamp\nu,a,1\nu,b\n", {}, False),
+    "word in a number column": (b"user_id,item_id,timestamp\nu,a,1\nu,b,soon\n", {}, False),
+    "non-finite time": (b"user_id,item_id,timestamp\nu,a,1\nu,b,inf\n", {}, False),
+    "number in a date column": (b"user_id,item_id,timestamp\nu,a,2024-01-01\nu,b,5\n", {}, False),
+}
+
+
+@pytest.mark.parametrize("name", list(_CSV_CASES))
+def test_columnar_csv_reads_as_the_line_reader(tmp_path, name):
+    content, kwargs, fast = _CSV_CASES[name]
+    path = tmp_path / ("log.tsv" if kwargs.get("format") == "tsv" else "log.csv")
+    path.write_bytes(content)
+    options = dict(user_col="user_id", item_col="item_id", time_col="timestamp", encoding="utf-8")
+    options.update({k: v for k, v in kwargs.items() if k != "format"})
+    delimiter = "\t" if kwargs.get("format") == "tsv" else ","
+    columnar = readers._read_csv_columnar(str(path), delimiter, options["user_col"], options["item_col"],
+                                          options["time_col"], options["encoding"])
+    assert (columnar is not None) == fast
+    try:
+        expected = readers._read_csv(str(path), delimiter, options["user_col"], options["item_col"],
+                                     options["time_col"], options["encoding"], False)
+    except readers.DataError as e:
+        with pytest.raises(readers.DataError) as raised:
+            readers.read_interactions(path, **kwargs)
+        assert str(raised.value) == str(e)
+        return
+    data = readers.read_interactions(path, **kwargs)
+    assert data.users.tolist() == expected[0] and data.items.tolist() == expected[1]
+    assert data.timestamps.dtype == expected[2].dtype and data.timestamps.tolist() == expected[2].tolist()
+    assert data.has_time == expected[3]
+
+
+def test_columnar_csv_reads_gzip(tmp_path):
+    path = tmp_path / "log.csv.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(b"user_id,item_id,timestamp\nu,a,2\nu,b,1\n")
+    assert readers._read_csv_columnar(str(path), ",", "user_id", "item_id", "timestamp", "utf-8") is not None
+    data = readers.read_interactions(path)
+    assert data.items.tolist() == ["a", "b"] and data.timestamps.tolist() == [2, 1]

@@ -51,3 +51,14 @@ def test_tf_lookup_table_matches_numpy_lookup(tmp_path):
     table = v.lookup_table(path)
     raw = ["7", "6", "unknown", "5"]
     np.testing.assert_array_equal(table.lookup(tf.constant(raw)).numpy(), v.lookup(raw))
+
+
+def test_factorize_against_numpy_unique():
+    raw = np.random.default_rng(0).integers(0, 50, size=500).astype(str).astype(object)
+    uniques, codes = vocab.factorize(raw)
+    assert (uniques[codes] == raw).all()
+    first_seen = np.sort(np.unique(raw, return_index=True)[1])
+    assert uniques.tolist() == raw[first_seen].tolist()  # order of first appearance
+    assert vocab.factorize([3, "3", np.int64(4)])[0].tolist() == ["3", "4"]
+    with pytest.raises(ValueError, match="None"):
+        vocab.factorize(["a", None])

@@ -143,8 +143,7 @@ def sort_by_time(interactions):
     Ties in time keep file order (a stable sort), so the SASRec text format, whose
     "timestamps" are line numbers, is left exactly as written.
     """
-    _, first_seen, user_codes = np.unique(interactions.users, return_index=True, return_inverse=True)
-    user_rank = np.argsort(np.argsort(first_seen, kind="stable"), kind="stable")[user_codes]
+    _, user_rank = vocab_lib.factorize(interactions.users)  # codes in first-appearance order
     order = np.lexsort((np.arange(len(interactions)), interactions.timestamps, user_rank))
     return interactions.select(order)
 
@@ -157,8 +156,8 @@ def k_core(interactions, min_user_interactions=5, min_item_interactions=5):
     """
     keep = np.ones(len(interactions), bool)
     users, items = interactions.users, interactions.items
-    _, u_codes = np.unique(users, return_inverse=True)
-    _, i_codes = np.unique(items, return_inverse=True)
+    _, u_codes = vocab_lib.factorize(users)
+    _, i_codes = vocab_lib.factorize(items)
     while True:
         u_counts = np.bincount(u_codes[keep], minlength=u_codes.max() + 1)
         i_counts = np.bincount(i_codes[keep], minlength=i_codes.max() + 1)
@@ -195,7 +194,7 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
     boundary[1:] = users[1:] != users[:-1]
     starts = np.flatnonzero(boundary)
     report = {"oov_interactions": int((ids == vocab_lib.OOV_ID).sum()), "removed_repeats": 0}
-    if len(np.unique(users[starts])) != len(starts):
+    if len(vocab_lib.factorize(users[starts])[0]) != len(starts):
         raise ValueError("events of a user are not contiguous: call sort_by_time first")
     if drop_repeats:
         repeat = ~boundary
