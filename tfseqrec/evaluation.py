@@ -27,6 +27,11 @@ from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
 
 
+# Score matrices of at most this many entries (128 MiB of float32): with a million items a
+# batch is 32 users, so memory stays bounded whatever the catalogue.
+MAX_SCORES_PER_BATCH = 2**25
+
+
 def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sampled=None, item_counts=None, seed=0,
              progress=None):
     """Full-catalogue ranking metrics of ``model`` on ``cases``.
@@ -38,7 +43,8 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
         ks: cut-offs for NDCG@K and HR@K.
         exclude_seen: remove every item of a user's history from the candidates
             (the target excepted).
-        batch_size: cases scored at once.
+        batch_size: cases scored at once, at most; fewer where ``batch_size`` score
+            rows would exceed ``MAX_SCORES_PER_BATCH`` entries (a large catalogue).
         sampled: ``None``, or ``{"num_negatives": 100, "sampler": "uniform" or
             "popularity"}`` to add ``sampled_*`` metrics; negatives exclude the
             history and the target.
@@ -60,6 +66,7 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
     score = getattr(model, "compiled_score", None) or model.score
     ranks, unknown = np.empty(n, np.int64), 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
+    batch_size = score_batch_size(batch_size, getattr(model, "num_items", 1))
     starts = range(0, n, batch_size)
     bar = progress_bar(len(starts), progress)
     for start in starts:
@@ -82,6 +89,15 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
         out.update(metrics_from_ranks(sampled_ranks, ks, prefix="sampled_"))
         out["sampled"] = {"num_negatives": int(sampled["num_negatives"]), "sampler": sampled.get("sampler", "uniform")}
     return out
+
+
+def score_batch_size(batch_size, num_items):
+    """``batch_size``, lowered so that a batch's scores hold at most ``MAX_SCORES_PER_BATCH`` entries.
+
+    >>> score_batch_size(256, 3_416), score_batch_size(256, 1_000_000), score_batch_size(256, 10**9)
+    (256, 33, 1)
+    """
+    return max(1, min(int(batch_size), MAX_SCORES_PER_BATCH // max(int(num_items), 1)))
 
 
 def _check_options(batch_size, sampled, item_counts):

@@ -23,7 +23,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import kinds
+from tfseqrec import evaluation, kinds
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
@@ -108,7 +108,9 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
     valid_ds = pipeline.eval_dataset(
-        split.valid.sample(config.validation_users, config.seed), config.max_sequence_length, config.validation_batch_size, bucket_boundaries=config.bucket_boundaries
+        split.valid.sample(config.validation_users, config.seed), config.max_sequence_length,
+        evaluation.score_batch_size(config.validation_batch_size, vocabulary.num_items),
+        bucket_boundaries=config.bucket_boundaries,
     )
     best = BestModel(
         os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,
