@@ -7,7 +7,7 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-text env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-scale bench-text env clean-env
 
 # Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
 # cache that `tfseqrec data download ml-1m` fills.
@@ -52,6 +52,11 @@ bench-ml1m-ablation: env
 
 bench-serving: env
 	.venv/bin/python benchmarks/serving.py
+
+# Synthetic logs of 1e5, 1e6 and 1e7 events over 1e4, 1e5 and 1e6 items.
+bench-scale: env
+	mkdir -p runs
+	.venv/bin/python benchmarks/scale.py --json runs/bench-scale.json
 
 # Amazon Scientific: popularity, SASRec, UniSRec (text, text + id, trained on ML-1M), Recformer.
 bench-text: env

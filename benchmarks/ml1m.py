@@ -24,6 +24,7 @@ Usage:
     python benchmarks/ml1m.py --model sasrec --minutes 30
     python benchmarks/ml1m.py --model sasrec --minutes 30 --seeds 0 1 2 --json out.json
     python benchmarks/ml1m.py --model sasrec --minutes 10 --ablation all
+    python benchmarks/ml1m.py --report benchmarks/results/ml1m-bert4rec-*.json   # stored runs, no training
 Data: $TFSEQREC_DATA/ml-1m/ml-1m.txt (default ../shared/data).
 """
 
@@ -32,6 +33,7 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import tempfile
 import time
 
@@ -132,8 +134,21 @@ def d_ff_default(config):
     return config.hidden_dim if config.model == "sasrec" else 4 * config.hidden_dim
 
 
+def code_version():
+    """The commit the library code comes from, ``+dirty`` when ``tfseqrec/`` has uncommitted changes."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def git(*args):
+        result = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "tfseqrec") else "")
+
+
 def run(model_name, data, minutes, seed, overrides, sampled=True):
     values = dict(model=model_name, max_train_minutes=minutes, seed=seed, **overrides)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     config = training.TrainConfig.from_dict(values)
     timer = EpochTimer()
     out = tempfile.mkdtemp(prefix=f"ml1m-{model_name}-")
@@ -156,6 +171,10 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
     return {
         "model": model_name,
         "seed": seed,
+        "commit": code_version(),
+        "started": started,
+        "ended": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "environment": environment(),
         "config": values,
         "epochs": len(val),
         "best_epoch": best + 1,
@@ -172,9 +191,14 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
     }
 
 
-def header():
-    print(f"ML-1M leave-one-out, test split, {os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, "
-          f"Keras {keras.__version__}, Python {platform.python_version()}")
+def environment():
+    return (f"{os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, Keras {keras.__version__}, "
+            f"Python {platform.python_version()}")
+
+
+def header(runs):
+    where = sorted({r.get("environment", "environment not recorded") for r in runs})
+    print(f"ML-1M leave-one-out, test split, {'; '.join(where)}")
     print()
 
 
@@ -237,7 +261,13 @@ def main():
     parser.add_argument("--ablation", help="comma-separated variant names of ABLATIONS, or 'all'")
     parser.add_argument("--data", default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-1m", "ml-1m.txt"))
     parser.add_argument("--json", help="also write the results here (rewritten after every run)")
+    parser.add_argument("--report", nargs="+", metavar="JSON",
+                        help="train nothing: print the tables of runs stored by --json (several files, e.g. "
+                        "seeds run on different days, make one table)")
     args = parser.parse_args()
+    if args.report:
+        report([r for path in args.report for r in json.load(open(path))])
+        return
     names = ["sasrec", "bert4rec"] if args.model == "both" else [args.model]
     overrides = json.loads(args.config)
     runs = []
@@ -259,17 +289,33 @@ def main():
                 for seed in args.seeds:
                     result = run(name, args.data, args.minutes, seed, {**overrides, **variants[variant]}, sampled=False)
                     record({**result, "variant": variant})
-        header()
-        print_ablation(runs)
-        return
-    for name in names:
-        for seed in args.seeds:
-            record(run(name, args.data, args.minutes, seed, overrides))
-    header()
-    print_table(runs)
-    if len(args.seeds) > 1:
-        print()
-        print_seed_summary(runs)
+    else:
+        for name in names:
+            for seed in args.seeds:
+                record(run(name, args.data, args.minutes, seed, overrides))
+    report(runs)
+
+
+def report(runs):
+    """The tables of ``runs``: the ablation table for variants, else results and the seed summary."""
+    header(runs)
+    print("| model | seed | variant | code (commit) | started | ended |")
+    print("|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r['model']} | {r['seed']} | {r.get('variant', '')} | {r.get('commit', 'not recorded')} | "
+              f"{r.get('started', '')} | {r.get('ended', '')} |")
+    print()
+    ablation = [r for r in runs if "variant" in r]
+    if ablation:
+        print_ablation(ablation)
+    plain = [r for r in runs if "variant" not in r]
+    if plain:
+        if ablation:
+            print()
+        print_table(plain)
+        if len({r["seed"] for r in plain}) > 1:
+            print()
+            print_seed_summary(plain)
 
 
 if __name__ == "__main__":

@@ -38,10 +38,10 @@ def write_event_examples(root, splits):
     return examples
 
 
-def run_executor(component_class, inputs, outputs, parameters, beam=False, tmp_dir=None):
+def run_executor(component_class, inputs, outputs, parameters, beam=False, tmp_dir=None, beam_args=BEAM_ARGS):
     executor_class = component_class.EXECUTOR_SPEC.executor_class
     if beam:
-        context = base_beam_executor.BaseBeamExecutor.Context(beam_pipeline_args=BEAM_ARGS, tmp_dir=tmp_dir)
+        context = base_beam_executor.BaseBeamExecutor.Context(beam_pipeline_args=list(beam_args), tmp_dir=tmp_dir)
     else:
         context = executor_class.Context(tmp_dir=tmp_dir)
     executor_class(context=context).Do(inputs, outputs, parameters)
