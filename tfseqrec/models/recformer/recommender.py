@@ -109,10 +109,11 @@ class RecformerRecommender(tf.Module):
         self._compiled = None
         object.__setattr__(self, "state_cache", None)  # (index, table); never saved
 
-    def cache_item_states(self, batch_size=256):
+    def cache_item_states(self, batch_size=256, progress=None):
         """Runs the frozen lower layers over every item once and keeps their token states.
 
-        A no-op for a backbone without ``cached_layers``. Returns ``self``.
+        A no-op for a backbone without ``cached_layers``. Returns ``self``. ``progress``:
+        a bar over the item batches (``None``: on a terminal).
         """
         backbone = self.model.backbone
         if not backbone.cached_layers:
@@ -121,8 +122,8 @@ class RecformerRecommender(tf.Module):
         tokens, types = self.item_tokens[:, :limit], self.item_types[:, :limit]
         # Batch by batch (bounded memory); each batch's table repeats the lone [CLS] row 0.
         fn = tf.function(lambda t, y: item_token_states(backbone, t, y, self.cls_id)[1], reduce_retracing=True)
-        tables = [fn(tokens[i : i + batch_size], types[i : i + batch_size])
-                  for i in range(0, int(tokens.nrows()), batch_size)]
+        tables = _batched(lambda i: fn(tokens[i : i + batch_size], types[i : i + batch_size]), int(tokens.nrows()),
+                          batch_size, progress, "cache item states")
         table = tf.concat([tables[0][:1]] + [t[1:] for t in tables], axis=0)
         index = tokens.with_values(tf.range(1, 1 + tf.size(tokens.values, out_type=tf.int64)))
         object.__setattr__(self, "state_cache", (index, table))
@@ -177,15 +178,20 @@ class RecformerRecommender(tf.Module):
             scores_out.append(top.values.numpy())
         return np.concatenate(ids_out), np.concatenate(scores_out)
 
-    def encode_items(self, item_ids, batch_size=256):
-        """Vectors of items (vocabulary ids) encoded as one-item sequences: ``[n, hidden_dim]``."""
+    def encode_items(self, item_ids, batch_size=256, progress=None):
+        """Vectors of items (vocabulary ids) encoded as one-item sequences: ``[n, hidden_dim]``.
+
+        Streamed ``batch_size`` items at a time (bounded memory), with a progress bar
+        (``progress=None``: on a terminal).
+        """
         item_ids = np.asarray(item_ids, np.int64)
         width = self.item_width()
         fn = tf.function(
             lambda ids: self.model(self.pack(tf.RaggedTensor.from_tensor(ids[:, None]), width), training=False),
             reduce_retracing=True,
         )
-        out = [fn(tf.constant(item_ids[i : i + batch_size])).numpy() for i in range(0, len(item_ids), batch_size)]
+        out = _batched(lambda i: fn(tf.constant(item_ids[i : i + batch_size])).numpy(), len(item_ids), batch_size,
+                       progress, "encode items")
         return np.concatenate(out) if out else np.zeros((0, self.model.hidden_dim), np.float32)
 
     def item_width(self):
@@ -197,3 +203,16 @@ class RecformerRecommender(tf.Module):
         """Re-encodes every item into the model's item table (Recformer fine-tuning stage 1)."""
         ids = np.arange(vocab_ids.NUM_RESERVED, vocab_ids.NUM_RESERVED + self.num_items)
         self.model.set_item_embeddings(self.encode_items(ids, batch_size))
+
+
+def _batched(fn, n, batch_size, progress, desc):
+    """``[fn(start) for start in range(0, n, batch_size)]`` under a progress bar."""
+    from tfseqrec.evaluation import progress_bar
+
+    bar = progress_bar(-(-n // batch_size), progress, desc)
+    out = []
+    for start in range(0, n, batch_size):
+        out.append(fn(start))
+        bar.update(1)
+    bar.close()
+    return out
