@@ -6,8 +6,10 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
 - hyper-parameters come from ``fn_args.custom_config``: the options of the model's
   kind (``tfseqrec.kinds``; ``model``, ``hidden_dim``, ``epochs``,
   ``max_sequence_length``, ...), plus ``serving_k`` (items per ``serving_default``
-  answer, default 10) and, for the kinds that read item text (``unisrec``),
-  ``item_text`` (the path of the items' text file, read with ``tf.io.gfile``);
+  answer, default 10), ``strategy`` (``mirrored``: every GPU of the trainer's
+  machine; ``tfseqrec.training.distribute``) and, for the kinds that read item text
+  (``unisrec``), ``item_text`` (the path of the items' text file, read with
+  ``tf.io.gfile``);
 - records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
   ``tfseqrec.data.tfrecord`` features) and gathered by ``tfrecord.from_batches``;
 - ``fn_args.train_steps``, when set (``TrainArgs(num_steps=N)``), caps training at N steps;
@@ -24,6 +26,7 @@ from tfx_bsl.public import tfxio
 
 from tfseqrec import export, kinds
 from tfseqrec.data import splits, tfrecord
+from tfseqrec.training import distribute
 from tfseqrec.data import vocab as vocab_lib
 
 # The sequence records' features, every one of variable length (sparse when read).
@@ -74,6 +77,7 @@ def run_fn(fn_args):
     options = dict(fn_args.custom_config or {})
     k = int(options.pop("serving_k", 10))
     item_text = options.pop("item_text", None)
+    strategy = distribute.resolve(options.pop("strategy", None))
     kind = kinds.get(options.get("model", "sasrec"))
     kind.options(options)  # bad options fail before any record is read
     vocabulary = read_vocabulary(fn_args.train_files)
@@ -83,6 +87,6 @@ def run_fn(fn_args):
     model = kind.fit(
         splits.Split(train, valid, None, {}), vocabulary, fn_args.model_run_dir, options, verbose=2,
         data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)}, max_steps=steps,
-        item_text=_local_copy(item_text, fn_args.model_run_dir) if item_text else None,
+        item_text=_local_copy(item_text, fn_args.model_run_dir) if item_text else None, strategy=strategy,
     )
     export.save(model, vocabulary, fn_args.serving_model_dir, k=k)

@@ -192,3 +192,20 @@ def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_ro
     result = evaluation.evaluate(model, sample, progress=False)
     assert history.history["val_ndcg_10"][0] == pytest.approx(result["ndcg@10"], abs=1e-6)
     assert json.load(open(tmp_path / "train_config.json"))["config"]["validation_users"] == 100
+
+
+
+def test_strategy_by_name_trains_and_multi_worker_is_refused(tmp_path):
+    from tfseqrec.data import synthetic
+    from tfseqrec.training import distribute
+
+    data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
+    config = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "dropout": 0.0}
+    model, _, epochs = kinds.get("sasrec").train(data, tmp_path / "mirrored", config, verbose=0, strategy="mirrored")
+    assert epochs == 1 and os.path.exists(tmp_path / "mirrored" / "model.keras")
+    assert type(model.distribute_strategy).__name__ == "MirroredStrategy"
+    with pytest.raises(ValueError, match=r"Keras 3's fit fails under MultiWorkerMirroredStrategy .*#20585"):
+        distribute.resolve("multi_worker")
+    with pytest.raises(ValueError, match="unknown strategy 'ps'"):
+        distribute.make_strategy("ps")
+    assert distribute.resolve(None) is None

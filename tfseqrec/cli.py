@@ -96,6 +96,7 @@ def _add_data(sub):
 
 def _add_train(sub):
     from tfseqrec import kinds
+    from tfseqrec.training.distribute import STRATEGIES
 
     train = sub.add_parser("train", help="train a model (SASRec, BERT4Rec, UniSRec, Recformer) on leave-one-out splits")
     train.add_argument("--model", choices=sorted(kinds.KINDS), default="sasrec")
@@ -116,6 +117,9 @@ def _add_train(sub):
                        help="comma-separated batch widths for length bucketing (default 50,100; '' for none)")
     train.add_argument("--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU")
     train.add_argument("--xla", dest="jit_compile", action="store_true", default=None, help="compile steps with XLA")
+    train.add_argument("--strategy", choices=STRATEGIES, default=None,
+                       help="mirrored: train on every local device (GPUs); multi_worker is refused, Keras 3's fit "
+                       "cannot run under it (keras-team/keras#20585)")
     train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     train.set_defaults(func=_train)
 
@@ -431,7 +435,7 @@ def _train(args):
             options[name] = getattr(args, name)
     model, split, epochs = kind.train(
         _resolve(args.data), args.output, options, item_text=_resolve(args.item_text),
-        verbose=2 if args.quiet else "auto", overwrite=args.overwrite, **_read_kwargs(args),
+        verbose=2 if args.quiet else "auto", overwrite=args.overwrite, strategy=args.strategy, **_read_kwargs(args),
     )
     result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output

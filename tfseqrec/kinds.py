@@ -54,14 +54,20 @@ class ModelKind:
         """The kind's options dataclass of a dict (unknown keys are an error)."""
         return self.config_class.from_dict(dict(values))
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, **read_kwargs):
-        """Trains on ``data_path``'s leave-one-out split; ``(model, split, epochs)``."""
+    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
+              **read_kwargs):
+        """Trains on ``data_path``'s leave-one-out split; ``(model, split, epochs)``.
+
+        ``strategy``: a ``tf.distribute`` strategy or its name (``training.distribute``).
+        """
         raise NotImplementedError
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
+            strategy=None):
         """Trains on a prepared split (the TFX trainer's path); returns the model.
 
-        ``item_text``: the items' text file, for kinds that read it.
+        ``item_text``: the items' text file, for kinds that read it. ``strategy``: as
+        for ``train``.
         """
         raise ValueError(f"{self.name} models cannot be trained on a prepared id split")
 
@@ -170,19 +176,22 @@ class IdModelKind(ModelKind):
                                               min_length=2)
         return (windows[:, :-1] != vocab.PAD_ID).sum(axis=1)
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, **read_kwargs):
+    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
+              **read_kwargs):
         from tfseqrec.training import id_models
 
         model, history, split, _ = id_models.train(data_path, output_dir, self.options(options), verbose=verbose,
-                                                   overwrite=overwrite, item_text=item_text, **read_kwargs)
+                                                   overwrite=overwrite, item_text=item_text, strategy=strategy,
+                                                   **read_kwargs)
         return model, split, len(history.history.get("loss", []))
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
-        from tfseqrec.training import id_models
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
+            strategy=None):
+        from tfseqrec.training import distribute, id_models
 
         config, model_kwargs = self.model_inputs(self.options(options), vocabulary, item_text, output_dir, verbose)
-        model, _ = id_models.fit(split, vocabulary, output_dir, config, verbose=verbose, data=data,
-                                 log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
+        model, _ = id_models.fit(split, vocabulary, output_dir, config, distribute.resolve(strategy), verbose=verbose,
+                                 data=data, log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
         return model
 
     def load(self, model_dir):
@@ -233,12 +242,13 @@ class UniSRecKind(IdModelKind):
         pretrained = keras.saving.load_model(os.path.join(checkpoint, pretrain.MODEL_FILE))
         return model.load_shared_weights(pretrained)
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, **read_kwargs):
+    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
+              **read_kwargs):
         if item_text is None:
             raise ValueError("unisrec needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         options = dict(options)
         options["attributes"] = self.with_attributes(self.options(options), item_text).attributes
-        return super().train(data_path, output_dir, options, item_text, verbose, overwrite, **read_kwargs)
+        return super().train(data_path, output_dir, options, item_text, verbose, overwrite, strategy, **read_kwargs)
 
     def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
         if item_text is None:
@@ -334,10 +344,13 @@ class RecformerKind(ModelKind):
 
         return RecformerConfig
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, **read_kwargs):
+    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
+              **read_kwargs):
         from tfseqrec.data import readers, splits
         from tfseqrec.training import recformer
 
+        if strategy is not None:
+            raise ValueError("recformer trains on one device; --strategy is for the id models")
         if item_text is None:
             raise ValueError("recformer needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path, **read_kwargs))
@@ -347,7 +360,8 @@ class RecformerKind(ModelKind):
         )
         return recommender, split, len(rows)
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None):
+    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
+            strategy=None):
         raise ValueError("recformer reads item text, which the TFX pipeline's id sequences do not carry; "
                          "train it with 'tfseqrec train --model recformer --item-text ...'")
 

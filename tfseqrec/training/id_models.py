@@ -27,6 +27,7 @@ from tfseqrec import evaluation, kinds
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
+from tfseqrec.training import distribute
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
 from tfseqrec.training.schedules import WarmupLinearDecay
@@ -55,7 +56,8 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
             ``output_directory``: an unfinished run resumes).
         config: ``TrainConfig`` or dict.
         format: input format (``None`` detects it).
-        strategy: a ``tf.distribute`` strategy to build and train under.
+        strategy: a ``tf.distribute`` strategy to build and train under, or its name
+            (``training.distribute``: ``mirrored``).
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity (progress bar on a terminal).
         overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
@@ -72,6 +74,7 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
     kind = kinds.get(config.model)
+    strategy = distribute.resolve(strategy)
     with output_directory(output_dir, record, overwrite) as work:
         config, model_kwargs = kind.model_inputs(config, vocabulary, item_text, work, verbose)
         if item_text is not None:
@@ -92,7 +95,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
         vocabulary: the ``ItemVocabulary`` of its ids.
         output_dir: the model directory (see the module docstring).
         config: ``TrainConfig`` or dict.
-        strategy: a ``tf.distribute`` strategy to build and train under.
+        strategy: a ``tf.distribute`` strategy to build and train under, or its name.
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity.
         data: what to record about the data in ``train_config.json``.
@@ -104,6 +107,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
         ``(model, history)``; ``model`` holds the best weights by validation NDCG@10.
     """
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    strategy = distribute.resolve(strategy)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
