@@ -16,6 +16,15 @@ def test_pad_histories_strings_and_ints():
     assert serving.pad_histories([]).shape == (0, 0)
 
 
+def test_pad_histories_to_a_fixed_width_keeps_the_newest_items():
+    # One width for every request: what server-side batching needs.
+    fixed = serving.pad_histories([["1", "2", "3", "4"], ["5"], []], width=3)
+    assert fixed.tolist() == [["2", "3", "4"], ["5", "", ""], ["", "", ""]]
+    assert serving.pad_histories([[7, 8]], "recommend_ids", width=4).tolist() == [[7, 8, -1, -1]]
+    with pytest.raises(ValueError, match="width must be a positive number of items, got 0"):
+        serving.pad_histories([["1"]], width=0)
+
+
 def test_predict_request_proto():
     request = serving.predict_request([["1", "2"], ["3"]], "ml1m", signature_name="recommend_top_k", version=4, k=20)
     assert (request.model_spec.name, request.model_spec.signature_name) == ("ml1m", "recommend_top_k")

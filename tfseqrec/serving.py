@@ -45,11 +45,26 @@ class Recommendations:
 # --- building requests ----------------------------------------------------------------
 
 
-def pad_histories(histories, signature_name="serving_default"):
-    """A ``[batch, longest]`` NumPy array of ``histories`` (string, or int64 for ``recommend_ids``)."""
+def pad_histories(histories, signature_name="serving_default", width=None):
+    """A ``[batch, width]`` NumPy array of ``histories`` (string, or int64 for ``recommend_ids``).
+
+    ``width``: ``None`` for the longest history; a number keeps each history's newest
+    ``width`` items. Under TF Serving's server-side batching every request must have the
+    same width (the server would otherwise pad with a real item id: the first of the
+    tensor), so send ``width=max_sequence_length``.
+
+    >>> pad_histories([["a", "b", "c"], ["d"]], width=2).tolist()
+    [['b', 'c'], ['d', '']]
+    """
     integer = signature_name in INT_SIGNATURES
     histories = [list(h) for h in histories]
-    width = max((len(h) for h in histories), default=0)
+    if width is None:
+        width = max((len(h) for h in histories), default=0)
+    else:
+        width = int(width)
+        if width < 1:
+            raise ValueError(f"width must be a positive number of items, got {width}")
+        histories = [h[-width:] for h in histories]
     if integer:
         for history in histories:
             for h in history:
