@@ -144,7 +144,8 @@ def test_interactions_select():
 
 # The columnar fast path against the line-by-line reader (Python's csv module), on the
 # same bytes: equal arrays, or the same DataError. ``fast`` says whether the fast path
-# must take the file (True) or leave it to the line-by-line reader (False).
+# must take the file (True) or leave it to the line-by-line reader (False); None where
+# that depends on the pyarrow version (10 refuses "+1" as a number, 26 reads it as 1).
 _CSV_CASES = {
     "integers": (b"user_id,item_id,timestamp\n1,10,5\n2,11,3\n1,007,4\n1,7,4\n", {}, True),
     "iso dates": (b"user_id,item_id,timestamp\nu,a,2024-01-02T00:00:00Z\nu,b,2024-01-01 12:00\n", {}, True),
@@ -160,7 +161,7 @@ _CSV_CASES = {
     "quote in an unused column": (b'user_id,item_id,timestamp,x\nu,a,1,"y\nz"\n', {}, False),
     "spaces around an id": (b"user_id,item_id,timestamp\nu, a ,1\n", {}, False),
     "no-break space": ("user_id,item_id,timestamp\nu,a\xa0,1\n".encode(), {}, False),
-    "signed number": (b"user_id,item_id,timestamp\nu,a,+1\n", {}, False),
+    "signed number": (b"user_id,item_id,timestamp\nu,a,+1\n", {}, None),
     "latin-1": ("user_id,item_id,timestamp\nzoë,a,1\n".encode("latin-1"), dict(encoding="latin-1"), False),
     "empty item": (b"user_id,item_id,timestamp\nu,a,1\nu,,2\n", {}, False),
     "field count": (b"user_id,item_id,timestamp\nu,a,1\nu,b\n", {}, False),
@@ -180,7 +181,8 @@ def test_columnar_csv_reads_as_the_line_reader(tmp_path, name):
     delimiter = "\t" if kwargs.get("format") == "tsv" else ","
     columnar = readers._read_csv_columnar(str(path), delimiter, options["user_col"], options["item_col"],
                                           options["time_col"], options["encoding"])
-    assert (columnar is not None) == fast
+    if fast is not None:
+        assert (columnar is not None) == fast
     try:
         expected = readers._read_csv(str(path), delimiter, options["user_col"], options["item_col"],
                                      options["time_col"], options["encoding"], False)
