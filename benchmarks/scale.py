@@ -174,13 +174,13 @@ def print_tables(rows):
         print(f"| {r['events']:,} | {r['items']:,} ({p['num_items']:,}) | {p['num_users']:,} | "
               f"{p['read_events_per_s']:,.0f} | {p['read_prepare_events_per_s']:,.0f} | {p['peak_rss_gib']:.2f} |")
     print()
-    print("| events | items | first epoch (s) | train s/epoch | train events/s | RSS before training (GiB) | train peak RSS (GiB) | "
-          "item table (MiB) | val NDCG@10 (1,000 users) |")
+    print("| events | items | first epoch (s) | train s/epoch | train events/s | RSS before training (GiB) | "
+          "train peak RSS (GiB) | item table (MiB) | val NDCG@10 (1,000 users) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         t = r["train"]
-        print(f"| {r['events']:,} | {r['items']:,} | {t['first_epoch_s']:.1f} | {t['train_epoch_s']:.1f} | {t['train_events_per_s']:,.0f} | "
-              f"{t['data_rss_gib']:.2f} | {t['peak_rss_gib']:.2f} | {t['embedding_mib']:.0f} | "
+        print(f"| {r['events']:,} | {r['items']:,} | {t['first_epoch_s']:.1f} | {t['train_epoch_s']:.1f} | "
+              f"{t['train_events_per_s']:,.0f} | {t['data_rss_gib']:.2f} | {t['peak_rss_gib']:.2f} | {t['embedding_mib']:.0f} | "
               f"{t['val_ndcg@10']:.4f} |")
     print()
     print("| events | items | eval users | users/s | matmul bound users/s | share of bound | eval peak RSS (GiB) | "

@@ -459,7 +459,8 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
     if any(pc.any(pc.equal(pc.utf8_length(used[c].dictionary), 0)).as_py() for c in (user_col, item_col)):
         return None
     # Each distinct id becomes one Python string, shared by all its events.
-    users, items = (used[c].dictionary.to_numpy(zero_copy_only=False)[used[c].indices.to_numpy()] for c in (user_col, item_col))
+    users, items = (used[c].dictionary.to_numpy(zero_copy_only=False)[used[c].indices.to_numpy()]
+                    for c in (user_col, item_col))
     if time_col is None:
         return users, items, np.arange(len(users), dtype=np.int64), False
     text = used[time_col]
