@@ -321,6 +321,10 @@ def prepare(interactions, min_user_interactions=0, min_item_interactions=0, voca
                 f"interactions) removed all {report['input_interactions']} interactions; lower the thresholds"
             )
     given = vocabulary is not None
+    if not given:
+        # Any id order will do for the first split: its counts are redone on the training
+        # events below, which sets the order (sorting a million raw ids twice costs seconds).
+        vocabulary = vocab_lib.ItemVocabulary(vocab_lib.factorize(events.items)[0])
     sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
     split = leave_one_out(sequences)
     if not given:
