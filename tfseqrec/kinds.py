@@ -187,11 +187,11 @@ class IdModelKind(ModelKind):
 
     def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
             strategy=None):
-        from tfseqrec.training import distribute, id_models
+        from tfseqrec.training import id_models
 
         config, model_kwargs = self.model_inputs(self.options(options), vocabulary, item_text, output_dir, verbose)
-        model, _ = id_models.fit(split, vocabulary, output_dir, config, distribute.resolve(strategy), verbose=verbose,
-                                 data=data, log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
+        model, _ = id_models.fit(split, vocabulary, output_dir, config, strategy, verbose=verbose, data=data,
+                                 log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
         return model
 
     def load(self, model_dir):
