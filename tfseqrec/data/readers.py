@@ -463,7 +463,12 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
                     for c in (user_col, item_col))
     if time_col is None:
         return users, items, np.arange(len(users), dtype=np.int64), False
-    text = used[time_col]
+    seconds = _columnar_seconds(used[time_col])
+    return None if seconds is None else (users, items, seconds, True)
+
+
+def _columnar_seconds(text):
+    """Times of a dictionary-encoded column as ``_read_csv`` reads them, or ``None`` to leave it to it."""
     if _is_number(text.dictionary[text.indices[0].as_py()].as_py()):
         try:
             seconds = pc.cast(text.dictionary, pyarrow.float64()).to_numpy(zero_copy_only=False)
@@ -476,7 +481,7 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
             seconds = np.asarray([_iso_seconds(u) for u in text.dictionary.to_pylist()], np.float64)
         except ValueError:
             return None
-    return users, items, _integral_times(seconds[text.indices.to_numpy()]), True
+    return _integral_times(seconds[text.indices.to_numpy()])
 
 
 def _integral_times(times):
