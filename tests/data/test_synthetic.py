@@ -51,7 +51,7 @@ def test_csv_round_trip_through_the_reader(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(num_events=100, num_items=10, num_users=30), "need 150 events"),
-    (dict(num_events=0, num_items=10), "num_events must be a positive integer"),
+    (dict(num_events=0, num_items=10), r"num_events must be an integer >= 1, got 0"),
     (dict(num_events=100, num_items=10, num_users=2, follow_prob=1.5), "follow_prob"),
 ])
 def test_bad_sizes_are_refused(kwargs, message):

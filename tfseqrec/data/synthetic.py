@@ -95,13 +95,16 @@ def generate(num_events, num_items, num_users=None, seed=0, zipf_exponent=1.0, f
     Returns:
         ``SyntheticLog``, events in time order.
     """
+    from tfseqrec.training.config import check_number  # the library's one range check (imports TF: lazily)
+
     num_users = num_events // 50 if num_users is None else num_users
-    _check(num_events=num_events, num_items=num_items, num_users=num_users, min_length=min_length)
+    for name, value in dict(num_events=num_events, num_items=num_items, num_users=num_users,
+                            min_length=min_length).items():
+        check_number(name, value, minimum=1, integer=True)
+    check_number("follow_prob", follow_prob, minimum=0, maximum=1)
     if num_users * min_length > num_events:
         raise ValueError(f"{num_users} users of at least {min_length} events need {num_users * min_length} events; "
                          f"got num_events={num_events}")
-    if not 0 <= follow_prob <= 1:
-        raise ValueError(f"follow_prob must be in [0, 1], got {follow_prob}")
     rng = np.random.default_rng(seed)
     lengths = _lengths(rng, num_events, num_users, min_length, length_sigma)
     user_of = np.repeat(np.arange(num_users, dtype=np.int64), lengths)
@@ -175,8 +178,3 @@ def _segment_cumsum(values, starts):
     lengths = np.diff(np.append(starts, len(values)))
     return total - np.repeat(before, lengths)
 
-
-def _check(**values):
-    for name, value in values.items():
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
