@@ -18,7 +18,7 @@ TINY = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 12, "--batch-
 MAX_LEN = 12
 
 
-@pytest.fixture(scope="module", params=["sasrec", "bert4rec"])
+@pytest.fixture(scope="module", params=["sasrec", "bert4rec", "hstu"])
 def exported(request, data_root, tmp_path_factory):
     """A model trained and exported through the CLI: ``(model_dir, base, path, export JSON)``."""
     root = tmp_path_factory.mktemp(request.param)

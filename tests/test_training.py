@@ -63,7 +63,7 @@ def test_bert4rec_run_with_mixed_precision_and_xla(data_root, tmp_path):
 def test_config_rejects_unknown_options():
     with pytest.raises(ValueError, match="unknown training options"):
         training.TrainConfig.from_dict({"hiden_dim": 8})
-    with pytest.raises(ValueError, match=r"model must be one of \['bert4rec', 'sasrec', 'unisrec'\], got 'gru4rec'"):
+    with pytest.raises(ValueError, match=r"model must be one of \['bert4rec', 'hstu', 'sasrec', 'unisrec'\], got 'gru4rec'"):
         training.TrainConfig(model="gru4rec")
     with pytest.raises(ValueError, match="got 'recformer'"):  # a kind with its own options and driver
         training.TrainConfig(model="recformer")

@@ -7,7 +7,7 @@ never test a kind's name themselves; a new model kind is one more entry in ``KIN
 Example:
 
 >>> sorted(KINDS)
-['bert4rec', 'recformer', 'sasrec', 'unisrec']
+['bert4rec', 'hstu', 'recformer', 'sasrec', 'unisrec']
 >>> get("bert4rec").config_class.__name__, get("recformer").config_class.__name__
 ('TrainConfig', 'RecformerConfig')
 >>> get("recformer").needs_item_text, get("unisrec").needs_item_text, get("sasrec").needs_item_text
@@ -90,7 +90,7 @@ class ModelKind:
 
 
 class IdModelKind(ModelKind):
-    """SASRec and BERT4Rec: item-id models trained by ``tfseqrec.training.id_models``.
+    """SASRec, BERT4Rec and HSTU: item-id models trained by ``tfseqrec.training.id_models``.
 
     Args:
         name: the ``--model`` name.
@@ -387,21 +387,30 @@ class RecformerKind(ModelKind):
         return recformer.add_items(model, vocabulary, raw_text, self.options(info["config"]))
 
 
+# Sizes and loss of SASRec, BERT4Rec and UniSRec (the configuration of Klenitskiy & Vasilev, RecSys 2023).
+ID_MODEL_DEFAULTS = {"hidden_dim": 64, "num_layers": 2, "loss": "softmax"}
+
 KINDS = {
     kind.name: kind
     for kind in (
         # SASRec on ML-1M, 30 minutes, seed 0: best validation NDCG@10 0.1961 at 2e-3 against 0.1918 at 1e-3.
         IdModelKind("sasrec", "SASRec", ("normalized_residual", "initializer_range", "position_origin"), cloze=False,
-                    defaults={"learning_rate": 2e-3, "warmup_epochs": 0.0}),
+                    defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0}),
         # BERT4Rec on ML-1M, 10 minutes, seed 0: best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3, 0.0807 at 1e-3.
         # Without a warm-up, 4e-3 left seeds 1 and 2 near chance for 12 and 25+ epochs; 5 epochs of warm-up lift
         # seed 2 to 0.1250 in 10 minutes (0.0202 without).
         IdModelKind("bert4rec", "BERT4Rec",
                     ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"), cloze=True,
-                    defaults={"learning_rate": 4e-3, "warmup_epochs": 5.0}),
+                    defaults={**ID_MODEL_DEFAULTS, "learning_rate": 4e-3, "warmup_epochs": 5.0}),
         # UniSRec: SASRec's training defaults (its encoder is SASRec's).
-        UniSRecKind(defaults={"learning_rate": 2e-3, "warmup_epochs": 0.0, "use_id_embeddings": False,
-                              "temperature": 0.07}),
+        UniSRecKind(defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0,
+                              "use_id_embeddings": False, "temperature": 0.07}),
+        # HSTU: the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024).
+        IdModelKind("hstu", "HSTU", ("attention_dim", "linear_dim", "relative_position_bias", "attention",
+                                     "temperature", "position_origin"), cloze=False,
+                    defaults={"hidden_dim": 50, "num_layers": 8, "num_heads": 2, "loss": "sampled_softmax",
+                              "num_negatives": 128, "temperature": 0.05, "learning_rate": 1e-3,
+                              "warmup_epochs": 0.0}),
         RecformerKind(),
     )
 }

@@ -97,6 +97,16 @@ def test_run_fn_rejects_unknown_options(sequences, tmp_path):
         trainer_module.run_fn(_fn_args(sequences, tmp_path, {"hiden_dim": 3}))
 
 
+def test_run_fn_trains_and_exports_hstu(sequences, tmp_path):
+    trainer_module.run_fn(_fn_args(sequences, tmp_path, {**CONFIG, "model": "hstu", "num_layers": 2, "epochs": 2}))
+    with open(tmp_path / "model_run" / "train_config.json") as f:
+        config = json.load(f)["config"]
+    assert (config["model"], config["loss"], config["num_negatives"]) == ("hstu", "sampled_softmax", 128)
+    predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
+    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4"]])})
+    assert out["item_ids"].shape == (1, 4) and not {b"i3", b"i4"} & set(out["item_ids"][0])
+
+
 def test_run_fn_trains_and_exports_unisrec_over_item_text(sequences, tmp_path):
     text = tmp_path / "Walk.item.json"  # the name tells the reader the format
     text.write_text(json.dumps({f"i{i}": {"title": f"step {i} of the walk", "brand": "acme", "categories": "Walks"}

@@ -10,7 +10,7 @@ correctness itself is checked against NumPy references in the layer's own test f
 import numpy as np
 
 from tests.test_case import TestCase
-from tfseqrec.layers import RecformerEmbedding, TransformerBlock, WindowedSelfAttention, WindowedTransformerBlock
+from tfseqrec.layers import HSTULayer, RecformerEmbedding, TransformerBlock, WindowedSelfAttention, WindowedTransformerBlock
 
 
 def _x(batch=2, length=9, dim=8, seed=0):
@@ -45,6 +45,15 @@ class LayerHarnessTest(TestCase):
             expected_partial_output=PINNED["windowed_transformer_block"],
         )
 
+    def test_hstu_layer(self):
+        timestamps = np.cumsum(np.random.default_rng(2).integers(0, 10**5, size=(2, 9)), axis=1)
+        self.run_layer_test(
+            HSTULayer, {"num_heads": 2, "attention_dim": 4, "linear_dim": 4, "max_sequence_length": 9,
+                        "num_time_buckets": 16},
+            _x(), (2, 9, 8), call_kwargs={"padding_mask": _padding(), "timestamps": timestamps},
+            expected_partial_output=PINNED["hstu_layer"],
+        )
+
     def test_recformer_embedding(self):
         rng = np.random.default_rng(1)
         inputs = {
@@ -62,5 +71,6 @@ PINNED = {
     "transformer_block": [0.266436, -0.000646, 0.318531, -0.293720, -0.887374, -0.214235],
     "windowed_self_attention": [0.019327, 0.342640, -0.232449, 0.197857, 0.153767, 0.209903],
     "windowed_transformer_block": [-0.061284, 0.089489, 0.141518, 0.038809, 0.345551, -0.201370],
+    "hstu_layer": [0.346327, -0.113959, 0.640783, 0.113099, -0.351711, 0.488948],
     "recformer_embedding": [0.187745, 0.113940, 0.149243, 0.347587, -0.175794, -0.517826],
 }

@@ -1,4 +1,4 @@
-"""Behaviour shared by SASRec, BERT4Rec and UniSRec, and what is particular to each."""
+"""Behaviour shared by SASRec, BERT4Rec, UniSRec and HSTU, and what is particular to each."""
 
 import os
 
@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import test_case
 from tfseqrec import losses, metrics
 from tfseqrec.data import pipeline, splits, vocab
-from tfseqrec.models import BERT4Rec, SASRec, UniSRec
+from tfseqrec.models import HSTU, BERT4Rec, SASRec, UniSRec
 
 NUM_ITEMS = 12
 LENGTH = 6
@@ -31,7 +32,7 @@ def _sequences(n=32, seed=0):
     return splits.Sequences.from_list([str(i) for i in range(n)], seqs)
 
 
-@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec])
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec, HSTU])
 class TestEveryModel:
     def test_score_shape_and_reserved_ids_never_recommended(self, cls):
         model = _tiny(cls)
@@ -86,7 +87,7 @@ class TestEveryModel:
         assert set(after) >= {"loss", "ndcg_1", "hr_1", "mrr"}
 
 
-@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec])
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec, HSTU])
 def test_length_bucketed_validation_gives_the_same_metrics(cls):
     # Short histories are cut to narrower windows; the metrics must not move.
     model = _tiny(cls, dropout=0.0)
@@ -218,7 +219,7 @@ def test_sasrec_position_ids_from_either_end():
     np.testing.assert_array_equal(newest, [[2, 3, 4, 5], [2, 3, 4, 5]])  # LENGTH - 1 at the last slot
 
 
-@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec])
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec, UniSRec, HSTU])
 def test_output_does_not_depend_on_the_padding_width(cls):
     for origin in ("oldest", "newest"):
         model = _tiny(cls, position_origin=origin, dropout=0.0)
@@ -243,3 +244,38 @@ def test_initializer_range_sets_the_spread_of_every_kernel():
             assert 0.012 < np.std(np.asarray(w)) < 0.025, w.path
         glorot = cls(num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=None)
         assert np.std(np.asarray(glorot.blocks[0].ffn_in.kernel)) > 0.07  # Glorot: sqrt(2 / (fan_in + fan_out))
+
+
+def test_hstu_scores_are_cosines_over_the_temperature():
+    model = _tiny(HSTU, temperature=0.5)
+    assert isinstance(model.loss_fn, losses.SampledSoftmaxCrossEntropy) and model.loss_fn.num_negatives == 128
+    test_case.set_numpy_weights(model, scale=3.0)
+    scores = np.asarray(model.score(np.array([[3, 4, 5]])))
+    hidden = np.asarray(model.item_embedding.embeddings)  # recomputed by hand below
+    assert np.abs(scores).max() <= 1 / 0.5 + 1e-5
+    out = np.asarray(model(np.array([[3, 4, 5]])))[0, -1] * 0.5  # unit vector
+    table = hidden[vocab.NUM_RESERVED :] / np.linalg.norm(hidden[vocab.NUM_RESERVED :], axis=1, keepdims=True)
+    np.testing.assert_allclose(np.linalg.norm(out), 1.0, atol=1e-5)
+    np.testing.assert_allclose(scores[0], table @ out / 0.5, atol=1e-4)
+    raw = _tiny(HSTU, temperature=None)
+    assert np.abs(np.asarray(raw.score(np.array([[3, 4, 5]])))).max() > 0
+
+
+def test_hstu_reads_timestamps_only_with_time_buckets():
+    ids = np.array([[3, 4, 5, 6]])
+    model = _tiny(HSTU, num_time_buckets=16, dropout=0.0)
+    test_case.set_numpy_weights(model)
+    soon = model({"item_ids": ids, "timestamps": np.array([[0, 10, 20, 30]])})
+    later = model({"item_ids": ids, "timestamps": np.array([[0, 10**6, 2 * 10**6, 3 * 10**6]])})
+    assert not np.allclose(soon, later)
+    with pytest.raises(ValueError, match="num_time_buckets"):
+        _tiny(HSTU)({"item_ids": ids, "timestamps": np.array([[0, 1, 2, 3]])})
+
+
+@pytest.mark.parametrize("options", [{"attention": "softmax"}, {"relative_position_bias": False}])
+def test_hstu_variants_train(options):
+    model = _tiny(HSTU, **options)
+    model.compile(optimizer="adam")
+    history = model.fit(pipeline.causal_dataset(_sequences(), LENGTH, 8, seed=0), epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert HSTU.from_config(model.get_config()).get_config() == model.get_config()

@@ -1,5 +1,6 @@
 """Keras layers of tfseqrec: one public layer per file."""
 
+from tfseqrec.layers.hstu_layer import HSTULayer
 from tfseqrec.layers.moe_adaptor import MoEAdaptor
 from tfseqrec.layers.recformer_embedding import RecformerEmbedding
 from tfseqrec.layers.transformer_block import TransformerBlock

@@ -72,22 +72,26 @@ class TrainConfig(Options):
 
     model: str = "sasrec"
     max_sequence_length: int = 200
-    hidden_dim: int = 64
-    num_layers: int = 2
+    hidden_dim: int = None  # None: the model kind's (HSTU 50, others 64)
+    num_layers: int = None  # None: the model kind's (HSTU 8, others 2)
     num_heads: int = None
     intermediate_dim: int = None
+    attention_dim: int = None  # HSTU: Q/K width per head (None: hidden_dim // num_heads)
+    linear_dim: int = None  # HSTU: U/V width per head (None: hidden_dim // num_heads)
+    relative_position_bias: bool = None  # HSTU: learn a bias per relative position (True)
+    attention: str = None  # HSTU: "silu" (pointwise, the paper) or "softmax"
     dropout: float = None
     normalized_residual: bool = None
     initializer_range: float = None
     position_origin: str = None
-    loss: str = "softmax"
+    loss: str = None  # None: the model kind's (HSTU sampled_softmax, others softmax)
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
     num_experts: int = 8  # UniSRec: adaptor experts
     adaptor_dropout: float = 0.2  # UniSRec
     use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
-    temperature: float = None  # UniSRec: cosine scores divided by it (0.07)
+    temperature: float = None  # UniSRec, HSTU: cosine scores divided by it (0.07, 0.05)
     attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
     max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
     seq_seq_weight: float = 1e-3  # UniSRec pre-training: weight of the sequence-sequence loss
@@ -117,7 +121,8 @@ class TrainConfig(Options):
 
         check_choice("model", self.model, [name for name, kind in kinds.KINDS.items() if kind.config_class is TrainConfig])
         for name, value in kinds.get(self.model).defaults.items():
-            if getattr(self, name) is None:
+            # A kind's number of negatives is for its sampled loss, not a full softmax chosen instead.
+            if getattr(self, name) is None and not (name == "num_negatives" and self.loss == "softmax"):
                 setattr(self, name, value)
         self.check()
 
@@ -125,7 +130,8 @@ class TrainConfig(Options):
         for name in ("max_sequence_length", "hidden_dim", "num_layers", "batch_size", "epochs",
                      "validation_batch_size"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
-        for name in ("num_heads", "intermediate_dim", "num_negatives", "window_stride", "validation_users"):
+        for name in ("num_heads", "intermediate_dim", "attention_dim", "linear_dim", "num_negatives", "window_stride",
+                     "validation_users"):
             check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
         check_number("patience", self.patience, minimum=0, integer=True)
         check_number("seed", self.seed, integer=True)
@@ -156,6 +162,7 @@ class TrainConfig(Options):
         check_choice("loss_normalization", self.loss_normalization, ("fixed", "batch"))
         check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "cosine"))
         check_choice("position_origin", self.position_origin, ("newest", "oldest"), optional=True)
+        check_choice("attention", self.attention, ("silu", "softmax"), optional=True)
         if not isinstance(self.bucket_boundaries, (list, tuple)):
             raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
         for width in self.bucket_boundaries:

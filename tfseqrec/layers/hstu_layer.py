@@ -1,0 +1,221 @@
+"""One HSTU layer: gated pointwise attention with relative position and time bias."""
+
+import math
+
+import keras
+from keras import ops
+
+# The reference code buckets time gaps by log(gap) / 0.301 (about log2 of seconds).
+TIME_BUCKET_DIVISOR = 0.301
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class HSTULayer(keras.layers.Layer):
+    """Hierarchical Sequential Transduction Unit (Zhai et al., 2024, equations 1-3).
+
+    With ``X`` the layer's input ``[batch, n, d]`` and ``LN`` a layer norm without
+    learned scale or shift::
+
+        U, V, Q, K = Split(SiLU(LN(X) W1))                              (1)
+        A = SiLU(Q K^T + rab^{p,t}) / N, causal and padded keys zeroed   (2)
+        Y = X + W2 Dropout(LN(A V) * U) + b2                             (3)
+
+    per head (``num_heads`` heads of ``attention_dim`` for ``Q, K`` and
+    ``linear_dim`` for ``U, V``; the norm in (3) spans all heads). ``N`` is the fixed
+    ``max_sequence_length``, not the width of the batch, so a history gives the same
+    output however much padding its batch has. ``rab^{p,t}`` is the relative
+    attention bias, shared by the heads: a learned weight per relative position
+    ``j - i`` (``relative_position_bias``) plus, when ``timestamps`` are given, a
+    learned weight per time bucket ``floor(log(max(|t_q(i) - t_j|, 1)) / 0.301)``
+    (at most ``num_time_buckets``), where ``t_q(i)`` is the time of the item that
+    position ``i`` predicts (the next item's; the last position uses its own), as
+    the reference code does. ``attention="softmax"`` replaces (2) by the usual
+    ``softmax(Q K^T / sqrt(attention_dim) + rab)`` (an ablation). There is no
+    feed-forward network: the gate ``U`` takes its place.
+
+    Padded positions are never attended to, and their outputs are zeroed.
+
+    Args:
+        num_heads: attention heads.
+        attention_dim: width of ``Q`` and ``K`` per head.
+        linear_dim: width of ``U`` and ``V`` per head.
+        max_sequence_length: ``N`` of (2), and the span of the position bias.
+        dropout: dropout rate before ``W2`` (the reference: 0.2).
+        attention_dropout: dropout rate on the attention weights (the reference: 0).
+        relative_position_bias: learn ``rab^p``.
+        num_time_buckets: time buckets of ``rab^t`` (the reference: 128); 0 for no
+            time bias (then ``timestamps`` cannot be given).
+        attention: ``"silu"`` (HSTU's pointwise attention) or ``"softmax"``.
+        causal: position ``i`` attends to positions ``<= i`` only.
+        layer_norm_epsilon: epsilon of both layer norms.
+        kernel_initializer: initializer of ``W1`` and ``W2`` (biases start at 0).
+
+    Call arguments:
+        inputs: float ``[batch, n, d]``.
+        padding_mask: bool ``[batch, n]``, True for real items.
+        timestamps: optional int or float ``[batch, n]``, seconds.
+        training: dropout switch.
+        return_attention_scores: also return ``A`` ``[batch, heads, n, n]``.
+
+    Example:
+
+    >>> layer = HSTULayer(num_heads=2, attention_dim=4, linear_dim=4, max_sequence_length=5)
+    >>> x = keras.random.normal((2, 5, 8))
+    >>> mask = keras.ops.convert_to_tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], "bool")
+    >>> tuple(layer(x, padding_mask=mask).shape)
+    (2, 5, 8)
+
+    Reference:
+        Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
+        Transducers for Generative Recommendations", ICML 2024.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        attention_dim,
+        linear_dim,
+        max_sequence_length,
+        dropout=0.0,
+        attention_dropout=0.0,
+        relative_position_bias=True,
+        num_time_buckets=0,
+        attention="silu",
+        causal=True,
+        layer_norm_epsilon=1e-6,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if attention not in ("silu", "softmax"):
+            raise ValueError(f"attention must be 'silu' or 'softmax', got {attention!r}")
+        self.num_heads = num_heads
+        self.attention_dim = attention_dim
+        self.linear_dim = linear_dim
+        self.max_sequence_length = max_sequence_length
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.relative_position_bias = relative_position_bias
+        self.num_time_buckets = num_time_buckets
+        self.attention = attention
+        self.causal = causal
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        hidden_dim = input_shape[-1]
+        heads = self.num_heads
+        # === Layers ===
+        self.input_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, center=False, scale=False, dtype=self.dtype_policy, name="input_norm"
+        )
+        self.uvqk = keras.layers.Dense(
+            heads * (2 * self.linear_dim + 2 * self.attention_dim),
+            use_bias=False,
+            kernel_initializer=self._initializer(),
+            dtype=self.dtype_policy,
+            name="uvqk",
+        )
+        self.uvqk.build(input_shape)
+        self.attention_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, center=False, scale=False, dtype=self.dtype_policy, name="attention_norm"
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_dim, kernel_initializer=self._initializer(), dtype=self.dtype_policy, name="output"
+        )
+        self.output_dense.build(tuple(input_shape[:-1]) + (heads * self.linear_dim,))
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.attention_dropout_layer = keras.layers.Dropout(self.attention_dropout, dtype=self.dtype_policy)
+        # === Relative attention bias ===
+        if self.relative_position_bias:
+            self.position_bias = self.add_weight(
+                shape=(2 * self.max_sequence_length - 1,), initializer="zeros", name="position_bias"
+            )
+        if self.num_time_buckets:
+            self.time_bias = self.add_weight(
+                shape=(self.num_time_buckets + 1,), initializer="zeros", name="time_bias"
+            )
+        self.built = True
+
+    def _initializer(self):
+        return self.kernel_initializer.__class__.from_config(self.kernel_initializer.get_config())
+
+    def attention_bias(self, length, timestamps=None):
+        """``rab`` ``[batch or 1, n, n]``: position bias plus time bias (when given)."""
+        bias = ops.zeros((1, length, length), self.compute_dtype)
+        rows = ops.arange(length)[:, None]
+        cols = ops.arange(length)[None, :]
+        if self.relative_position_bias:
+            index = cols - rows + (self.max_sequence_length - 1)
+            bias = bias + ops.cast(ops.take(self.position_bias, index), self.compute_dtype)[None]
+        if timestamps is not None:
+            if not self.num_time_buckets:
+                raise ValueError("timestamps given to an HSTULayer without time buckets (num_time_buckets=0)")
+            t = ops.cast(timestamps, "float32")
+            query_time = ops.concatenate([t[:, 1:], t[:, -1:]], axis=1)
+            gap = ops.abs(query_time[:, :, None] - t[:, None, :])
+            bucket = ops.floor(ops.log(ops.maximum(gap, 1.0)) / TIME_BUCKET_DIVISOR)
+            bucket = ops.cast(ops.clip(bucket, 0, self.num_time_buckets), "int32")
+            bias = bias + ops.cast(ops.take(self.time_bias, bucket), self.compute_dtype)
+        return bias
+
+    def attention_mask(self, padding_mask, length):
+        """``[batch, 1, n, n]`` bool: query ``i`` may attend key ``j``."""
+        mask = padding_mask[:, None, :]
+        if self.causal:
+            rows = ops.arange(length)[:, None]
+            cols = ops.arange(length)[None, :]
+            mask = ops.logical_and(mask, (cols <= rows)[None])
+        return mask[:, None]
+
+    def call(self, inputs, padding_mask=None, timestamps=None, training=None, return_attention_scores=False):
+        x = inputs
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        if padding_mask is None:
+            padding_mask = ops.ones((batch, length), "bool")
+        heads, a, v_dim = self.num_heads, self.attention_dim, self.linear_dim
+        h = ops.silu(self.uvqk(self.input_norm(x)))
+        u, v, q, k = ops.split(h, [heads * v_dim, 2 * heads * v_dim, 2 * heads * v_dim + heads * a], axis=-1)
+        q = ops.reshape(q, (batch, length, heads, a))
+        k = ops.reshape(k, (batch, length, heads, a))
+        v = ops.reshape(v, (batch, length, heads, v_dim))
+        logits = ops.einsum("bnha,bmha->bhnm", q, k)
+        bias = self.attention_bias(length, timestamps)[:, None]
+        mask = self.attention_mask(padding_mask, length)
+        if self.attention == "silu":
+            weights = ops.silu(logits + bias) / self.max_sequence_length
+            weights = ops.where(mask, weights, ops.zeros_like(weights))
+        else:
+            logits = logits / math.sqrt(a) + bias
+            weights = ops.softmax(ops.where(mask, logits, ops.full_like(logits, -1e9)), axis=-1)
+            weights = ops.where(mask, weights, ops.zeros_like(weights))  # a fully padded row attends nothing
+        weights = self.attention_dropout_layer(weights, training=training)
+        attended = ops.reshape(ops.einsum("bhnm,bmhv->bnhv", weights, v), (batch, length, heads * v_dim))
+        gated = self.attention_norm(attended) * u
+        y = x + self.output_dense(self.dropout_layer(gated, training=training))
+        y = y * ops.cast(padding_mask[..., None], y.dtype)
+        return (y, weights) if return_attention_scores else y
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "attention_dim": self.attention_dim,
+                "linear_dim": self.linear_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "relative_position_bias": self.relative_position_bias,
+                "num_time_buckets": self.num_time_buckets,
+                "attention": self.attention,
+                "causal": self.causal,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config

@@ -1,0 +1,203 @@
+"""HSTU: stacked gated pointwise-attention layers over the item history (Meta's generative recommender)."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from tfseqrec import losses as losses_lib
+from tfseqrec.data import vocab
+from tfseqrec.layers import HSTULayer
+from tfseqrec.models import base
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class HSTU(base.SequentialRecommender):
+    """Hierarchical Sequential Transduction Units for next-item prediction.
+
+    Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learned absolute position
+    embeddings, dropout, then ``num_layers`` causal ``HSTULayer``s (gated pointwise
+    attention with a relative position bias; no feed-forward network). The output at
+    each position and the item embeddings are L2-normalised and their dot product is
+    divided by ``temperature``: items are scored by cosine similarity, as in the
+    reference code (``L2NormEmbeddingPostprocessor``). Every position predicts the
+    next item; padding (id 0) is masked out of attention and its outputs are zeroed.
+
+    Defaults are the reference ML-1M configuration (HSTU-large of the paper): width
+    50, 8 layers, 2 heads of 25, dropout 0.2, temperature 0.05, sampled softmax over
+    128 negatives with logQ correction.
+
+    Args:
+        num_items: number of real items (ids ``NUM_RESERVED ..``).
+        max_sequence_length: longest history the model reads (``N`` of the
+            attention's normaliser, positions learned).
+        hidden_dim: embedding and model width ``d``.
+        num_layers: HSTU layers.
+        num_heads: attention heads.
+        attention_dim: ``Q``/``K`` width per head (default ``hidden_dim // num_heads``).
+        linear_dim: ``U``/``V`` width per head (default ``hidden_dim // num_heads``).
+        dropout: dropout of the input embeddings and inside each layer.
+        relative_position_bias: each layer learns a bias per relative position.
+        num_time_buckets: time buckets of each layer's relative time bias; 0 (no
+            time bias) unless the inputs carry ``timestamps``.
+        attention: ``"silu"`` (HSTU's pointwise attention, normalised by
+            ``max_sequence_length``) or ``"softmax"``.
+        temperature: divides the cosine scores; ``None`` scores by the plain dot
+            product of un-normalised vectors.
+        initializer_range: standard deviation of the item and position embeddings'
+            normal initializer (the layers' kernels are Glorot, as the reference's).
+        position_origin: ``"oldest"`` (the reference) or ``"newest"``; see
+            ``SequentialRecommender.position_ids``.
+        loss: a ``tfseqrec.losses`` object or name; default
+            ``SampledSoftmaxCrossEntropy(num_negatives=128)`` (log-uniform negatives,
+            logQ-corrected).
+        loss_normalizer: see ``SequentialRecommender``.
+
+    Call arguments:
+        inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded, newest
+            last), optional ``padding_mask`` and optional ``timestamps`` (seconds,
+            ``[batch, length]``; needs ``num_time_buckets``); or the id tensor alone.
+        training: dropout switch.
+
+    Returns:
+        ``[batch, length, hidden_dim]``: row ``i`` predicts item ``i + 1``
+        (normalised and divided by ``temperature`` when it is set).
+
+    Example:
+
+    >>> model = HSTU(num_items=20, max_sequence_length=5, hidden_dim=8, num_layers=2)
+    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
+    >>> ids.shape
+    (1, 2)
+
+    Reference:
+        Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
+        Transducers for Generative Recommendations", ICML 2024.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length=200,
+        hidden_dim=50,
+        num_layers=8,
+        num_heads=2,
+        attention_dim=None,
+        linear_dim=None,
+        dropout=0.2,
+        relative_position_bias=True,
+        num_time_buckets=0,
+        attention="silu",
+        temperature=0.05,
+        initializer_range=0.02,
+        position_origin="oldest",
+        loss=None,
+        **kwargs,
+    ):
+        if hidden_dim % num_heads and (attention_dim is None or linear_dim is None):
+            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}; "
+                             "give attention_dim and linear_dim")
+        super().__init__(
+            num_items,
+            max_sequence_length,
+            hidden_dim,
+            num_layers,
+            num_heads,
+            None,
+            dropout,
+            "silu",
+            True,
+            loss=losses_lib.SampledSoftmaxCrossEntropy(num_negatives=128) if loss is None else loss,
+            position_origin=position_origin,
+            **kwargs,
+        )
+        # === Config ===
+        self.attention_dim = attention_dim
+        self.linear_dim = linear_dim
+        self.relative_position_bias = relative_position_bias
+        self.num_time_buckets = num_time_buckets
+        self.attention = attention
+        self.temperature = temperature
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        self.item_embedding = keras.layers.Embedding(
+            vocab.NUM_RESERVED + num_items,
+            hidden_dim,
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            name="item_embedding",
+        )
+        self.position_embedding = keras.layers.Embedding(
+            max_sequence_length,
+            hidden_dim,
+            # The reference: truncated normal of standard deviation sqrt(1 / d).
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=math.sqrt(1.0 / hidden_dim)),
+            name="position_embedding",
+        )
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        per_head = hidden_dim // num_heads
+        self.blocks = [
+            HSTULayer(
+                num_heads,
+                attention_dim or per_head,
+                linear_dim or per_head,
+                max_sequence_length,
+                dropout=dropout,
+                relative_position_bias=relative_position_bias,
+                num_time_buckets=num_time_buckets,
+                attention=attention,
+                name=f"block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+
+        self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        ids, mask = self.unpack_inputs(inputs)
+        timestamps = inputs.get("timestamps") if isinstance(inputs, dict) else None
+        if timestamps is not None and not self.num_time_buckets:
+            raise ValueError("timestamps given to an HSTU without time buckets (num_time_buckets=0)")
+        x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
+        x += self.position_embedding(self.position_ids(mask))
+        x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
+        attention = []
+        for block in self.blocks:
+            out = block(x, padding_mask=mask, timestamps=timestamps, training=training,
+                        return_attention_scores=return_attention_scores)
+            if return_attention_scores:
+                out, scores = out
+                attention.append(scores)
+            x = out
+        if self.temperature is not None:
+            x = tf.math.l2_normalize(x, axis=-1, epsilon=1e-12) / self.temperature
+        return (x, attention) if return_attention_scores else x
+
+    def output_table(self, training=False):
+        table = self.item_embedding.embeddings[vocab.NUM_RESERVED :]
+        if self.temperature is not None:
+            table = tf.math.l2_normalize(table, axis=-1, epsilon=1e-12)
+        return table, None
+
+    def get_config(self):
+        config = super().get_config()
+        for name in ("intermediate_dim", "activation", "normalize_first"):
+            config.pop(name)
+        config.update(
+            {
+                "attention_dim": self.attention_dim,
+                "linear_dim": self.linear_dim,
+                "relative_position_bias": self.relative_position_bias,
+                "num_time_buckets": self.num_time_buckets,
+                "attention": self.attention,
+                "temperature": self.temperature,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
+        return cls(**config)
