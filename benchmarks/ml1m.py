@@ -1,4 +1,4 @@
-"""MovieLens-1M benchmark: accuracy, speed and time to quality of SASRec and BERT4Rec.
+"""MovieLens-1M benchmark: accuracy, speed and time to quality of SASRec, BERT4Rec and HSTU.
 
 Leave-one-out on the SASRec ``ml-1m.txt`` (6,040 users, 3,416 items), test split,
 full ranking over all items. Each model trains with the library's defaults
@@ -24,6 +24,7 @@ Usage:
     python benchmarks/ml1m.py --model sasrec --minutes 30
     python benchmarks/ml1m.py --model sasrec --minutes 30 --seeds 0 1 2 --json out.json
     python benchmarks/ml1m.py --model sasrec --minutes 10 --ablation all
+    python benchmarks/ml1m.py --model hstu --minutes 60 --json out.json
     python benchmarks/ml1m.py --report benchmarks/results/ml1m-bert4rec-*.json   # stored runs, no training
 Data: $TFSEQREC_DATA/ml-1m/ml-1m.txt (default ../shared/data).
 """
@@ -83,6 +84,13 @@ ABLATIONS = {
         "bfloat16": {"mixed_precision": True},
         "XLA": {"jit_compile": True},
     },
+    "hstu": {
+        "default": {},
+        "no relative position bias": {"relative_position_bias": False},
+        "softmax attention": {"attention": "softmax"},
+        "sampled softmax, 128 negatives (the paper's)": {"loss": "sampled_softmax"},
+        "SASRec's size (64 wide, 2 layers)": {"hidden_dim": 64, "num_layers": 2},
+    },
 }
 
 
@@ -111,27 +119,29 @@ class EpochTimer(keras.callbacks.Callback):
 
 def training_flops_per_epoch(config, dataset, num_items):
     """Matmul FLOPs of one epoch over the batches ``dataset`` yields (forward x 3)."""
-    d, ff = config.hidden_dim, config.intermediate_dim or (d_ff_default(config))
+    d = config.hidden_dim
     total = 0.0
     for batch in dataset:
         x = batch[0] if isinstance(batch, tuple) else batch
         ids = x["item_ids"]
         b, length = int(ids.shape[0]), int(ids.shape[1])
         tokens = b * length
-        per_layer = 2 * tokens * (4 * d * d + 2 * d * ff) + 2 * 2 * b * length * length * d
+        if config.model == "hstu":
+            # U, V, Q, K projection (d -> 4d at the default widths), output d -> d, Q K^T and A V.
+            per_layer = 2 * tokens * 5 * d * d + 2 * 2 * b * length * length * d
+        else:
+            ff = config.intermediate_dim or d_ff_default(config)
+            per_layer = 2 * tokens * (4 * d * d + 2 * d * ff) + 2 * 2 * b * length * length * d
         forward = config.num_layers * per_layer
         if config.model == "bert4rec":
             targets = tokens * config.mask_prob  # expected masked positions
             forward += 2 * tokens * d * d  # output projection
         else:
             targets = float(np.sum(batch[2]))
-        forward += 2 * targets * d * num_items  # scores over the catalogue
+        candidates = num_items if config.loss == "softmax" else 1 + (config.num_negatives or 0)
+        forward += 2 * targets * d * candidates  # scores over the catalogue or the sampled candidates
         total += 3 * forward
     return total
-
-
-def d_ff_default(config):
-    return config.hidden_dim if config.model == "sasrec" else 4 * config.hidden_dim
 
 
 def code_version():
@@ -254,7 +264,8 @@ def print_ablation(runs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=["sasrec", "bert4rec", "both"], default="sasrec")
+    parser.add_argument("--model", choices=["sasrec", "bert4rec", "hstu", "both"], default="sasrec",
+                        help="'both': SASRec then BERT4Rec")
     parser.add_argument("--minutes", type=float, default=30.0, help="training budget per model")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--config", default="{}", help="JSON overrides of the training options")

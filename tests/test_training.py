@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfseqrec import kinds, training
+from tfseqrec import kinds, losses, training
 from tfseqrec.data import splits
 
 TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
@@ -209,3 +209,18 @@ def test_strategy_by_name_trains_and_multi_worker_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown strategy 'ps'"):
         distribute.make_strategy("ps")
     assert distribute.resolve(None) is None
+
+
+def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
+    sasrec, hstu = training.TrainConfig(), training.TrainConfig(model="hstu")
+    assert (sasrec.hidden_dim, sasrec.num_layers, sasrec.loss, sasrec.num_negatives) == (64, 2, "softmax", None)
+    assert (hstu.hidden_dim, hstu.num_layers, hstu.num_heads, hstu.loss, hstu.num_negatives, hstu.temperature) == (
+        50, 8, 2, "softmax", None, 0.05)
+    full = training.build_model(training.TrainConfig(model="hstu", num_layers=1, hidden_dim=8), 10)
+    assert full.loss_fn.get_config() == losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config()
+    # The paper's sampled softmax, with the kind's 128 negatives.
+    config = training.TrainConfig(model="hstu", loss="sampled_softmax", num_layers=1, hidden_dim=8)
+    sampled = training.build_model(config, 10)
+    assert isinstance(sampled.loss_fn, losses.SampledSoftmaxCrossEntropy) and sampled.loss_fn.num_negatives == 128
+    assert training.build_model(training.TrainConfig(num_layers=1, hidden_dim=8), 10).loss_fn.get_config() == (
+        losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config())

@@ -228,7 +228,7 @@ TRAIN_FLAGS = [
     ("num_heads", int, "attention heads (SASRec 1, BERT4Rec 2, HSTU 2)"),
     ("intermediate_dim", int, "feed-forward width"),
     ("dropout", float, "dropout (default 0.1)"),
-    ("loss", str, "softmax (default), bce, sampled_softmax (HSTU's default) or gbce"),
+    ("loss", str, "softmax (default), bce, sampled_softmax or gbce"),
     ("num_negatives", int, "negatives for sampled losses"),
     ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2)"),
     ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),

@@ -405,10 +405,12 @@ KINDS = {
         # UniSRec: SASRec's training defaults (its encoder is SASRec's).
         UniSRecKind(defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0,
                               "use_id_embeddings": False, "temperature": 0.07}),
-        # HSTU: the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024).
+        # HSTU: the sizes of the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024). Its sampled
+        # softmax (128 negatives, here shared by the batch) reached validation NDCG@10 0.004 after 3 epochs on
+        # ML-1M, the full softmax 0.015: full by default, 128 negatives when --loss sampled_softmax.
         IdModelKind("hstu", "HSTU", ("attention_dim", "linear_dim", "relative_position_bias", "attention",
                                      "temperature", "position_origin"), cloze=False,
-                    defaults={"hidden_dim": 50, "num_layers": 8, "num_heads": 2, "loss": "sampled_softmax",
+                    defaults={"hidden_dim": 50, "num_layers": 8, "num_heads": 2, "loss": "softmax",
                               "num_negatives": 128, "temperature": 0.05, "learning_rate": 1e-3,
                               "warmup_epochs": 0.0}),
         RecformerKind(),

@@ -101,7 +101,7 @@ def test_run_fn_trains_and_exports_hstu(sequences, tmp_path):
     trainer_module.run_fn(_fn_args(sequences, tmp_path, {**CONFIG, "model": "hstu", "num_layers": 2, "epochs": 2}))
     with open(tmp_path / "model_run" / "train_config.json") as f:
         config = json.load(f)["config"]
-    assert (config["model"], config["loss"], config["num_negatives"]) == ("hstu", "sampled_softmax", 128)
+    assert (config["model"], config["hidden_dim"], config["loss"], config["temperature"]) == ("hstu", 16, "softmax", 0.05)
     predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
     out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4"]])})
     assert out["item_ids"].shape == (1, 4) and not {b"i3", b"i4"} & set(out["item_ids"][0])

@@ -248,7 +248,7 @@ def test_initializer_range_sets_the_spread_of_every_kernel():
 
 def test_hstu_scores_are_cosines_over_the_temperature():
     model = _tiny(HSTU, temperature=0.5)
-    assert isinstance(model.loss_fn, losses.SampledSoftmaxCrossEntropy) and model.loss_fn.num_negatives == 128
+    assert isinstance(model.loss_fn, losses.FullSoftmaxCrossEntropy) and model.loss_fn.exclude_history
     test_case.set_numpy_weights(model, scale=3.0)
     scores = np.asarray(model.score(np.array([[3, 4, 5]])))
     hidden = np.asarray(model.item_embedding.embeddings)  # recomputed by hand below

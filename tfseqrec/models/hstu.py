@@ -5,7 +5,6 @@ import math
 import keras
 import tensorflow as tf
 
-from tfseqrec import losses as losses_lib
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
 from tfseqrec.models import base
@@ -23,9 +22,13 @@ class HSTU(base.SequentialRecommender):
     reference code (``L2NormEmbeddingPostprocessor``). Every position predicts the
     next item; padding (id 0) is masked out of attention and its outputs are zeroed.
 
-    Defaults are the reference ML-1M configuration (HSTU-large of the paper): width
-    50, 8 layers, 2 heads of 25, dropout 0.2, temperature 0.05, sampled softmax over
-    128 negatives with logQ correction.
+    Sizes are the reference ML-1M configuration (HSTU-large of the paper): width 50,
+    8 layers, 2 heads of 25, dropout 0.2, temperature 0.05. The loss is the full
+    softmax without the sequence's other items, as the other id models'; the paper's
+    sampled softmax (``SampledSoftmaxCrossEntropy(num_negatives=128)``, logQ-corrected)
+    is for catalogues too large to score whole. On ML-1M the sampled loss, with
+    negatives shared by the batch (the reference draws 128 per position), learned far
+    less per epoch: validation NDCG@10 0.004 after 3 epochs against 0.015.
 
     Args:
         num_items: number of real items (ids ``NUM_RESERVED ..``).
@@ -48,9 +51,8 @@ class HSTU(base.SequentialRecommender):
             normal initializer (the layers' kernels are Glorot, as the reference's).
         position_origin: ``"oldest"`` (the reference) or ``"newest"``; see
             ``SequentialRecommender.position_ids``.
-        loss: a ``tfseqrec.losses`` object or name; default
-            ``SampledSoftmaxCrossEntropy(num_negatives=128)`` (log-uniform negatives,
-            logQ-corrected).
+        loss: a ``tfseqrec.losses`` object or name; default full softmax without
+            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
         loss_normalizer: see ``SequentialRecommender``.
 
     Call arguments:
@@ -107,7 +109,7 @@ class HSTU(base.SequentialRecommender):
             dropout,
             "silu",
             True,
-            loss=losses_lib.SampledSoftmaxCrossEntropy(num_negatives=128) if loss is None else loss,
+            loss=loss,
             position_origin=position_origin,
             **kwargs,
         )

@@ -84,7 +84,7 @@ class TrainConfig(Options):
     normalized_residual: bool = None
     initializer_range: float = None
     position_origin: str = None
-    loss: str = None  # None: the model kind's (HSTU sampled_softmax, others softmax)
+    loss: str = None  # None: the model kind's (softmax)
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
@@ -121,7 +121,7 @@ class TrainConfig(Options):
 
         check_choice("model", self.model, [name for name, kind in kinds.KINDS.items() if kind.config_class is TrainConfig])
         for name, value in kinds.get(self.model).defaults.items():
-            # A kind's number of negatives is for its sampled loss, not a full softmax chosen instead.
+            # A kind's number of negatives is for a sampled loss, not for its full softmax.
             if getattr(self, name) is None and not (name == "num_negatives" and self.loss == "softmax"):
                 setattr(self, name, value)
         self.check()

@@ -266,9 +266,9 @@ def _loss(config):
     if name not in losses_lib.LOSSES:
         raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
     cls = losses_lib.LOSSES[name]
-    if name == "softmax" and config.num_negatives is None and config.negatives_exclude_history is None:
-        return None  # the model's own default (both leave the sequence's other items out)
     kwargs = {} if name == "softmax" else {"seed": config.seed}
+    if name == "softmax" and config.negatives_exclude_history is None:
+        kwargs["exclude_history"] = True  # leave the sequence's other items out (best on ML-1M validation)
     if config.num_negatives is not None:
         if name == "softmax":
             raise ValueError("num_negatives applies to the sampled losses, not 'softmax'")
