@@ -184,8 +184,9 @@ class HSTULayer(keras.layers.Layer):
         bias = self.attention_bias(length, timestamps)[:, None]
         mask = self.attention_mask(padding_mask, length)
         if self.attention == "silu":
-            weights = ops.silu(logits + bias) / self.max_sequence_length
-            weights = ops.where(mask, weights, ops.zeros_like(weights))
+            # 1 / N where a key may be attended, else 0: the mask and the normaliser in one product.
+            scale = ops.cast(mask, logits.dtype) / ops.cast(self.max_sequence_length, logits.dtype)
+            weights = ops.silu(logits + bias) * scale
         else:
             logits = logits / math.sqrt(a) + bias
             weights = ops.softmax(ops.where(mask, logits, ops.full_like(logits, -1e9)), axis=-1)
