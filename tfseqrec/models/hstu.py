@@ -123,37 +123,42 @@ class HSTU(base.SequentialRecommender):
         self.initializer_range = initializer_range
 
         # === Layers ===
+        self.make_layers()
+
+        self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
+
+    def make_layers(self):
+        """Item and position embeddings and the ``num_layers`` HSTU layers."""
+        d, length = self.hidden_dim, self.max_sequence_length
         self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + num_items,
-            hidden_dim,
-            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            vocab.NUM_RESERVED + self.num_items,
+            d,
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
             name="item_embedding",
         )
         self.position_embedding = keras.layers.Embedding(
-            max_sequence_length,
-            hidden_dim,
+            length,
+            d,
             # The reference: truncated normal of standard deviation sqrt(1 / d).
-            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=math.sqrt(1.0 / hidden_dim)),
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=math.sqrt(1.0 / d)),
             name="position_embedding",
         )
-        self.embedding_dropout = keras.layers.Dropout(dropout)
-        per_head = hidden_dim // num_heads
+        self.embedding_dropout = keras.layers.Dropout(self.dropout)
+        per_head = d // self.num_heads
         self.blocks = [
             HSTULayer(
-                num_heads,
-                attention_dim or per_head,
-                linear_dim or per_head,
-                max_sequence_length,
-                dropout=dropout,
-                relative_position_bias=relative_position_bias,
-                num_time_buckets=num_time_buckets,
-                attention=attention,
+                self.num_heads,
+                self.attention_dim or per_head,
+                self.linear_dim or per_head,
+                length,
+                dropout=self.dropout,
+                relative_position_bias=self.relative_position_bias,
+                num_time_buckets=self.num_time_buckets,
+                attention=self.attention,
                 name=f"block_{i}",
             )
-            for i in range(num_layers)
+            for i in range(self.num_layers)
         ]
-
-        self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
