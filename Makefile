@@ -39,16 +39,18 @@ test-latest:
 bench-masking: env
 	.venv/bin/python benchmarks/masking.py
 
-# Time budgets of the ML-1M targets: SASRec 30 minutes, BERT4Rec 60; three seeds each.
+# Time budgets of the ML-1M targets: SASRec 30 minutes, BERT4Rec and HSTU 60; three seeds each.
 bench-ml1m: env
 	mkdir -p runs
 	.venv/bin/python benchmarks/ml1m.py --model sasrec --minutes 30 --seeds 0 1 2 --json runs/bench-ml1m-sasrec.json
 	.venv/bin/python benchmarks/ml1m.py --model bert4rec --minutes 60 --seeds 0 1 2 --json runs/bench-ml1m-bert4rec.json
+	.venv/bin/python benchmarks/ml1m.py --model hstu --minutes 60 --seeds 0 1 2 --json runs/bench-ml1m-hstu.json
 
 bench-ml1m-ablation: env
 	mkdir -p runs
 	.venv/bin/python benchmarks/ml1m.py --model sasrec --minutes 10 --ablation all --json runs/ablation-sasrec.json
 	.venv/bin/python benchmarks/ml1m.py --model bert4rec --minutes 10 --ablation all --json runs/ablation-bert4rec.json
+	.venv/bin/python benchmarks/ml1m.py --model hstu --minutes 10 --ablation all --json runs/ablation-hstu.json
 
 bench-serving: env
 	.venv/bin/python benchmarks/serving.py
