@@ -234,7 +234,7 @@ TRAIN_FLAGS = [
     ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),
     ("batch_size", int, "training batch size (default 128)"),
     ("learning_rate", float, "Adam learning rate (default: SASRec and UniSRec 2e-3, BERT4Rec 4e-3 after a "
-                              "5-epoch warm-up, HSTU 1e-3, Recformer 5e-5)"),
+                              "5-epoch warm-up, HSTU 2e-3, Recformer 5e-5)"),
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),
     ("seed", int, "random seed (default 0)"),

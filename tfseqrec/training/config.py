@@ -102,7 +102,7 @@ class TrainConfig(Options):
     random_token_rate: float = None
     last_item_only_prob: float = 0.0
     batch_size: int = 128
-    learning_rate: float = None  # None: the model kind's (SASRec and UniSRec 2e-3, BERT4Rec 4e-3)
+    learning_rate: float = None  # None: the model kind's (SASRec, UniSRec and HSTU 2e-3, BERT4Rec 4e-3)
     learning_rate_schedule: str = "constant"
     warmup_epochs: float = None  # None: the model kind's (BERT4Rec 5, others 0)
     epochs: int = 200
