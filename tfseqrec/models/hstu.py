@@ -202,9 +202,3 @@ class HSTU(base.SequentialRecommender):
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
-        return cls(**config)
