@@ -4,7 +4,8 @@ Input: ``Examples`` with one event per record (``EventExampleGen`` over
 ``user,item,timestamp`` CSV files; int64 and float features are read too), from every
 split it has. Output:
 
-- ``sequences``: ``Examples`` in the ``tfseqrec.data.tfrecord`` schema, splits
+- ``sequences``: ``Examples`` in the ``tfseqrec.data.tfrecord`` schema (with the
+  items' ``timestamps``, in seconds), splits
   ``train`` (each user's sequence without its last two items), ``eval`` and ``test``
   (leave-one-out cases: the history and the held-out next item). Users with fewer than
   ``min_sequence_length`` events give their whole sequence to ``train`` and no case,
@@ -99,9 +100,10 @@ def write_vocabulary(vocabulary, paths):
 
 
 def order_user(element):
-    """``(user, items)``: a user's events to its items in time order (equal times by item id)."""
+    """``(user, items, times)``: a user's events in time order (equal times by item id)."""
     user, events = element
-    return user, [item for _, item in sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))]
+    ordered = sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))
+    return user, [item for _, item in ordered], [time for time, _ in ordered]
 
 
 def training_counts(element, min_length):
@@ -112,7 +114,7 @@ def training_counts(element, min_length):
     are in the vocabulary (a target needs an id to be ranked) without counting as
     popular.
     """
-    _, items = element
+    items = element[1]
     n_train = int(splits.train_lengths([len(items)], min_length)[0])
     for i, item in enumerate(items):
         yield item, int(i < n_train)
@@ -127,20 +129,22 @@ class SplitUser(beam.DoFn):
         self.events = beam.metrics.Metrics.counter(NAMESPACE, "interactions")
 
     def process(self, element, vocabulary):
-        user, items = element
+        user, items, times = element
         self.users.inc()
         self.events.inc(len(items))
-        sequences = splits.Sequences.from_list([user], [vocabulary.lookup(items)])
+        sequences = splits.Sequences.from_list([user], [vocabulary.lookup(items)], [times])
         split = splits.leave_one_out(sequences, self.min_length)
-        yield beam.pvalue.TaggedOutput("train", _example(user, split.train[0], vocabulary))
+        yield beam.pvalue.TaggedOutput("train", _example(user, split.train, vocabulary))
         for name, cases in (("eval", split.valid), ("test", split.test)):
             if len(cases):
-                yield beam.pvalue.TaggedOutput(name, _example(user, cases.histories[0], vocabulary, cases.targets[0]))
+                yield beam.pvalue.TaggedOutput(name, _example(user, cases.histories, vocabulary, cases.targets[0]))
 
 
-def _example(user, ids, vocabulary, target_id=None):
+def _example(user, sequences, vocabulary, target_id=None):
+    """The record of the one user of ``sequences`` (its items, their times, and the target if any)."""
+    ids = sequences[0]
     target = None if target_id is None else vocabulary.to_raw([target_id])[0]
-    return tfrecord.make_example(user, ids, vocabulary.to_raw(ids), target_id, target)
+    return tfrecord.make_example(user, ids, vocabulary.to_raw(ids), target_id, target, sequences.times(0))
 
 
 def check_columns(patterns, columns):

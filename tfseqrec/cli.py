@@ -228,6 +228,8 @@ TRAIN_FLAGS = [
     ("num_heads", int, "attention heads (SASRec 1, BERT4Rec 2, HSTU 2)"),
     ("intermediate_dim", int, "feed-forward width"),
     ("dropout", float, "dropout (default 0.1)"),
+    ("num_time_buckets", int, "HSTU: buckets of the relative time bias (default 128 when the data has event "
+                              "times, else 0; 0 turns it off)"),
     ("loss", str, "softmax (default), bce, sampled_softmax or gbce"),
     ("num_negatives", int, "negatives for sampled losses"),
     ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2)"),
@@ -269,6 +271,7 @@ _finite_float = _checked(float)
 # Ranges of the training flags; the options dataclasses hold the same rules for --config files.
 FLAG_RANGES = {
     "patience": _nonnegative_int,
+    "num_time_buckets": _nonnegative_int,
     "seed": _checked(int),
     "dropout": _checked(float, minimum=0, maximum=1, exclusive_maximum=True),
     "mask_prob": _checked(float, minimum=0, maximum=1, exclusive_minimum=True),

@@ -72,7 +72,7 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
     for start in starts:
         rows = np.arange(start, min(start + batch_size, n))
         batch = cases.histories.select(rows)
-        scores = tf.cast(score(pipeline.pad_left(batch, model.max_sequence_length)), tf.float32)
+        scores = tf.cast(score(model_inputs(model, batch)), tf.float32)
         batch_targets = tf.constant(targets[rows])
         seen = tf.RaggedTensor.from_row_splits(batch.values, batch.row_splits) if exclude_seen else None
         ranks[rows] = _rank_targets(scores, batch_targets, seen).numpy()
@@ -89,6 +89,14 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
         out.update(metrics_from_ranks(sampled_ranks, ks, prefix="sampled_"))
         out["sampled"] = {"num_negatives": int(sampled["num_negatives"]), "sampler": sampled.get("sampler", "uniform")}
     return out
+
+
+def model_inputs(model, histories):
+    """The input window of ``histories`` (``Sequences``) for ``model``: ids, and times when it reads them."""
+    window = pipeline.pad_left(histories, model.max_sequence_length)
+    if not getattr(model, "uses_timestamps", False):
+        return window
+    return {"item_ids": window, "timestamps": pipeline.pad_left_times(histories, model.max_sequence_length)}
 
 
 # The same function run as one graph per batch shape: eager, its passes over the

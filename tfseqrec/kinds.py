@@ -18,6 +18,9 @@ import dataclasses
 import json
 import os
 
+# Time buckets of HSTU's relative time bias when the data has event times (the reference's).
+DEFAULT_TIME_BUCKETS = 128
+
 
 class ModelKind:
     """The operations every kind provides (subclasses fill them in).
@@ -152,13 +155,41 @@ class IdModelKind(ModelKind):
         """
         return config, {}
 
+    def with_time_bias(self, config, sequences):
+        """``(config, note)``: ``num_time_buckets`` settled by whether ``sequences`` carry times.
+
+        A kind whose model has a time bias (``num_time_buckets`` among its options)
+        uses 128 buckets when the data has event times and the option is unset, none
+        otherwise; ``note`` is the line the training log prints about it. Asking for
+        buckets without times, or of a kind without a time bias, is an error.
+        """
+        wanted = config.num_time_buckets
+        has_times = sequences.timestamps is not None
+        if "num_time_buckets" not in self.model_options:
+            if wanted:
+                raise ValueError(f"num_time_buckets applies to models with a time bias (hstu), not {self.name}")
+            return config, None
+        if wanted and not has_times:
+            raise ValueError(f"num_time_buckets={wanted} needs event times, and the data has none (the SASRec "
+                             "text format, or a CSV without a time column)")
+        buckets = (DEFAULT_TIME_BUCKETS if has_times else 0) if wanted is None else wanted
+        config = dataclasses.replace(config, num_time_buckets=buckets)
+        if buckets:
+            return config, f"{self.name}: the data has event times: relative time bias over {buckets} log buckets"
+        reason = "the data has no event times" if not has_times else "num_time_buckets=0"
+        return config, f"{self.name}: no time bias ({reason}); relative position bias only"
+
     def training_dataset(self, config, sequences):
         """The ``tf.data`` training pipeline of ``config``."""
         from tfseqrec.data import pipeline
 
-        make = pipeline.cloze_dataset if self.cloze else pipeline.causal_dataset
-        return make(sequences, config.max_sequence_length, config.batch_size, seed=config.seed,
-                    window_stride=config.window_stride, bucket_boundaries=config.bucket_boundaries)
+        if self.cloze:
+            return pipeline.cloze_dataset(sequences, config.max_sequence_length, config.batch_size, seed=config.seed,
+                                          window_stride=config.window_stride,
+                                          bucket_boundaries=config.bucket_boundaries)
+        return pipeline.causal_dataset(sequences, config.max_sequence_length, config.batch_size, seed=config.seed,
+                                       window_stride=config.window_stride, bucket_boundaries=config.bucket_boundaries,
+                                       timestamps=bool(config.num_time_buckets))
 
     def targets_per_window(self, config, sequences):
         """Expected training targets of each window of ``sequences`` (the loss normaliser's input)."""
@@ -411,7 +442,7 @@ KINDS = {
         # not the reference's 1e-3: pointwise attention sits at popularity level for ~10 epochs at 1e-3 and ~5 at
         # 2e-3; validation NDCG@10 after 40 epochs 0.19 against 0.16 (a GPU probe; README, "HSTU").
         IdModelKind("hstu", "HSTU", ("attention_dim", "linear_dim", "relative_position_bias", "attention",
-                                     "temperature", "position_origin"), cloze=False,
+                                     "num_time_buckets", "temperature", "position_origin"), cloze=False,
                     defaults={"hidden_dim": 50, "num_layers": 8, "num_heads": 2, "loss": "softmax",
                               "num_negatives": 128, "temperature": 0.05, "learning_rate": 2e-3,
                               "warmup_epochs": 0.0}),

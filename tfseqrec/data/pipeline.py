@@ -4,7 +4,9 @@ Every pipeline yields ``(x, y, sample_weight)`` as Keras ``fit`` takes it, with
 ``x = {"item_ids": int32 [batch, length], "padding_mask": int32 [batch, length]}``
 (1 for real items; int32 as in keras-hub backbones, and because ``fit`` under a
 ``tf.distribute`` strategy averages a first batch to learn shapes, which bool
-tensors do not survive).
+tensors do not survive). When the model reads event times (HSTU's time bias),
+``x`` also holds ``timestamps``: int64 seconds ``[batch, length]``, aligned with
+``item_ids`` (0 in padded slots), from ``Sequences.timestamps``.
 Histories are left-padded with ``vocab.PAD_ID`` so the newest item is always at the
 last position, where the next-item prediction and BERT4Rec's inference [MASK] sit.
 
@@ -32,6 +34,21 @@ def pad_left(sequences, length, drop_last=0):
     return _gather_windows(sequences.values, starts, ends, length)
 
 
+def pad_left_times(sequences, length):
+    """The times of ``pad_left(sequences, length)``'s items: int64 seconds ``[n, length]``, 0 where padded."""
+    ends = sequences.row_splits[1:]
+    starts = np.maximum(sequences.row_splits[:-1], ends - length)
+    return _gather_windows(event_times(sequences), starts, ends, length, np.int64)
+
+
+def event_times(sequences):
+    """``sequences.timestamps`` as int64 seconds (rounded down); ``ValueError`` when there are none."""
+    if sequences.timestamps is None:
+        raise ValueError("the model reads event times, but these sequences have none (the data file has no "
+                         "timestamps: the SASRec text format, or a CSV without a time column)")
+    return np.floor(sequences.timestamps).astype(np.int64)
+
+
 def sliding_windows(sequences, width, stride=None, min_length=1):
     """Windows of up to ``width`` items over each sequence, left-padded.
 
@@ -43,6 +60,12 @@ def sliding_windows(sequences, width, stride=None, min_length=1):
     Returns:
         int32 ``[num_windows, width]`` and the int64 row index of each window.
     """
+    starts, ends, rows = _window_bounds(sequences, width, stride, min_length)
+    return _gather_windows(sequences.values, starts, ends, width), rows
+
+
+def _window_bounds(sequences, width, stride, min_length):
+    """``(starts, ends, rows)`` of the windows of ``sliding_windows`` over the flat arrays."""
     lengths = sequences.lengths
     if stride is None:
         rows = np.flatnonzero(lengths >= min_length)
@@ -56,7 +79,7 @@ def sliding_windows(sequences, width, stride=None, min_length=1):
         k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
         ends = sequences.row_splits[1:][rows] - k * stride
     starts = np.maximum(sequences.row_splits[:-1][rows], ends - width)
-    return _gather_windows(sequences.values, starts, ends, width), rows
+    return starts, ends, rows
 
 
 def causal_dataset(
@@ -68,8 +91,9 @@ def causal_dataset(
     window_stride=None,
     drop_remainder=False,
     bucket_boundaries=None,
+    timestamps=False,
 ):
-    """Next-item training data for SASRec.
+    """Next-item training data for SASRec and HSTU.
 
     Each window of ``max_sequence_length + 1`` items gives inputs ``w[:-1]`` and
     targets ``w[1:]``: every position predicts the item after it. Targets after a
@@ -88,8 +112,12 @@ def causal_dataset(
             and each batch is cut to the smallest width that holds its windows, so
             short histories do not pay for ``max_sequence_length`` of padding. The
             model's positions do not depend on the padding, so outputs are unchanged.
+        timestamps: add ``x["timestamps"]``, the inputs' times (``event_times``).
     """
-    windows, _ = sliding_windows(sequences, max_sequence_length + 1, window_stride, min_length=2)
+    width = max_sequence_length + 1
+    starts, ends, _ = _window_bounds(sequences, width, window_stride, min_length=2)
+    windows = _gather_windows(sequences.values, starts, ends, width)
+    times = _gather_windows(event_times(sequences), starts, ends, width, np.int64)[:, :-1] if timestamps else None
     inputs, targets = windows[:, :-1], windows[:, 1:]
     # A target counts only after a real input: the first item has no history to
     # predict it from (as in the SASRec sampler).
@@ -98,7 +126,10 @@ def causal_dataset(
 
     def make(rows, width):
         x, y, w = inputs[rows, -width:], targets[rows, -width:], weights[rows, -width:]
-        return tf.data.Dataset.from_tensor_slices(({"item_ids": x, "padding_mask": _mask(x)}, y, w))
+        features = {"item_ids": x, "padding_mask": _mask(x)}
+        if times is not None:
+            features["timestamps"] = times[rows, -width:]
+        return tf.data.Dataset.from_tensor_slices((features, y, w))
 
     return _bucketed(make, inputs, bucket_boundaries, batch_size, shuffle, seed, drop_remainder)
 
@@ -145,7 +176,7 @@ def cloze_dataset(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-def eval_dataset(cases, max_sequence_length, batch_size, history=True, bucket_boundaries=None):
+def eval_dataset(cases, max_sequence_length, batch_size, history=True, bucket_boundaries=None, timestamps=False):
     """Evaluation data: ``(x, target)`` with the last ``N`` history items as input.
 
     ``x`` holds ``item_ids`` and ``padding_mask`` (the model's window) and, with
@@ -158,14 +189,17 @@ def eval_dataset(cases, max_sequence_length, batch_size, history=True, bucket_bo
     history length and each group's windows are cut to the smallest width that holds
     the history and one more slot (BERT4Rec's [MASK]); scores do not depend on the
     padding, so the metrics are the same, in less time. The cases then come grouped,
-    not in their original order.
+    not in their original order. ``timestamps`` adds the window's times.
     """
     inputs = pad_left(cases.histories, max_sequence_length)
+    times = pad_left_times(cases.histories, max_sequence_length) if timestamps else None
     targets = cases.targets.astype(np.int32)
     seen = cases.histories
 
     def make(rows, width):
         x = {"item_ids": inputs[rows, -width:], "padding_mask": _mask(inputs[rows, -width:])}
+        if times is not None:
+            x["timestamps"] = times[rows, -width:]
         if history:
             starts, sizes = seen.row_splits[:-1][rows], seen.lengths[rows]
             splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -192,13 +226,13 @@ def _mask(ids):
     return (ids != vocab.PAD_ID).astype(np.int32)
 
 
-def _gather_windows(values, starts, ends, width):
+def _gather_windows(values, starts, ends, width, dtype=np.int32):
     lengths = np.clip(ends - starts, 0, width)
     offsets = np.arange(width)[None, :] - (width - lengths)[:, None]
     index = starts[:, None] + offsets
     valid = offsets >= 0
     out = np.where(valid, values[np.where(valid, index, 0)] if len(values) else 0, vocab.PAD_ID)
-    return out.astype(np.int32)
+    return out.astype(dtype)
 
 
 def _bucket_edges(boundaries, width):

@@ -30,11 +30,16 @@ class Sequences:
         values: all item ids back to back, int64 ``[total]``.
         row_splits: int64 ``[num_users + 1]``; user ``u`` owns
             ``values[row_splits[u]:row_splits[u + 1]]``.
+        timestamps: the time of each event in seconds, parallel to ``values``
+            (int64 or float64), or ``None`` when the data has no real times (the
+            SASRec text format's order is only line order). Every operation below
+            carries them along with the ids.
     """
 
     users: np.ndarray
     values: np.ndarray
     row_splits: np.ndarray
+    timestamps: np.ndarray = None
 
     def __len__(self):
         return len(self.users)
@@ -50,22 +55,39 @@ class Sequences:
     def num_events(self):
         return int(self.row_splits[-1])
 
+    def times(self, u):
+        """The event times of user ``u`` (``timestamps`` must be set)."""
+        return self.timestamps[self.row_splits[u] : self.row_splits[u + 1]]
+
     def to_list(self):
         return [self[u] for u in range(len(self))]
 
     @classmethod
-    def from_list(cls, users, seqs):
+    def from_list(cls, users, seqs, timestamps=None):
+        """Sequences of lists of ids (and, when given, lists of their times)."""
         lengths = np.asarray([len(s) for s in seqs], np.int64)
         splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         values = np.concatenate([np.asarray(s, np.int64) for s in seqs]) if seqs else np.zeros(0, np.int64)
-        return cls(np.asarray(users, dtype=object), values.astype(np.int64), splits)
+        times = None
+        if timestamps is not None:
+            if [len(t) for t in timestamps] != lengths.tolist():
+                raise ValueError("each sequence needs exactly one timestamp per item")
+            times = np.concatenate([np.asarray(t) for t in timestamps]) if seqs else np.zeros(0, np.int64)
+        return cls(np.asarray(users, dtype=object), values.astype(np.int64), splits, times)
+
+    def take(self, users, index, row_splits):
+        """``Sequences`` of ``users`` made of the events at flat ``index`` (ids and times alike)."""
+        times = None if self.timestamps is None else self.timestamps[index]
+        return Sequences(users, self.values[index], np.asarray(row_splits, np.int64), times)
 
     def drop_last(self, n):
         """Each sequence without its last ``n`` items (empty when shorter)."""
-        lengths = np.maximum(self.lengths - n, 0)
+        return self.keep_first(np.maximum(self.lengths - n, 0))
+
+    def keep_first(self, lengths):
+        """Each sequence ``u`` cut to its first ``lengths[u]`` items."""
         keep = _ragged_mask(self.row_splits, lengths)
-        splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        return Sequences(self.users, self.values[keep], splits)
+        return self.take(self.users, keep, np.concatenate([[0], np.cumsum(lengths)]))
 
     def select(self, rows):
         """The sequences of the given row indices (or boolean mask), in that order."""
@@ -74,7 +96,7 @@ class Sequences:
         starts = self.row_splits[rows]
         splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         index = np.repeat(starts - splits[:-1], lengths) + np.arange(splits[-1])
-        return Sequences(self.users[rows], self.values[index], splits)
+        return self.take(self.users[rows], index, splits)
 
 
 @dataclasses.dataclass
@@ -184,12 +206,14 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
 
     Returns:
         ``(sequences, vocabulary, report)``; ``report["oov_interactions"]`` counts events
-        whose item the vocabulary does not know (kept as ``OOV_ID``).
+        whose item the vocabulary does not know (kept as ``OOV_ID``). The sequences
+        carry the events' times when ``interactions.has_time``.
     """
     if vocabulary is None:
         vocabulary = vocab_lib.ItemVocabulary.from_items(interactions.items)
     ids = vocabulary.lookup(interactions.items)
     users = interactions.users
+    times = interactions.timestamps if interactions.has_time else None
     boundary = np.ones(len(users), bool)
     boundary[1:] = users[1:] != users[:-1]
     starts = np.flatnonzero(boundary)
@@ -202,9 +226,10 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
         repeat[0] = False
         report["removed_repeats"] = int(repeat.sum())
         ids, users, boundary = ids[~repeat], users[~repeat], boundary[~repeat]
+        times = None if times is None else times[~repeat]
         starts = np.flatnonzero(boundary)
     splits = np.append(starts, len(ids)).astype(np.int64)
-    return Sequences(users[starts], ids.astype(np.int64), splits), vocabulary, report
+    return Sequences(users[starts], ids.astype(np.int64), splits, times), vocabulary, report
 
 
 def train_lengths(lengths, min_length=3):
@@ -225,11 +250,7 @@ def leave_one_out(sequences, min_length=3):
     no evaluation case (counted in ``report["train_only_users"]``).
     """
     evaluable = sequences.lengths >= min_length
-    kept = train_lengths(sequences.lengths, min_length)
-    train = Sequences(
-        sequences.users, sequences.values[_ragged_mask(sequences.row_splits, kept)],
-        np.concatenate([[0], np.cumsum(kept)]).astype(np.int64),
-    )
+    train = sequences.keep_first(train_lengths(sequences.lengths, min_length))
     ev = sequences.select(evaluable)
     last = ev.row_splits[1:] - 1
     valid = Cases(ev.drop_last(2), ev.values[last - 1])
@@ -265,9 +286,7 @@ def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
     keep = in_train & ~is_cold
     row_of = np.repeat(np.arange(len(sequences)), lengths)
     kept_lengths = np.bincount(row_of[keep], minlength=len(sequences))
-    train = Sequences(
-        sequences.users, sequences.values[keep], np.concatenate([[0], np.cumsum(kept_lengths)]).astype(np.int64)
-    )
+    train = sequences.take(sequences.users, keep, np.concatenate([[0], np.cumsum(kept_lengths)]))
     ev = sequences.select(evaluable)
     targets = ev.values[ev.row_splits[1:] - 1]
     histories = ev.drop_last(1)

@@ -11,6 +11,7 @@ One ``tf.train.Example`` per user sequence (or evaluation case):
                                        where unknown)
     ``target``      bytes      0 or 1  raw held-out next item (evaluation cases only)
     ``target_id``   int64      0 or 1  its vocabulary id
+    ``timestamps``  int64      0 or n  the items' times in seconds (data with times)
     ==============  =========  ======  ================================================
 
 Raw ids make the records readable without the vocabulary (serving signatures take
@@ -29,11 +30,12 @@ FEATURE_SPEC = {
     "item_ids": tf.io.RaggedFeature(tf.int64),
     "target": tf.io.RaggedFeature(tf.string),
     "target_id": tf.io.RaggedFeature(tf.int64),
+    "timestamps": tf.io.RaggedFeature(tf.int64),
 }
 
 
-def make_example(user_id, item_ids, items, target_id=None, target=None):
-    """Builds one ``tf.train.Example`` in the schema above."""
+def make_example(user_id, item_ids, items, target_id=None, target=None, timestamps=None):
+    """Builds one ``tf.train.Example`` in the schema above (``timestamps``: seconds, one per item)."""
     if len(item_ids) != len(items):
         raise ValueError(f"user {user_id!r}: {len(item_ids)} item ids but {len(items)} raw items")
     feature = {
@@ -41,6 +43,11 @@ def make_example(user_id, item_ids, items, target_id=None, target=None):
         "items": _bytes(items),
         "item_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, item_ids)))),
     }
+    if timestamps is not None:
+        if len(timestamps) != len(item_ids):
+            raise ValueError(f"user {user_id!r}: {len(item_ids)} items but {len(timestamps)} timestamps")
+        seconds = np.floor(np.asarray(timestamps, np.float64)).astype(np.int64).tolist() if len(timestamps) else []
+        feature["timestamps"] = tf.train.Feature(int64_list=tf.train.Int64List(value=seconds))
     if target_id is not None:
         feature["target"] = _bytes([target])
         feature["target_id"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(target_id)]))
@@ -69,6 +76,7 @@ def write_examples(path, data, vocabulary, compression=None):
                 vocabulary.to_raw(ids),
                 target_id,
                 vocabulary.to_raw([target_id])[0] if cases else None,
+                None if sequences.timestamps is None else sequences.times(u),
             )
             writer.write(example.SerializeToString())
     return len(sequences)
@@ -99,19 +107,28 @@ def from_batches(batches, source="the records"):
             record (``parse_examples``, or a TFX ``data_accessor``'s datasets).
         source: named in errors.
     """
-    users, lengths, values, targets = [], [], [], []
+    users, lengths, values, targets, times = [], [], [], [], []
     for batch in batches:
         ids = _ragged(batch["item_ids"])
         n = int(ids.nrows())
         users.extend(u.decode("utf-8") for u in _first(batch["user_id"], n, b""))
         lengths.append(ids.row_lengths().numpy())
         values.append(ids.flat_values.numpy())
+        times.append(_times(batch, ids, source))
         # The target id of each record, -1 where it has none (ids are never negative).
         targets.append(_first(batch["target_id"], n, -1) if "target_id" in batch else np.full(n, -1, np.int64))
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.concatenate(values).astype(np.int64) if values else np.zeros(0, np.int64)
-    sequences = splits_lib.Sequences(np.asarray(users, dtype=object), values, splits)
+    # A batch without items says nothing either way.
+    timed = [t is not None for t, n in zip(times, lengths) if n.sum()]
+    if any(timed) and not all(timed):
+        raise ValueError(f"{source}: some records have timestamps and some do not")
+    if timed and all(timed):
+        times = np.concatenate([np.zeros(0, np.int64) if t is None else t for t in times]).astype(np.int64)
+    else:
+        times = None
+    sequences = splits_lib.Sequences(np.asarray(users, dtype=object), values, splits, times)
     targets = np.concatenate(targets) if targets else np.zeros(0, np.int64)
     has_target = targets >= 0
     if not has_target.any():
@@ -135,6 +152,20 @@ def read_raw_cases(paths, compression=None, batch_size=1024):
         histories.extend(batch["items"].to_list())
         targets.extend(_first(batch["target"], int(batch["target"].nrows()), b"").tolist())
     return histories, targets
+
+
+def _times(batch, ids, source):
+    """The flat int64 times of a batch whose records carry them (one per item), else ``None``."""
+    if "timestamps" not in batch:
+        return None
+    times = _ragged(batch["timestamps"])
+    counts, lengths = times.row_lengths().numpy(), ids.row_lengths().numpy()
+    if not counts.any():
+        return None
+    if not np.array_equal(counts, lengths):
+        raise ValueError(f"{source}: a record has {int(counts[counts != lengths][0])} timestamps for "
+                         f"{int(lengths[counts != lengths][0])} items (each item needs one, or no record any)")
+    return times.flat_values.numpy()
 
 
 def _first(value, rows, default):

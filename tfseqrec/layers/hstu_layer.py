@@ -152,9 +152,11 @@ class HSTULayer(keras.layers.Layer):
         if timestamps is not None:
             if not self.num_time_buckets:
                 raise ValueError("timestamps given to an HSTULayer without time buckets (num_time_buckets=0)")
-            t = ops.cast(timestamps, "float32")
+            # Gaps in the input's dtype (int64 seconds), then float: epoch seconds in
+            # float32 would be off by up to 64 s before subtracting.
+            t = ops.convert_to_tensor(timestamps)
             query_time = ops.concatenate([t[:, 1:], t[:, -1:]], axis=1)
-            gap = ops.abs(query_time[:, :, None] - t[:, None, :])
+            gap = ops.cast(ops.abs(query_time[:, :, None] - t[:, None, :]), "float32")
             bucket = ops.floor(ops.log(ops.maximum(gap, 1.0)) / TIME_BUCKET_DIVISOR)
             bucket = ops.cast(ops.clip(bucket, 0, self.num_time_buckets), "int32")
             bias = bias + ops.cast(ops.take(self.time_bias, bucket), self.compute_dtype)

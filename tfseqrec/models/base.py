@@ -103,6 +103,9 @@ class SequentialRecommender(keras.Model):
 
     # --- to implement --------------------------------------------------------------
 
+    # Whether the inputs must carry ``timestamps`` (HSTU with a time bias).
+    uses_timestamps = False
+
     def output_table(self, training=False):
         """``(item_embeddings [num_items, d], bias [num_items] or None)``.
 
@@ -310,7 +313,7 @@ class SequentialRecommender(keras.Model):
         scores = self.scores_from_hidden(hidden[:, -1])
         return ranking.exclude_items(scores, ids) if exclude_seen else scores
 
-    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256):
+    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256, timestamps=None):
         """Top-``k`` next items for each history.
 
         Args:
@@ -320,24 +323,37 @@ class SequentialRecommender(keras.Model):
             k: number of items.
             exclude_seen: never recommend an item of the history.
             batch_size: histories scored at once.
+            timestamps: the items' times in seconds, shaped as ``histories``; for a
+                model that ``uses_timestamps``, and only for it.
 
         Returns:
             ``(ids, scores)``: int64 ``[batch, k]`` vocabulary ids and float32 scores,
             best first.
         """
+        if (timestamps is not None) != self.uses_timestamps:
+            raise ValueError("this model reads the items' timestamps: give them" if self.uses_timestamps
+                             else "this model does not read timestamps (it was trained without a time bias)")
         if not isinstance(histories, np.ndarray):
             from tfseqrec.data import splits
 
-            seqs = splits.Sequences.from_list(range(len(histories)), [list(h) for h in histories])
-            full = pipeline.pad_left(seqs, max(1, int(seqs.lengths.max(initial=1))))
+            seqs = splits.Sequences.from_list(range(len(histories)), [list(h) for h in histories],
+                                              None if timestamps is None else [list(t) for t in timestamps])
+            width = max(1, int(seqs.lengths.max(initial=1)))
+            full = pipeline.pad_left(seqs, width)
+            times = None if timestamps is None else pipeline.pad_left_times(seqs, width)
         else:
             full = histories.astype(np.int32)
+            times = None if timestamps is None else np.asarray(timestamps, np.int64)
         window = full[:, -self.max_sequence_length :]
         fn = self._compiled_top_k()
         ids_out, scores_out = [], []
         for start in range(0, len(full), batch_size):
+            inputs = tf.constant(window[start : start + batch_size])
+            if times is not None:
+                inputs = {"item_ids": inputs, "timestamps": tf.constant(times[start : start + batch_size,
+                                                                               -self.max_sequence_length :])}
             top_scores, top_index = fn(
-                tf.constant(window[start : start + batch_size]),
+                inputs,
                 tf.constant(full[start : start + batch_size]),
                 tf.constant(min(k, self.num_items)),
                 bool(exclude_seen),

@@ -41,8 +41,9 @@ class HSTU(base.SequentialRecommender):
         linear_dim: ``U``/``V`` width per head (default ``hidden_dim // num_heads``).
         dropout: dropout of the input embeddings and inside each layer.
         relative_position_bias: each layer learns a bias per relative position.
-        num_time_buckets: time buckets of each layer's relative time bias; 0 (no
-            time bias) unless the inputs carry ``timestamps``.
+        num_time_buckets: time buckets of each layer's relative time bias; 0 for
+            none. With a time bias every input must carry ``timestamps`` (the
+            trainer turns it on, 128 buckets, when the data has event times).
         attention: ``"silu"`` (HSTU's pointwise attention, normalised by
             ``max_sequence_length``) or ``"softmax"``.
         temperature: divides the cosine scores; ``None`` scores by the plain dot
@@ -125,7 +126,15 @@ class HSTU(base.SequentialRecommender):
         # === Layers ===
         self.make_layers()
 
-        self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
+        inputs = {"item_ids": tf.zeros((1, max_sequence_length), "int32")}
+        if num_time_buckets:
+            inputs["timestamps"] = tf.zeros((1, max_sequence_length), "int64")
+        self(inputs)  # build the weights now
+
+    @property
+    def uses_timestamps(self):
+        """Whether the inputs must carry ``timestamps`` (a model with a time bias)."""
+        return bool(self.num_time_buckets)
 
     def make_layers(self):
         """Item and position embeddings and the ``num_layers`` HSTU layers."""
@@ -165,6 +174,10 @@ class HSTU(base.SequentialRecommender):
         timestamps = inputs.get("timestamps") if isinstance(inputs, dict) else None
         if timestamps is not None and not self.num_time_buckets:
             raise ValueError("timestamps given to an HSTU without time buckets (num_time_buckets=0)")
+        if timestamps is None and self.num_time_buckets:
+            # Without them the time bias would silently drop out: scores unlike the trained model's.
+            raise ValueError(f"this HSTU has a time bias (num_time_buckets={self.num_time_buckets}): "
+                             "its inputs need 'timestamps' (seconds, aligned with 'item_ids')")
         x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)

@@ -80,6 +80,7 @@ class TrainConfig(Options):
     linear_dim: int = None  # HSTU: U/V width per head (None: hidden_dim // num_heads)
     relative_position_bias: bool = None  # HSTU: learn a bias per relative position (True)
     attention: str = None  # HSTU: "silu" (pointwise, the paper) or "softmax"
+    num_time_buckets: int = None  # HSTU: relative time bias buckets (None: 128 when the data has times, else 0)
     dropout: float = None
     normalized_residual: bool = None
     initializer_range: float = None
@@ -134,6 +135,7 @@ class TrainConfig(Options):
                      "validation_users"):
             check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
         check_number("patience", self.patience, minimum=0, integer=True)
+        check_number("num_time_buckets", self.num_time_buckets, minimum=0, integer=True, optional=True)
         check_number("seed", self.seed, integer=True)
         check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
         check_number("initializer_range", self.initializer_range, minimum=0, optional=True)

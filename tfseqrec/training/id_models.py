@@ -108,13 +108,16 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     """
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
     strategy = distribute.resolve(strategy)
+    config, note = kinds.get(config.model).with_time_bias(config, split.train)
+    if note and verbose:
+        print(note, flush=True)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
     valid_ds = pipeline.eval_dataset(
         split.valid.sample(config.validation_users, config.seed), config.max_sequence_length,
         evaluation.score_batch_size(config.validation_batch_size, vocabulary.num_items),
-        bucket_boundaries=config.bucket_boundaries,
+        bucket_boundaries=config.bucket_boundaries, timestamps=bool(config.num_time_buckets),
     )
     best = BestModel(
         os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,
