@@ -88,7 +88,9 @@ ABLATIONS = {
         "default": {},
         "no relative position bias": {"relative_position_bias": False},
         "softmax attention": {"attention": "softmax"},
-        "sampled softmax, 128 negatives (the paper's)": {"loss": "sampled_softmax"},
+        "sampled softmax, 128 negatives per position (the paper's)": {"loss": "sampled_softmax"},
+        "sampled softmax, 128 negatives shared by the batch": {"loss": "sampled_softmax",
+                                                               "negatives_per_position": False},
         "SASRec's size (64 wide, 2 layers)": {"hidden_dim": 64, "num_layers": 2},
     },
 }

@@ -113,12 +113,38 @@ class LossesTest(test_case.TestCase):
         n0 = int(np.sum(negatives.numpy() == 0))
         self.assertAllClose(value, -math.log(math.exp(2) / (math.exp(2) + n0 * math.exp(1))), atol=1e-5)
 
+    def test_sampled_softmax_per_position_against_numpy(self):
+        rng = np.random.default_rng(2)
+        hidden, table = rng.normal(size=(4, 3)), rng.normal(size=(30, 3))
+        positives = np.array([0, 5, 7, 29])
+
+        def loss_object():
+            return losses.SampledSoftmaxCrossEntropy(num_negatives=12, sampler="log_uniform", per_position=True, seed=4)
+
+        value = float(loss_object().from_embeddings(tf.constant(hidden, tf.float32), tf.constant(positives),
+                                                    tf.constant(table, tf.float32)))
+        negatives, _ = loss_object().sample(30, 4)  # the same seed: the same draws
+        negatives = negatives.numpy()
+        self.assertEqual(negatives.shape, (4, 12))
+        self.assertGreater(len({tuple(row) for row in negatives}), 1)  # each position its own negatives
+
+        def log_q(ids):  # the log-uniform sampler's probability, written out
+            return np.log(np.log((ids + 2.0) / (ids + 1.0)) / np.log(31.0))
+
+        pos = np.sum(hidden * table[positives], axis=1) - log_q(positives)
+        neg = np.einsum("nd,nkd->nk", hidden, table[negatives]) - log_q(negatives)
+        neg = np.where(negatives == positives[:, None], -np.inf, neg)  # accidental hits
+        logits = np.concatenate([pos[:, None], neg], axis=1)
+        expected = np.mean(np.log(np.exp(logits).sum(axis=1)) - pos)
+        self.assertAllClose(value, expected, atol=1e-4)
+
     def test_serialization_and_lookup(self):
         for loss in (
             losses.FullSoftmaxCrossEntropy(),
             losses.BinaryCrossEntropy(num_negatives=2, seed=1),
             losses.GBCE(num_negatives=8, t=0.5),
             losses.SampledSoftmaxCrossEntropy(num_negatives=16, sampler="uniform", logq_correction=False),
+            losses.SampledSoftmaxCrossEntropy(num_negatives=8, per_position=True),
         ):
             revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(loss))
             self.assertEqual(type(revived), type(loss))

@@ -222,5 +222,44 @@ def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
     config = training.TrainConfig(model="hstu", loss="sampled_softmax", num_layers=1, hidden_dim=8)
     sampled = training.build_model(config, 10)
     assert isinstance(sampled.loss_fn, losses.SampledSoftmaxCrossEntropy) and sampled.loss_fn.num_negatives == 128
+    assert sampled.loss_fn.per_position and config.negatives_per_position  # the reference draws them per position
+    shared = training.build_model(training.TrainConfig(loss="sampled_softmax", num_negatives=8, num_layers=1,
+                                                       hidden_dim=8), 10)
+    assert not shared.loss_fn.per_position
+    with pytest.raises(ValueError, match="negatives_per_position applies to the sampled_softmax loss, not 'bce'"):
+        training.build_model(training.TrainConfig(loss="bce", negatives_per_position=True, hidden_dim=8), 10)
     assert training.build_model(training.TrainConfig(num_layers=1, hidden_dim=8), 10).loss_fn.get_config() == (
         losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config())
+
+
+def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, capsys):
+    from tfseqrec import evaluation
+    from tfseqrec.data import synthetic
+
+    data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
+    config = {"model": "hstu", "epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8}
+    model, split, _ = kinds.get("hstu").train(data, tmp_path / "timed", config, verbose=2)
+    assert "hstu: the data has event times: relative time bias over 128 log buckets" in capsys.readouterr().out
+    assert model.uses_timestamps and model.num_time_buckets == 128
+    assert json.load(open(tmp_path / "timed" / "train_config.json"))["config"]["num_time_buckets"] == 128
+    assert np.abs(model.blocks[0].time_bias.numpy()).max() > 0  # trained: the inputs carried times
+    assert evaluation.evaluate(model, split.test, progress=False)["num_users"] == len(split.test)
+    untimed = {**config, "num_time_buckets": 0}
+    model, _, _ = kinds.get("hstu").train(data, tmp_path / "untimed", untimed, verbose=2)
+    assert "hstu: no time bias (num_time_buckets=0)" in capsys.readouterr().out and not model.uses_timestamps
+
+
+def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():
+    timed = splits.Sequences.from_list(["u"], [[3, 4]], [[10, 20]])
+    plain = splits.Sequences.from_list(["u"], [[3, 4]])
+    hstu = kinds.get("hstu")
+    assert hstu.with_time_bias(training.TrainConfig(model="hstu"), timed)[0].num_time_buckets == 128
+    config, note = hstu.with_time_bias(training.TrainConfig(model="hstu"), plain)
+    assert config.num_time_buckets == 0 and note == "hstu: no time bias (the data has no event times); relative " \
+                                                     "position bias only"
+    assert hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), timed)[0].num_time_buckets == 16
+    with pytest.raises(ValueError, match="num_time_buckets=16 needs event times, and the data has none"):
+        hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), plain)
+    with pytest.raises(ValueError, match="num_time_buckets applies to models with a time bias \\(hstu\\), not sasrec"):
+        kinds.get("sasrec").with_time_bias(training.TrainConfig(num_time_buckets=16), timed)
+    assert kinds.get("sasrec").with_time_bias(training.TrainConfig(), timed) == (training.TrainConfig(), None)

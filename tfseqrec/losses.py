@@ -245,14 +245,20 @@ class GBCE(_CandidateLoss):
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
 class SampledSoftmaxCrossEntropy(_CandidateLoss):
-    """Softmax over the positive and negatives shared across the batch, with logQ.
+    """Softmax over the positive and sampled negatives, with logQ.
 
     Args:
-        num_negatives: negatives drawn per batch.
+        num_negatives: negatives drawn per batch (shared by its positions), or per
+            position with ``per_position``.
         sampler: ``"uniform"``, or ``"log_uniform"`` (Zipfian over ids, which are in
             popularity order, so popular items are drawn more).
         logq_correction: subtract the log sampling probability from each logit, which
             makes the sampled softmax an unbiased estimate of the full one.
+        per_position: draw each position's own negatives, as HSTU's reference code
+            does (a ``[positions, num_negatives, d]`` gather per batch); shared
+            negatives cost one ``[num_negatives, d]`` gather, but each item is then a
+            negative far less often (on ML-1M, HSTU learned much more per epoch with
+            negatives per position; README, "HSTU").
 
     Call arguments:
         y_true: ignored (the positive is column 0 of ``y_pred``); pass zeros.
@@ -264,23 +270,25 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
     """
 
     def __init__(
-        self, num_negatives=256, sampler="log_uniform", logq_correction=True, name="sampled_softmax", **kwargs
+        self, num_negatives=256, sampler="log_uniform", logq_correction=True, per_position=False,
+        name="sampled_softmax", **kwargs
     ):
         super().__init__(num_negatives=num_negatives, name=name, **kwargs)
         if sampler not in ("uniform", "log_uniform"):
             raise ValueError(f"sampler must be 'uniform' or 'log_uniform', got {sampler!r}")
         self.sampler = sampler
         self.logq_correction = logq_correction
+        self.per_position = per_position
 
     def call(self, y_true, y_pred):
         y_pred = tf.cast(y_pred, "float32")
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.zeros(tf.shape(y_pred)[:1], "int32"), y_pred)
 
-    def sample(self, num_items):
-        """``(negatives [K], log_q_of(ids))``: shared negatives and their log-probability."""
-        k = self.num_negatives
+    def sample(self, num_items, rows=None):
+        """``(negatives, log_q_of(ids))``: negatives ``[K]`` (or ``[rows, K]``) and their log-probability."""
+        shape = (self.num_negatives,) if rows is None else (rows, self.num_negatives)
         if self.sampler == "uniform":
-            negatives = self._uniform_negatives((k,), num_items)
+            negatives = self._uniform_negatives(shape, num_items)
 
             def log_q(ids):
                 return tf.fill(tf.shape(ids), -math.log(num_items))
@@ -288,7 +296,7 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
         else:
             # Log-uniform (Zipfian) over [0, num_items): P(i) = log((i+2)/(i+1)) / log(n+1),
             # drawn by inverting the CDF of a uniform draw.
-            u = keras.random.uniform((k,), seed=self.seed_generator)
+            u = keras.random.uniform(shape, seed=self.seed_generator)
             negatives = tf.cast(tf.floor(tf.exp(u * math.log(num_items + 1.0))) - 1.0, "int32")
             negatives = tf.clip_by_value(negatives, 0, num_items - 1)
 
@@ -300,21 +308,24 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
 
     def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         num_items = int(item_table.shape[0])
-        negatives, log_q = self.sample(num_items)
+        positives = tf.cast(positives, "int32")
+        negatives, log_q = self.sample(num_items, tf.shape(hidden)[0] if self.per_position else None)
         pos_logits = tf.reduce_sum(hidden * tf.gather(item_table, positives), axis=-1, keepdims=True)
         if item_bias is not None:
             pos_logits += tf.gather(item_bias, positives)[:, None]
         neg_logits = self._logits(hidden, item_table, item_bias, negatives)
+        per_row = negatives if self.per_position else negatives[None, :]
         if self.logq_correction:
             pos_logits -= log_q(positives)[:, None]
-            neg_logits -= log_q(negatives)[None, :]
-        hits = tf.equal(positives[:, None], negatives[None, :])
+            neg_logits -= log_q(per_row)
+        hits = tf.equal(positives[:, None], per_row)
         neg_logits = tf.where(hits, tf.cast(-1e9, neg_logits.dtype), neg_logits)
         return self(tf.zeros_like(positives), tf.concat([pos_logits, neg_logits], axis=1), sample_weight=sample_weight)
 
     def get_config(self):
         config = super().get_config()
-        config.update({"sampler": self.sampler, "logq_correction": self.logq_correction})
+        config.update({"sampler": self.sampler, "logq_correction": self.logq_correction,
+                       "per_position": self.per_position})
         return config
 
 

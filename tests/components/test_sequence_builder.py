@@ -66,6 +66,9 @@ def test_leave_one_out_splits_and_vocabulary(tmp_path):
     valid, test = _read(sequences, "eval"), _read(sequences, "test")
     assert list(valid.histories.users) == ["u1"] and vocab.to_raw(valid.targets) == ["10"]
     assert vocab.to_raw(test.histories[0]) == ["20", "30", "10"] and vocab.to_raw(test.targets) == ["10"]
+    # Each item keeps its event's time (HSTU's time bias reads them).
+    assert test.histories.times(0).tolist() == [1, 2, 3] and valid.histories.times(0).tolist() == [1, 2]
+    assert {u: train.times(i).tolist() for i, u in enumerate(train.users)} == {"u1": [1, 2], "u2": [5, 6]}
     assert sequences.get_int_custom_property("num_users") == 2
     assert sequences.get_int_custom_property("test_records") == 1
     assert vocabulary.get_int_custom_property("num_items") == 3

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from tfseqrec.data import ClozeMasking, pipeline, splits
 
@@ -111,3 +112,26 @@ def test_cloze_bucketing_widths_and_masking():
         total += int((x["padding_mask"].numpy() == 1).sum())
     assert widths == {10, 20, 30}
     assert total == seqs.num_events
+
+
+def _timed():
+    # Each item's time is 100 * its id: the oracle of every window.
+    seqs = _seqs()
+    return splits.Sequences(seqs.users, seqs.values, seqs.row_splits, seqs.values * 100)
+
+
+def test_causal_and_eval_datasets_carry_the_inputs_times():
+    ds = pipeline.causal_dataset(_timed(), max_sequence_length=4, batch_size=8, shuffle=False, timestamps=True)
+    x, _, _ = next(iter(ds))
+    assert x["timestamps"].dtype == "int64"
+    np.testing.assert_array_equal(x["timestamps"], x["item_ids"].numpy() * 100)
+    cases = splits.Cases(_timed(), np.array([9, 3]))
+    x, _ = next(iter(pipeline.eval_dataset(cases, 4, batch_size=8, timestamps=True)))
+    np.testing.assert_array_equal(x["timestamps"], x["item_ids"].numpy() * 100)
+    np.testing.assert_array_equal(pipeline.pad_left_times(_timed(), 3), [[600, 700, 800], [0, 900, 1000]])
+    assert "timestamps" not in next(iter(pipeline.causal_dataset(_timed(), 4, 8, shuffle=False)))[0]
+
+
+def test_times_asked_of_sequences_without_them_fail():
+    with pytest.raises(ValueError, match="the model reads event times, but these sequences have none"):
+        pipeline.causal_dataset(_seqs(), 4, 8, timestamps=True)

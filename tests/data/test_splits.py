@@ -105,3 +105,30 @@ def test_prepare_counts_training_events_only():
     assert v.lookup(["b", "c"]).tolist() == [3, 6]
     given = vocab.ItemVocabulary(["c", "a", "b", "d"], [9, 9, 9, 9])
     assert splits.prepare(_interactions(rows), vocabulary=given)[1] is given
+
+
+def test_event_times_follow_their_items_through_every_split():
+    # Times are the item id * 10 + the user's number: any misalignment shows.
+    rows = [("u", "a", 10), ("u", "b", 20), ("u", "c", 30), ("u", "d", 40), ("v", "e", 11), ("v", "f", 21)]
+    split, v, _ = splits.prepare(_interactions(rows))
+    seconds = dict(((u, item), t) for u, item, t in rows)
+
+    def expected(sequences, row):
+        return [seconds[(sequences.users[row], item)] for item in v.to_raw(sequences[row])]
+
+    for seqs in (split.train, split.valid.histories, split.test.histories, split.test.histories.select([0])):
+        assert len(seqs.timestamps) == len(seqs.values)
+        for row in range(len(seqs)):
+            assert seqs.times(row).tolist() == expected(seqs, row)
+    assert split.test.histories.times(0).tolist() == [10, 20, 30]
+    cold = splits.cold_start_split(splits.build_sequences(splits.sort_by_time(_interactions(rows)), v)[0], 0.5)
+    assert all(cold.train.times(r).tolist() == expected(cold.train, r) for r in range(len(cold.train)))
+
+
+def test_sequences_without_real_times_have_none():
+    data = readers.Interactions(np.array(["u", "u"], dtype=object), np.array(["a", "b"], dtype=object),
+                                np.arange(2), has_time=False)  # the SASRec format's line numbers
+    split, _, _ = splits.prepare(data)
+    assert split.train.timestamps is None and split.test.histories.timestamps is None
+    seqs = splits.Sequences.from_list(["u"], [[3, 4]], [[5, 6]])
+    assert seqs.drop_last(1).timestamps.tolist() == [5]

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tfseqrec.data import splits, tfrecord, vocab
@@ -39,3 +40,20 @@ def test_parse_in_graph(tmp_path):
     assert batch["items"].to_list() == [[b"a", b"b", b"c"], [b"c"]]
     assert batch["item_ids"].to_list() == [[3, 4, 5], [5]]
     assert batch["target"].to_list() == [[b"b"], [b"a"]]
+
+
+def test_round_trip_keeps_event_times(tmp_path):
+    v, seqs = _fixture()
+    timed = splits.Sequences(seqs.users, seqs.values, seqs.row_splits, np.array([7, 8, 9, 1_700_000_000]))
+    path = tmp_path / "timed.tfrecord"
+    tfrecord.write_examples(path, splits.Cases(timed, np.array([4, 3])), v)
+    back = tfrecord.read_examples(path)
+    assert back.histories.timestamps.tolist() == [7, 8, 9, 1_700_000_000]
+    tfrecord.write_examples(tmp_path / "plain.tfrecord", seqs, v)
+    assert tfrecord.read_examples(tmp_path / "plain.tfrecord").timestamps is None
+    with pytest.raises(ValueError, match="a record has 0 timestamps for 3 items"):  # one batch, mixed
+        tfrecord.read_examples([path, tmp_path / "plain.tfrecord"])
+    with pytest.raises(ValueError, match="some records have timestamps and some do not"):  # batch by batch
+        tfrecord.read_examples([path, tmp_path / "plain.tfrecord"], batch_size=2)
+    with pytest.raises(ValueError, match="2 items but 1 timestamps"):
+        tfrecord.make_example("u", [3, 4], ["a", "b"], timestamps=[5])

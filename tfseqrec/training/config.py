@@ -89,6 +89,7 @@ class TrainConfig(Options):
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
+    negatives_per_position: bool = None  # sampled_softmax: each position its own negatives (HSTU: yes)
     num_experts: int = 8  # UniSRec: adaptor experts
     adaptor_dropout: float = 0.2  # UniSRec
     use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
@@ -123,7 +124,11 @@ class TrainConfig(Options):
         check_choice("model", self.model, [name for name, kind in kinds.KINDS.items() if kind.config_class is TrainConfig])
         for name, value in kinds.get(self.model).defaults.items():
             # A kind's number of negatives is for a sampled loss, not for its full softmax.
-            if getattr(self, name) is None and not (name == "num_negatives" and self.loss == "softmax"):
+            if name == "num_negatives" and self.loss == "softmax":
+                continue
+            if name == "negatives_per_position" and self.loss != "sampled_softmax":
+                continue
+            if getattr(self, name) is None:
                 setattr(self, name, value)
         self.check()
 

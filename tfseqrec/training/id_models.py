@@ -276,6 +276,10 @@ def _loss(config):
         if name == "softmax":
             raise ValueError("num_negatives applies to the sampled losses, not 'softmax'")
         kwargs["num_negatives"] = config.num_negatives
+    if config.negatives_per_position is not None:
+        if name != "sampled_softmax":
+            raise ValueError(f"negatives_per_position applies to the sampled_softmax loss, not {name!r}")
+        kwargs["per_position"] = config.negatives_per_position
     if config.negatives_exclude_history is not None:
         if name not in ("softmax", "bce", "gbce"):
             raise ValueError(f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}")
