@@ -108,9 +108,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     """
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
     strategy = distribute.resolve(strategy)
-    config, note = kinds.get(config.model).with_time_bias(config, split.train)
-    if note and verbose:
-        print(note, flush=True)
+    config = _with_time_bias(config, split.train, verbose)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
@@ -145,6 +143,14 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
             f"no epoch gave a finite {MONITOR} (is the validation split empty?); nothing was saved to {best.path}"
         )
     return model, history
+
+
+def _with_time_bias(config, train, verbose):
+    """``config`` with the kind's time bias settled by the data; the training log says which."""
+    config, note = kinds.get(config.model).with_time_bias(config, train)
+    if note and verbose:
+        print(note, flush=True)
+    return config
 
 
 def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs):
