@@ -10,7 +10,9 @@ last), ties count against the target, a non-finite score ranks it last, and a ta
 the model's vocabulary lacks is a miss (counted in ``num_unknown_targets``). Metrics:
 NDCG@K and HR@K for K in 1, 5, 10, 20, and MRR, by ``ranking.metrics_from_ranks``.
 An export without ``rank_targets`` (written before it existed) is refused with a
-message: re-export it.
+message: re-export it. The export of a model that reads event times (its
+``rank_targets`` takes ``timestamps``) is asked with the records' ``timestamps``; records
+without them are refused.
 
 Outputs: ``evaluation`` (``ModelEvaluation``: ``metrics.json`` and the metrics as
 custom properties, so they are in ML Metadata) and ``blessing`` (a standard
@@ -41,7 +43,7 @@ def serving_dir(model):
 
 
 def read_cases(examples, split):
-    """``(histories, targets)`` of raw ids from the split's ``tf.Example`` records."""
+    """``(histories, targets, timestamps)`` of the split's records (``tfrecord.read_raw_cases``)."""
     pattern = os.path.join(artifact_utils.get_split_uri([examples], split), "*")
     files = sorted(tf.io.gfile.glob(pattern))
     if not files:
@@ -49,8 +51,12 @@ def read_cases(examples, split):
     return tfrecord.read_raw_cases(files, compression="GZIP")
 
 
-def rank_cases(export_dir, histories, targets, batch_size=256):
-    """``(ranks, known)`` of raw ``targets`` given raw ``histories``, by the export's ``rank_targets``."""
+def rank_cases(export_dir, histories, targets, batch_size=256, timestamps=None):
+    """``(ranks, known)`` of raw ``targets`` given raw ``histories``, by the export's ``rank_targets``.
+
+    ``timestamps``: each history's item times (seconds, one per item), which the export
+    of a model that reads event times needs (other exports ignore them).
+    """
     loaded = tf.saved_model.load(export_dir)
     if "rank_targets" not in loaded.signatures:
         raise ValueError(
@@ -58,19 +64,30 @@ def rank_cases(export_dir, histories, targets, batch_size=256):
             "exported by an older tfseqrec: export it again to evaluate it"
         )
     fn = loaded.signatures["rank_targets"]
+    timed = "timestamps" in fn.structured_input_signature[1]
+    if timed and timestamps is None:
+        raise ValueError(f"{export_dir} reads the items' event times (its rank_targets takes 'timestamps'), "
+                         "but the evaluation records carry none: write them from data with a time column")
     ranks, known = [], []
     for start in range(0, len(histories), batch_size):
         rows = histories[start : start + batch_size]
         width = max(1, max(len(h) for h in rows))
-        padded = tf.constant([list(h) + [b""] * (width - len(h)) for h in rows], tf.string)
-        out = fn(history=padded, target=tf.constant(list(targets[start : start + batch_size]), tf.string))
+        inputs = {
+            "history": tf.constant([list(h) + [b""] * (width - len(h)) for h in rows], tf.string),
+            "target": tf.constant(list(targets[start : start + batch_size]), tf.string),
+        }
+        if timed:
+            times = timestamps[start : start + batch_size]
+            inputs["timestamps"] = tf.constant([list(t) + [0] * (width - len(t)) for t in times], tf.int64)
+        out = fn(**inputs)
         ranks.append(out["rank"].numpy())
         known.append(out["known"].numpy())
     return np.concatenate(ranks).astype(np.int64), np.concatenate(known)
 
 
-def evaluate_export(export_dir, histories, targets, batch_size=256):
-    ranks, known = rank_cases(export_dir, histories, targets, batch_size)
+def evaluate_export(export_dir, histories, targets, batch_size=256, timestamps=None):
+    """Ranking metrics of an export on raw evaluation cases (``rank_cases``'s arguments)."""
+    ranks, known = rank_cases(export_dir, histories, targets, batch_size, timestamps)
     metrics = metrics_from_ranks(ranks)
     metrics["num_users"] = len(targets)
     metrics["num_unknown_targets"] = int((~known).sum())
@@ -114,13 +131,13 @@ def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
     batch_size: tfx.dsl.components.Parameter[int] = 256,
 ):
     """Ranks every test target among all items and blesses the model when it is good enough."""
-    histories, targets = read_cases(examples, split)
-    candidate = evaluate_export(serving_dir(model), histories, targets, batch_size)
+    histories, targets, timestamps = read_cases(examples, split)
+    candidate = evaluate_export(serving_dir(model), histories, targets, batch_size, timestamps)
     if metric not in candidate:
         raise ValueError(f"unknown metric {metric!r}; expected one of {sorted(candidate)}")
     baseline = None
     if baseline_model is not None:
-        baseline = evaluate_export(serving_dir(baseline_model), histories, targets, batch_size)
+        baseline = evaluate_export(serving_dir(baseline_model), histories, targets, batch_size, timestamps)
     value = candidate[metric]
     reasons = blessing_refusals(
         metric, value, len(targets), threshold, None if baseline is None else baseline[metric], min_improvement

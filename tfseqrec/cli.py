@@ -163,6 +163,8 @@ def _add_plot(sub):
     plot.add_argument("--output", help="directory for the PNGs (default: the model directory)")
     plot.add_argument("--history", help='raw item ids, oldest first; default: the last 20 items of --user')
     plot.add_argument("--user", help="a user of the training data (default: the first)")
+    plot.add_argument("--timestamps", type=_seconds_list, default=None,
+                      help="with --history, for a model that reads event times: one time in seconds per item")
     plot.set_defaults(func=_plot)
 
 
@@ -170,6 +172,9 @@ def _add_recommend(sub):
     recommend = sub.add_parser("recommend", help="top-k next items for a history")
     recommend.add_argument("--model-dir", required=True)
     recommend.add_argument("--history", required=True, help='raw item ids, oldest first: "id1 id2 ..."')
+    recommend.add_argument("--timestamps", type=_seconds_list, default=None,
+                           help='the items\' times in seconds, one per --history item: "t1 t2 ..."; '
+                           "needed by (and only by) a model that reads event times (hstu with a time bias)")
     recommend.add_argument("--k", type=_positive_int, default=10)
     recommend.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True)
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
@@ -292,6 +297,14 @@ def _int_list(text):
         return [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _seconds_list(text):
+    try:
+        return [int(v) for v in text.split()]
+    except ValueError:
+        message = f"expected integer seconds separated by spaces, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def _add_format_flags(p):
@@ -501,18 +514,20 @@ def _plot(args):
     out = args.output or args.model_dir
     os.makedirs(out, exist_ok=True)
     written = [plot.training_curves(os.path.join(args.model_dir, "history.csv"), os.path.join(out, "training_curves.png"))]
-    if args.history:
-        raw = args.history.split()
-    else:
+    if not args.history:
         events = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
         user = args.user if args.user is not None else events.users[0]
-        raw = [str(i) for i in events.items[events.users == user]][-20:]
-        if not raw:
+        mine = events.users == user
+        args.history = " ".join(str(i) for i in events.items[mine][-20:])
+        if not args.history:
             raise ValueError(f"user {user!r} is not in {info['data']}")
-    ids = [int(i) for i in vocabulary.lookup(raw) if i != vocab.OOV_ID]
+        if getattr(model, "uses_timestamps", False):
+            args.timestamps = events.timestamps[mine][-20:].tolist()
+    ids, times = _known_history(args, model, vocabulary)
     if not ids:
         raise ValueError("none of the history's items is in the model's vocabulary")
-    written.append(plot.attention_map(model, ids, os.path.join(out, "attention.png"), labels=vocabulary.to_raw(ids)))
+    written.append(plot.attention_map(model, ids, os.path.join(out, "attention.png"), labels=vocabulary.to_raw(ids),
+                                      timestamps=times))
     print(json.dumps({"written": written}))
     return 0
 
@@ -524,14 +539,11 @@ def _recommend(args):
     from tfseqrec.data import vocab
 
     model, vocabulary, _ = kinds.load(args.model_dir)
-    raw = args.history.split()
-    ids = vocabulary.lookup(raw)
-    unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
-    if unknown:
-        print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
-    history = [int(i) for i in ids if i != vocab.OOV_ID]
+    history, times = _known_history(args, model, vocabulary)
     if history:
-        top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen)
+        # Only a model that reads times takes them (a Recformer's recommend has no such argument).
+        timed = {} if times is None else {"timestamps": [times]}
+        top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen, **timed)
     else:
         # As the SavedModel answers a history with no known item: by popularity.
         print("tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr)
@@ -545,6 +557,29 @@ def _recommend(args):
         for rank, (item, score) in enumerate(zip(items, scores), start=1):
             print(f"{rank}\t{item}\t{score:.6f}")
     return 0
+
+
+def _known_history(args, model, vocabulary):
+    """``(ids, times)`` of ``--history``'s known items (``times``: of ``--timestamps``, or ``None``)."""
+    from tfseqrec.data import vocab
+
+    raw, times = args.history.split(), args.timestamps
+    if getattr(model, "uses_timestamps", False):
+        if times is None:
+            raise ValueError("this model reads the items' event times (a time bias): give --timestamps, "
+                             "one time in seconds per --history item")
+        if len(times) != len(raw):
+            raise ValueError(f"--history has {len(raw)} items but --timestamps {len(times)} times "
+                             "(one per item)")
+    elif times is not None:
+        raise ValueError("--timestamps is for models that read event times (hstu trained with a time bias); "
+                         "this model reads item ids only")
+    ids = vocabulary.lookup(raw)
+    unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
+    if unknown:
+        print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
+    known = [n for n, i in enumerate(ids) if i != vocab.OOV_ID]
+    return [int(ids[n]) for n in known], None if times is None else [times[n] for n in known]
 
 
 def _export(args):

@@ -38,17 +38,21 @@ def training_curves(history_csv, path):
     return path
 
 
-def attention_map(model, history_ids, path, labels=None):
+def attention_map(model, history_ids, path, labels=None, timestamps=None):
     """Heat maps of each layer's attention (averaged over heads) over one history.
 
     Args:
-        model: a trained ``SASRec`` or ``BERT4Rec``.
+        model: a trained ``SASRec``, ``BERT4Rec`` or ``HSTU``.
         history_ids: vocabulary ids, oldest first.
         path: output PNG.
         labels: optional tick labels (raw ids or titles) for the history items.
+        timestamps: the items' times in seconds, for a model that reads them.
     """
     ids = np.asarray(history_ids, np.int32)[-model.max_sequence_length :]
-    inputs = model.inference_inputs({"item_ids": ids[None]})
+    inputs = {"item_ids": ids[None]}
+    if timestamps is not None:
+        inputs["timestamps"] = np.floor(np.asarray(timestamps, np.float64)).astype(np.int64)[None, -len(ids) :]
+    inputs = model.inference_inputs(inputs)
     _, attention = model(inputs, training=False, return_attention_scores=True)
     length = int(np.asarray(inputs["item_ids"]).shape[1])
     real = np.asarray(inputs["item_ids"])[0] != 0

@@ -21,7 +21,12 @@ REST (port 8501)::
     rest_reply(reply).item_ids
 
 Histories are lists of raw item ids, oldest first, of any lengths: the helpers pad
-them (``""``, or ``-1`` for the int64 ``recommend_ids`` signature).
+them (``""``, or ``-1`` for the int64 ``recommend_ids`` signature). The export of a model
+that reads event times (HSTU with a time bias) also takes each item's time in seconds:
+give ``timestamps=`` (one list per history, one time per item) and the helpers lay them
+out as the histories (``pad_timestamps``)::
+
+    predict_request([["1193", "661"]], "ml1m", timestamps=[[978300760, 978302109]])
 """
 
 import dataclasses
@@ -57,14 +62,7 @@ def pad_histories(histories, signature_name="serving_default", width=None):
     [['b', 'c'], ['d', '']]
     """
     integer = signature_name in INT_SIGNATURES
-    histories = [list(h) for h in histories]
-    if width is None:
-        width = max((len(h) for h in histories), default=0)
-    else:
-        width = int(width)
-        if width < 1:
-            raise ValueError(f"width must be a positive number of items, got {width}")
-        histories = [h[-width:] for h in histories]
+    histories, width = _newest([list(h) for h in histories], width)
     if integer:
         for history in histories:
             for h in history:
@@ -80,8 +78,48 @@ def pad_histories(histories, signature_name="serving_default", width=None):
     return out
 
 
+def _newest(rows, width):
+    """``(rows, width)``: each row's newest ``width`` entries (``None``: the longest row's width)."""
+    if width is None:
+        return rows, max((len(row) for row in rows), default=0)
+    width = int(width)
+    if width < 1:
+        raise ValueError(f"width must be a positive number of items, got {width}")
+    return [row[-width:] for row in rows], width
+
+
+def pad_timestamps(timestamps, width=None):
+    """An int64 ``[batch, width]`` array of per-item times, laid out as ``pad_histories`` lays out histories.
+
+    ``timestamps``: one list of times (seconds) per history, one per item, oldest
+    first; right-padded with 0, and a ``width`` keeps each list's newest ``width``
+    times, so the array lines up with ``pad_histories(histories, width=width)``.
+
+    >>> pad_timestamps([[100, 200, 300], [400]], width=2).tolist()
+    [[200, 300], [400, 0]]
+    """
+    rows, width = _newest([[int(t) for t in row] for row in timestamps], width)
+    out = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def _checked_timestamps(histories, timestamps):
+    """``pad_timestamps`` of ``timestamps``, once each list has one time per item of its history."""
+    histories, timestamps = [list(h) for h in histories], [list(t) for t in timestamps]
+    if len(timestamps) != len(histories):
+        raise ValueError(f"{len(timestamps)} timestamp lists for {len(histories)} histories "
+                         "(one list per history)")
+    for row, (history, times) in enumerate(zip(histories, timestamps)):
+        if len(times) != len(history):
+            raise ValueError(f"history {row} has {len(history)} items but {len(times)} timestamps "
+                             "(one per item)")
+    return pad_timestamps(timestamps)
+
+
 def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None,
-                    targets=None):
+                    targets=None, timestamps=None):
     """A ``PredictRequest`` for one of the history signatures.
 
     Args:
@@ -93,6 +131,8 @@ def predict_request(histories, model_name, signature_name="serving_default", ver
         k: for ``recommend_top_k``, an int or one int per history.
         targets: for ``rank_targets``, one raw item id per history (the reply's
             ``rank`` is its 0-based rank among all items, see ``tfseqrec.export``).
+        timestamps: for the export of a model that reads event times: per history,
+            its items' times in seconds (``pad_timestamps``); the ``timestamps`` input.
     """
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
@@ -102,6 +142,9 @@ def predict_request(histories, model_name, signature_name="serving_default", ver
     array = pad_histories(histories, signature_name)
     dtype = tf.int64 if signature_name in INT_SIGNATURES else tf.string
     request.inputs["history"].CopyFrom(tf.make_tensor_proto(array, dtype=dtype, shape=array.shape))
+    if timestamps is not None:
+        times = _checked_timestamps(histories, timestamps)
+        request.inputs["timestamps"].CopyFrom(tf.make_tensor_proto(times, dtype=tf.int64, shape=array.shape))
     if k is not None:
         ks = np.broadcast_to(np.asarray(k, dtype=np.int32), (len(array),))
         request.inputs["k"].CopyFrom(tf.make_tensor_proto(ks, dtype=tf.int32))
@@ -160,7 +203,7 @@ def examples_request(examples, model_name, signature_name="predict_examples", ve
     return request
 
 
-def rest_request(histories, signature_name="serving_default", k=None, form="instances"):
+def rest_request(histories, signature_name="serving_default", k=None, form="instances", timestamps=None):
     """The JSON body of a REST ``:predict`` call.
 
     Args:
@@ -169,17 +212,18 @@ def rest_request(histories, signature_name="serving_default", k=None, form="inst
         k: for ``recommend_top_k``.
         form: ``"instances"`` (row format: one object per user) or ``"inputs"``
             (columnar format).
+        timestamps: as in ``predict_request`` (the ``timestamps`` input).
     """
-    array = pad_histories(histories, signature_name).tolist()
-    ks = None if k is None else np.broadcast_to(np.asarray(k, dtype=np.int64), (len(array),)).tolist()
+    columns = {"history": pad_histories(histories, signature_name).tolist()}
+    if timestamps is not None:
+        columns["timestamps"] = _checked_timestamps(histories, timestamps).tolist()
+    if k is not None:
+        columns["k"] = np.broadcast_to(np.asarray(k, dtype=np.int64), (len(columns["history"]),)).tolist()
     body = {"signature_name": signature_name}
     if form == "instances":
-        if ks is None:
-            body["instances"] = [{"history": h} for h in array]
-        else:
-            body["instances"] = [{"history": h, "k": kk} for h, kk in zip(array, ks)]
+        body["instances"] = [dict(zip(columns, row)) for row in zip(*columns.values())]
     elif form == "inputs":
-        body["inputs"] = {"history": array} if ks is None else {"history": array, "k": ks}
+        body["inputs"] = columns
     else:
         raise ValueError(f"form must be 'instances' or 'inputs', got {form!r}")
     return body

@@ -97,13 +97,15 @@ def test_run_fn_rejects_unknown_options(sequences, tmp_path):
         trainer_module.run_fn(_fn_args(sequences, tmp_path, {"hiden_dim": 3}))
 
 
-def test_run_fn_trains_and_exports_hstu(sequences, tmp_path):
+def test_run_fn_trains_and_exports_hstu_with_the_records_times(sequences, tmp_path):
     trainer_module.run_fn(_fn_args(sequences, tmp_path, {**CONFIG, "model": "hstu", "num_layers": 2, "epochs": 2}))
     with open(tmp_path / "model_run" / "train_config.json") as f:
         config = json.load(f)["config"]
     assert (config["model"], config["hidden_dim"], config["loss"], config["temperature"]) == ("hstu", 16, "softmax", 0.05)
+    assert config["num_time_buckets"] == 128  # the SequenceBuilder's records carry the events' times
     predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
-    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4"]])})
+    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4"]]),
+                                            "timestamps": serving.pad_timestamps([[3, 4]])})
     assert out["item_ids"].shape == (1, 4) and not {b"i3", b"i4"} & set(out["item_ids"][0])
 
 

@@ -139,19 +139,33 @@ def from_batches(batches, source="the records"):
 
 
 def read_raw_cases(paths, compression=None, batch_size=1024):
-    """``(histories, targets)`` of raw ids (bytes) of evaluation records, as an export is asked.
+    """``(histories, targets, timestamps)`` of raw ids (bytes) of evaluation records, as an export is asked.
 
-    A record without a target is an error naming the file.
+    ``timestamps``: each record's item times (int seconds, one per item) when the
+    records carry them, else ``None``. A record without a target, records of which
+    only some carry times, or a record whose times do not match its items, is an
+    error naming the files.
     """
     paths = [str(p) for p in paths]
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
-    histories, targets = [], []
+    histories, targets, times = [], [], []
     for batch in records.batch(batch_size).map(parse_examples):
         if int(tf.reduce_min(batch["target"].row_lengths())) < 1:
             raise ValueError(f"{paths}: a record has no target; is it an evaluation split?")
         histories.extend(batch["items"].to_list())
         targets.extend(_first(batch["target"], int(batch["target"].nrows()), b"").tolist())
-    return histories, targets
+        times.extend(batch["timestamps"].to_list())
+    # A record without items says nothing either way.
+    timed = [len(t) > 0 for t, h in zip(times, histories) if h]
+    if not any(timed):
+        return histories, targets, None
+    if not all(timed):
+        raise ValueError(f"{paths}: some records have timestamps and some do not")
+    mismatched = [n for n, (t, h) in enumerate(zip(times, histories)) if len(t) != len(h)]
+    if mismatched:
+        n = mismatched[0]
+        raise ValueError(f"{paths}: record {n} has {len(times[n])} timestamps for {len(histories[n])} items")
+    return histories, targets, times
 
 
 def _times(batch, ids, source):

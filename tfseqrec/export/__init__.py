@@ -34,6 +34,26 @@ Signatures, all of method ``tensorflow/serving/predict``; histories are oldest f
                                                                      is in the vocabulary
     ==================  ===========================================  =========================================
 
+The export of a model that reads event times (``model.uses_timestamps``: HSTU with a
+time bias, ``TimedRecommender``) has the same signatures, names and outputs, and every
+history signature takes one more input:
+
+    ==================  ===========================================  =========================================
+    signature           extra input                                  rules
+    ==================  ===========================================  =========================================
+    ``serving_default`` ``timestamps`` int64 ``[batch, None]``: the  a shape other than ``history``'s fails
+    ``recommend_ids``   time in seconds of each ``history`` slot,    the request (``InvalidArgumentError``);
+    ``recommend_top_k`` oldest first, the same shape as ``history``  a request without it is refused
+    ``rank_targets``    (padding slots: any value, e.g. 0)
+    ==================  ===========================================  =========================================
+
+``predict_examples`` reads the records' ``timestamps`` feature (``tfrecord.FEATURE_SPEC``);
+every record with items needs one time per item (else the request fails).
+``serving.predict_request(..., timestamps=...)`` and ``serving.rest_request`` lay the
+times out as the histories (``serving.pad_timestamps``). The times go with their items
+wherever unknown ids and padding are dropped, so the model sees the gaps between the
+known items it reads.
+
 Every signature handles any well-typed request: unknown ids and padding are dropped
 (wherever they are), items of the whole history are never recommended, the model
 reads the newest ``max_sequence_length`` known items, and a history with no known
@@ -50,9 +70,17 @@ cannot tell. Ties count against the target, a non-finite target score ranks it l
 as in ``tfseqrec.evaluation``.
 
 Modules: ``module`` (the serving modules and their signatures), ``warmup`` (the
-warm-up records), ``versioning`` (``save``, ``export_version``).
+warm-up records; a timed export's carry increasing times), ``versioning`` (``save``,
+``export_version``).
 """
 
-from tfseqrec.export.module import SIGNATURES, TEXT_SIGNATURES, Recommender, TextRecommender, UniSRecTextRecommender
+from tfseqrec.export.module import (
+    SIGNATURES,
+    TEXT_SIGNATURES,
+    Recommender,
+    TextRecommender,
+    TimedRecommender,
+    UniSRecTextRecommender,
+)
 from tfseqrec.export.versioning import export_version, next_version, save, saved_signatures
 from tfseqrec.export.warmup import WARMUP_FILE, read_warmup_requests, write_warmup_requests

@@ -1,8 +1,10 @@
 """The serving modules: the signatures of an export, and the warm-up request of each.
 
-``Recommender`` serves SASRec and BERT4Rec, ``TextRecommender`` a Recformer and
-``UniSRecTextRecommender`` a UniSRec (the id signatures plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures
-and their rules are listed in ``tfseqrec.export``. Every signature ``NAME`` has a
+``Recommender`` serves SASRec, BERT4Rec and HSTU, ``TimedRecommender`` a model that reads
+event times (HSTU with a time bias: every history signature also takes ``timestamps``),
+``TextRecommender`` a Recformer and ``UniSRecTextRecommender`` a UniSRec (the id signatures
+plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures and their rules
+are listed in ``tfseqrec.export``. Every signature ``NAME`` has a
 ``_warmup_NAME`` method beside it: the request the server replays for it before
 answering its first request (``tfseqrec.export.warmup``).
 """
@@ -32,7 +34,8 @@ class Recommender(tf.Module):
 
     The model needs ``score(window) -> [batch, num_items]`` over vocabulary ids (id
     ``j + NUM_RESERVED`` is column ``j``), ``num_items`` and ``max_sequence_length``:
-    ``tfseqrec.models.SASRec`` and ``BERT4Rec``.
+    ``tfseqrec.models.SASRec``, ``BERT4Rec`` and ``HSTU`` (``TimedRecommender`` serves one that
+    reads event times).
 
     Args:
         model: the trained model.
@@ -87,12 +90,14 @@ class Recommender(tf.Module):
 
     # --- the computation every signature shares --------------------------------------
 
-    def scores(self, ids):
+    def scores(self, ids, times=None):
         """``(scores [batch, num_items], history)`` for vocabulary ids ``[batch, None]``.
 
         ``history`` holds each row's known ids (unknown ids and padding moved left as
         0); the model reads its newest ``max_sequence_length`` items, and a row with
-        no known item is scored by popularity.
+        no known item is scored by popularity. ``times``: int64 seconds shaped as
+        ``ids`` (one per slot), for a model that reads them; they move with their
+        items (0 where padded) and reach the model as ``{"item_ids", "timestamps"}``.
         """
         ids = tf.cast(ids, tf.int64)
         # One padding column in front: an empty request still gives a [batch, 1] window.
@@ -100,27 +105,46 @@ class Recommender(tf.Module):
         known = ids >= vocab_lib.NUM_RESERVED
         # A stable sort moves unknown ids and padding left, keeping the history's order.
         order = tf.argsort(tf.cast(known, tf.int32), axis=1, stable=True)
-        packed = tf.where(tf.gather(known, order, batch_dims=1), tf.gather(ids, order, batch_dims=1), 0)
+        packed_known = tf.gather(known, order, batch_dims=1)
+        packed = tf.where(packed_known, tf.gather(ids, order, batch_dims=1), 0)
         count = tf.reduce_sum(tf.cast(known, tf.int32), axis=1)
         width = tf.clip_by_value(_max_or_zero(count), 1, self.max_sequence_length)
-        window = packed[:, tf.shape(packed)[1] - width :]
+        start = tf.shape(packed)[1] - width
+        window = packed[:, start:]
+        if times is not None:
+            times = tf.pad(tf.cast(times, tf.int64), [[0, 0], [1, 0]])
+            packed_times = tf.where(packed_known, tf.gather(times, order, batch_dims=1), 0)
+            window = {"item_ids": window, "timestamps": packed_times[:, start:]}
         scores = tf.cast(self.model.score(window), tf.float32)
         return tf.where((count == 0)[:, None], self.popularity[None, :], scores), packed
 
-    def top_k(self, ids, k):
+    def top_k(self, ids, k, times=None):
         """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
-        scores, history = self.scores(ids)
+        scores, history = self.scores(ids, times)
         return ranking.top_k(scores, k, exclude=history)
 
-    def rank(self, ids, targets):
+    def rank(self, ids, targets, times=None):
         """``tfseqrec.ranking.rank_targets`` of target ids ``[batch]`` given histories ``[batch, None]``."""
-        scores, history = self.scores(ids)
+        scores, history = self.scores(ids, times)
         return ranking.rank_targets(scores, targets, history)
 
-    def _recommend_raw(self, history, k):
+    def _recommend_raw(self, history, k, times=None):
         ids = self.to_id.lookup(history)
-        scores, columns = self.top_k(ids, k)
+        scores, columns = self.top_k(ids, k, times)
         return {"item_ids": self.to_raw.lookup(tf.cast(columns, tf.int64)), "scores": scores}
+
+    def _recommend_ints(self, history, times=None):
+        out = self._recommend_raw(tf.strings.as_string(history), self.k, times)
+        # Every raw id is an integer (checked at export); "" marks a slot past the
+        # catalogue's end, which top_k never returns.
+        return {"item_ids": tf.strings.to_number(out["item_ids"], tf.int64), "scores": out["scores"]}
+
+    def _rank_raw(self, history, target, times=None):
+        target_ids = self.to_id.lookup(target)
+        return {
+            "rank": self.rank(self.to_id.lookup(history), target_ids, times),
+            "known": ranking.known_targets(target_ids, self.model.num_items),
+        }
 
     # --- signatures ------------------------------------------------------------------
 
@@ -139,10 +163,7 @@ class Recommender(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64, name="history")])
     def recommend_ids(self, history):
-        out = self._recommend_raw(tf.strings.as_string(history), self.k)
-        # Every raw id is an integer (checked at export); "" marks a slot past the
-        # catalogue's end, which top_k never returns.
-        return {"item_ids": tf.strings.to_number(out["item_ids"], tf.int64), "scores": out["scores"]}
+        return self._recommend_ints(history)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def predict_examples(self, examples):
@@ -157,11 +178,7 @@ class Recommender(tf.Module):
         ]
     )
     def rank_targets(self, history, target):
-        target_ids = self.to_id.lookup(target)
-        return {
-            "rank": self.rank(self.to_id.lookup(history), target_ids),
-            "known": ranking.known_targets(target_ids, self.model.num_items),
-        }
+        return self._rank_raw(history, target)
 
     def signature_names(self):
         """The signatures this export has (``recommend_ids`` only over integer raw ids)."""
@@ -210,6 +227,137 @@ class Recommender(tf.Module):
     def _warmup_rank_targets(self, histories, model_name):
         targets = [h[-1] if h else self.vocabulary.items[0] for h in histories]
         return serving.predict_request(histories, model_name, signature_name="rank_targets", targets=targets)
+
+
+class TimedRecommender(Recommender):
+    """A ``Recommender`` for a model that reads event times (``model.uses_timestamps``).
+
+    Every history signature takes one more input, ``timestamps``: int64
+    ``[batch, None]``, the time in seconds of each history slot (the same shape as
+    ``history``; padding slots' values are ignored). The times go with their items
+    where unknown ids and padding are dropped, and reach the model as
+    ``{"item_ids", "timestamps"}``. A ``timestamps`` shaped unlike ``history`` fails
+    the request (``InvalidArgumentError``). ``predict_examples`` reads the records'
+    ``timestamps`` feature (one per item). Signature names and outputs are
+    ``Recommender``'s.
+
+    Args:
+        model, vocabulary, vocabulary_path, k: as ``Recommender``; ``model`` an HSTU
+            with a time bias (``num_time_buckets > 0``).
+
+    Example:
+
+    >>> from tfseqrec.models import HSTU
+    >>> from tfseqrec.data import ItemVocabulary
+    >>> vocabulary = ItemVocabulary(["a", "b", "c", "d"], [4, 3, 2, 1])
+    >>> import tempfile
+    >>> path = vocabulary.save(tempfile.mkdtemp())
+    >>> model = HSTU(num_items=4, max_sequence_length=5, hidden_dim=8, num_heads=1, num_time_buckets=8)
+    >>> module = TimedRecommender(model, vocabulary, path, k=2)
+    >>> out = module.serving_default(tf.constant([["a", "x", ""]]), tf.constant([[100, 200, 0]], tf.int64))
+    >>> items = [i.decode() for i in out["item_ids"][0].numpy()]
+    >>> len(items), "a" in items
+    (2, False)
+    """
+
+    def __init__(self, model, vocabulary, vocabulary_path, k=10):
+        if not getattr(model, "uses_timestamps", False):
+            raise ValueError(f"{type(model).__name__} does not read timestamps: export it with Recommender")
+        super().__init__(model, vocabulary, vocabulary_path, k=k)
+
+    @staticmethod
+    def _checked_times(history, timestamps):
+        """``timestamps``, once it is shaped as ``history`` (else the request fails, saying so)."""
+        check = tf.debugging.assert_equal(
+            tf.shape(timestamps), tf.shape(history),
+            message="timestamps must have the shape of history: one time (seconds) per history slot",
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(timestamps)
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="history"),
+            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
+        ]
+    )
+    def serving_default(self, history, timestamps):
+        return self._recommend_raw(history, self.k, self._checked_times(history, timestamps))
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="history"),
+            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
+            tf.TensorSpec([None], tf.int32, name="k"),
+        ]
+    )
+    def recommend_top_k(self, history, timestamps, k):
+        return self._recommend_raw(history, _max_or_zero(k), self._checked_times(history, timestamps))
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.int64, name="history"),
+            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
+        ]
+    )
+    def recommend_ids(self, history, timestamps):
+        return self._recommend_ints(history, self._checked_times(history, timestamps))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def predict_examples(self, examples):
+        spec = {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items", "timestamps")}
+        features = tf.io.parse_example(examples, spec)
+        items, times = features["items"], features["timestamps"]
+        check = tf.debugging.assert_equal(
+            times.row_lengths(), items.row_lengths(),
+            message="predict_examples: each record needs a 'timestamps' feature with one time per item",
+        )
+        with tf.control_dependencies([check]):
+            history = items.to_tensor(default_value="")
+        times = times.to_tensor(default_value=0, shape=tf.shape(history, out_type=tf.int64))
+        return {"user_id": features["user_id"], **self._recommend_raw(history, self.k, times)}
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.string, name="history"),
+            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
+            tf.TensorSpec([None], tf.string, name="target"),
+        ]
+    )
+    def rank_targets(self, history, timestamps, target):
+        return self._rank_raw(history, target, self._checked_times(history, timestamps))
+
+    # --- warm-up: the same requests, with times a day apart ----------------------------
+
+    def _warmup_serving_default(self, histories, model_name):
+        return serving.predict_request(histories, model_name, signature_name="serving_default",
+                                       timestamps=_warmup_times(histories))
+
+    def _warmup_recommend_top_k(self, histories, model_name):
+        return serving.predict_request(histories, model_name, signature_name="recommend_top_k",
+                                       k=[10] * len(histories), timestamps=_warmup_times(histories))
+
+    def _warmup_recommend_ids(self, histories, model_name):
+        return serving.predict_request([[int(i) for i in h] for h in histories], model_name,
+                                       signature_name="recommend_ids", timestamps=_warmup_times(histories))
+
+    def _warmup_predict_examples(self, histories, model_name):
+        times = _warmup_times(histories)
+        examples = [
+            tfrecord.make_example(f"warmup-{i}", self.vocabulary.lookup(h), h, timestamps=t)
+            for i, (h, t) in enumerate(zip(histories, times))
+        ]
+        return serving.examples_request(examples, model_name, signature_name="predict_examples")
+
+    def _warmup_rank_targets(self, histories, model_name):
+        targets = [h[-1] if h else self.vocabulary.items[0] for h in histories]
+        return serving.predict_request(histories, model_name, signature_name="rank_targets", targets=targets,
+                                       timestamps=_warmup_times(histories))
+
+
+def _warmup_times(histories, start=1_000_000_000, step=86_400):
+    """Increasing times (seconds, a day apart) for the items of each warm-up history."""
+    return [[start + step * i for i in range(len(h))] for h in histories]
 
 
 class TextRecommender(Recommender):

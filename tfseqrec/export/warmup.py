@@ -17,7 +17,8 @@ def write_warmup_requests(export_dir, module, model_name="tfseqrec"):
 
     One request of batch 1 and one of batch 4 (histories empty, of one item, of half
     the window and longer than the window) per signature, built from the most
-    popular items.
+    popular items; the export of a model that reads event times gets increasing
+    times with them (a day apart; ``TimedRecommender``).
     """
     from tensorflow_serving.apis import prediction_log_pb2
 
