@@ -7,7 +7,7 @@ export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-serving bench-scale bench-text env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text env clean-env
 
 # Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
 # cache that `tfseqrec data download ml-1m` fills.
@@ -51,6 +51,11 @@ bench-ml1m-ablation: env
 	.venv/bin/python benchmarks/ml1m.py --model sasrec --minutes 10 --ablation all --json runs/ablation-sasrec.json
 	.venv/bin/python benchmarks/ml1m.py --model bert4rec --minutes 10 --ablation all --json runs/ablation-bert4rec.json
 	.venv/bin/python benchmarks/ml1m.py --model hstu --minutes 10 --ablation all --json runs/ablation-hstu.json
+
+# HSTU with and without its relative time bias on data with event times (ML-100K).
+bench-time-bias: env
+	mkdir -p runs
+	.venv/bin/python benchmarks/time_bias.py --epochs 60 --seeds 0 1 --json runs/bench-time-bias.json
 
 bench-serving: env
 	.venv/bin/python benchmarks/serving.py

@@ -18,16 +18,13 @@ TINY = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 12, "--batch-
 MAX_LEN = 12
 
 
-@pytest.fixture(scope="module", params=["sasrec", "bert4rec", "hstu"])
+# HSTU's exports are tested in tests/test_export_timestamps.py (with and without its time bias).
+@pytest.fixture(scope="module", params=["sasrec", "bert4rec"])
 def exported(request, data_root, tmp_path_factory):
     """A model trained and exported through the CLI: ``(model_dir, base, path, export JSON)``."""
     root = tmp_path_factory.mktemp(request.param)
     model_dir, base = root / "model", root / "saved_models" / "ml100k"
-    # HSTU without its time bias: these signatures take histories alone (tests/test_export_timestamps.py
-    # covers the export of a model that reads times).
-    untimed = ["--num-time-buckets", 0] if request.param == "hstu" else []
-    _tfseqrec("train", "--model", request.param, "--data", data_root / "ml-100k", "--output", model_dir, *TINY,
-              *untimed)
+    _tfseqrec("train", "--model", request.param, "--data", data_root / "ml-100k", "--output", model_dir, *TINY)
     out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--k", 5).stdout)
     return model_dir, base, out["path"], out
 
@@ -137,7 +134,7 @@ def test_session_loader_equals_the_in_memory_model(predictor, in_memory):
     out = predictor.run("serving_default", {"history": serving.pad_histories(HISTORIES)})
     expected_ids, expected_scores = _top_k(*in_memory, HISTORIES)
     assert [[v.decode() for v in row] for row in out["item_ids"]] == expected_ids
-    np.testing.assert_allclose(out["scores"], expected_scores, atol=1e-5, rtol=1e-5)  # HSTU: up to 1 / temperature
+    np.testing.assert_allclose(out["scores"], expected_scores, atol=1e-5, rtol=1e-5)
     ints = predictor.run("recommend_ids", {"history": serving.pad_histories(HISTORIES, "recommend_ids")})
     assert ints["item_ids"].tolist() == [[int(v) for v in row] for row in expected_ids]
 

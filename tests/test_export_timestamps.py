@@ -274,3 +274,16 @@ def test_cli_evaluate_and_the_ranking_evaluator_agree(trained, in_memory, export
         assert served[key] == pytest.approx(library[key], abs=1e-6), key
     with pytest.raises(ValueError, match="records carry none"):
         ranking_evaluator.rank_cases(exported, histories[:4], targets[:4])
+
+
+def test_an_hstu_without_time_bias_serves_histories_alone(in_memory, tmp_path):
+    from tfseqrec.models import HSTU
+
+    _, vocabulary = in_memory
+    model = HSTU(vocabulary.num_items, max_sequence_length=MAX_LEN, hidden_dim=8, num_layers=1)  # untrained
+    path, _ = export.export_version(model, vocabulary, tmp_path / "untimed", k=5, warmup=False)
+    assert export.saved_signatures(path)["serving_default"]["inputs"] == {"history": "string"}
+    out = serving.SavedModelPredictor(path).run("serving_default", {"history": serving.pad_histories(HISTORIES)})
+    top, scores = model.recommend([[int(i) for i in vocabulary.lookup(h) if i >= 3] for h in HISTORIES], k=5)
+    assert _decoded(out["item_ids"]) == [vocabulary.to_raw(row) for row in top]
+    np.testing.assert_allclose(out["scores"], scores, atol=1e-5, rtol=1e-5)  # cosine / 0.05: up to 20

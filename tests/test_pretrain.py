@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.test_cli import _tfseqrec
-from tfseqrec import kinds
+from tfseqrec import cli, kinds
 from tfseqrec.data import splits, vocab
 from tfseqrec.models import UniSRec, UniSRecPretrainer
 from tfseqrec.training import pretrain
@@ -122,7 +122,7 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_pat
     assert wider.returncode == 1 and "use the pre-training's sizes" in wider.stderr
 
 
-def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path):
+def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path, capsys):
     checkpoint = tmp_path / "recformer"
     _tfseqrec("pretrain", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
               data / "Tiny.item.json", "--data", other / "Other.inter.json", "--item-text", other / "Other.item.json",
@@ -137,17 +137,19 @@ def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path):
     out = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
                     data / "Tiny.item.json", "--output", tmp_path / "ft", "--config", json.dumps(fine), "--quiet")
     assert 0.0 <= json.loads(out.stdout.strip().splitlines()[-1])["ndcg@10"] <= 1.0
-    bad = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
-                    data / "Tiny.item.json", "--output", tmp_path / "ft2", "--config",
-                    json.dumps({**fine, "max_tokens": 64}), check=False)
-    assert bad.returncode == 1 and "pre-trained with max_tokens 48; fine-tuning asks for 64" in bad.stderr
+    capsys.readouterr()
+    bad = cli.main(["train", "--model", "recformer", "--data", str(data / "Tiny.inter.json"), "--item-text",
+                    str(data / "Tiny.item.json"), "--output", str(tmp_path / "ft2"), "--config",
+                    json.dumps({**fine, "max_tokens": 64})])  # in process: it fails before training
+    assert bad == 1 and "pre-trained with max_tokens 48; fine-tuning asks for 64" in capsys.readouterr().err
 
 
-def test_pretrain_flags_are_checked(data, tmp_path):
-    result = _tfseqrec("pretrain", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--output",
-                       tmp_path / "p", "--item-text", data / "Tiny.item.json", "--data", data / "Tiny.inter.json",
-                       check=False)
-    assert result.returncode == 1 and "got 2 --data and 1 --item-text" in result.stderr
-    result = _tfseqrec("train", "--model", "sasrec", "--data", data / "Tiny.inter.json", "--output", tmp_path / "s",
-                       "--init-from", tmp_path, check=False)
-    assert result.returncode == 1 and "init_from is for models that 'tfseqrec pretrain' pre-trains" in result.stderr
+def test_pretrain_flags_are_checked(data, tmp_path, capsys):
+    # In process: both fail before any work.
+    result = cli.main(["pretrain", "--model", "unisrec", "--data", str(data / "Tiny.inter.json"), "--output",
+                       str(tmp_path / "p"), "--item-text", str(data / "Tiny.item.json"), "--data",
+                       str(data / "Tiny.inter.json")])
+    assert result == 1 and "got 2 --data and 1 --item-text" in capsys.readouterr().err
+    result = cli.main(["train", "--model", "sasrec", "--data", str(data / "Tiny.inter.json"), "--output",
+                       str(tmp_path / "s"), "--init-from", str(tmp_path)])
+    assert result == 1 and "init_from is for models that 'tfseqrec pretrain' pre-trains" in capsys.readouterr().err

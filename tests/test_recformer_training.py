@@ -197,7 +197,7 @@ def test_text_request_builds_what_the_signatures_take(exported):
 
 def test_export_with_new_item_text_serves_the_new_items(trained, exported, data):
     base, _ = exported
-    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--item-text",
+    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--no-warmup", "--item-text",
                                data / "New.item.json").stdout)
     assert out["version"] == 2 and out["num_items"] == 21 and out["added_items"] == 1
     predictor = serving.SavedModelPredictor(out["path"])
@@ -270,7 +270,8 @@ def test_cached_lower_layers_train_export_and_serve_text_as_in_process(data, tmp
     recommender, vocabulary, info = recformer_training.load(model_dir)
     assert info["config"]["cached_layers"] == 1 and recommender.state_cache is not None
     assert 0.0 <= result["ndcg@10"] <= 1.0
-    out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", tmp_path / "served", "--k", 5).stdout)
+    out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", tmp_path / "served", "--k", 5,
+                                "--no-warmup").stdout)
     # The export computes item states per request: no catalogue-sized table in the SavedModel.
     assert tuple(recommender.state_cache[1].shape) not in _graph_constant_shapes(out["path"])
     predictor = serving.SavedModelPredictor(out["path"])

@@ -109,7 +109,7 @@ def test_warmup_records_answer(exported):
 
 def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, exported, loaded, data):
     base, _ = exported
-    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--item-text",
+    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--no-warmup", "--item-text",
                                data / "New.item.json").stdout)
     assert out["version"] == 2 and out["num_items"] == 21 and out["added_items"] == 1
     predictor = serving.SavedModelPredictor(out["path"])
