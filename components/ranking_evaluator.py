@@ -30,6 +30,7 @@ import tensorflow as tf
 from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
+from tfseqrec import serving
 from tfseqrec.data import tfrecord
 from tfseqrec.ranking import metrics_from_ranks
 
@@ -78,7 +79,7 @@ def rank_cases(export_dir, histories, targets, batch_size=256, timestamps=None):
         }
         if timed:
             times = timestamps[start : start + batch_size]
-            inputs["timestamps"] = tf.constant([list(t) + [0] * (width - len(t)) for t in times], tf.int64)
+            inputs["timestamps"] = tf.constant(serving.pad_timestamps(times, width=width), tf.int64)
         out = fn(**inputs)
         ranks.append(out["rank"].numpy())
         known.append(out["known"].numpy())

@@ -29,16 +29,18 @@ def pad_left(sequences, length, drop_last=0):
         length: output width.
         drop_last: ignore each sequence's last ``drop_last`` items first.
     """
-    ends = sequences.row_splits[1:] - drop_last
-    starts = np.maximum(sequences.row_splits[:-1], ends - length)
-    return _gather_windows(sequences.values, starts, ends, length)
+    return _gather_windows(sequences.values, *_newest_bounds(sequences, length, drop_last), length)
 
 
 def pad_left_times(sequences, length):
     """The times of ``pad_left(sequences, length)``'s items: int64 seconds ``[n, length]``, 0 where padded."""
-    ends = sequences.row_splits[1:]
-    starts = np.maximum(sequences.row_splits[:-1], ends - length)
-    return _gather_windows(event_times(sequences), starts, ends, length, np.int64)
+    return _gather_windows(event_times(sequences), *_newest_bounds(sequences, length), length, np.int64)
+
+
+def _newest_bounds(sequences, length, drop_last=0):
+    """``(starts, ends)`` of each sequence's newest ``length`` items, its last ``drop_last`` ignored."""
+    ends = sequences.row_splits[1:] - drop_last
+    return np.maximum(sequences.row_splits[:-1], ends - length), ends
 
 
 def event_times(sequences):

@@ -120,15 +120,8 @@ def from_batches(batches, source="the records"):
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.concatenate(values).astype(np.int64) if values else np.zeros(0, np.int64)
-    # A batch without items says nothing either way.
-    timed = [t is not None for t, n in zip(times, lengths) if n.sum()]
-    if any(timed) and not all(timed):
-        raise ValueError(f"{source}: some records have timestamps and some do not")
-    if timed and all(timed):
-        times = np.concatenate([np.zeros(0, np.int64) if t is None else t for t in times]).astype(np.int64)
-    else:
-        times = None
-    sequences = splits_lib.Sequences(np.asarray(users, dtype=object), values, splits, times)
+    sequences = splits_lib.Sequences(np.asarray(users, dtype=object), values, splits,
+                                     _joined_times(times, lengths, source))
     targets = np.concatenate(targets) if targets else np.zeros(0, np.int64)
     has_target = targets >= 0
     if not has_target.any():
@@ -148,24 +141,30 @@ def read_raw_cases(paths, compression=None, batch_size=1024):
     """
     paths = [str(p) for p in paths]
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
-    histories, targets, times = [], [], []
+    histories, targets, times, lengths = [], [], [], []
     for batch in records.batch(batch_size).map(parse_examples):
         if int(tf.reduce_min(batch["target"].row_lengths())) < 1:
             raise ValueError(f"{paths}: a record has no target; is it an evaluation split?")
         histories.extend(batch["items"].to_list())
         targets.extend(_first(batch["target"], int(batch["target"].nrows()), b"").tolist())
-        times.extend(batch["timestamps"].to_list())
-    # A record without items says nothing either way.
-    timed = [len(t) > 0 for t, h in zip(times, histories) if h]
-    if not any(timed):
+        times.append(_times(batch, batch["items"], paths))
+        lengths.append(batch["items"].row_lengths().numpy())
+    flat = _joined_times(times, lengths, paths)
+    if flat is None:
         return histories, targets, None
-    if not all(timed):
-        raise ValueError(f"{paths}: some records have timestamps and some do not")
-    mismatched = [n for n, (t, h) in enumerate(zip(times, histories)) if len(t) != len(h)]
-    if mismatched:
-        n = mismatched[0]
-        raise ValueError(f"{paths}: record {n} has {len(times[n])} timestamps for {len(histories[n])} items")
-    return histories, targets, times
+    splits = np.cumsum([len(h) for h in histories])[:-1]
+    return histories, targets, [t.tolist() for t in np.split(flat, splits)]
+
+
+def _joined_times(times, lengths, source):
+    """The flat times of all batches (``_times`` of each), or ``None`` when no record carries any."""
+    # A batch without items says nothing either way.
+    timed = [t is not None for t, n in zip(times, lengths) if n.sum()]
+    if any(timed) and not all(timed):
+        raise ValueError(f"{source}: some records have timestamps and some do not")
+    if not timed or not all(timed):
+        return None
+    return np.concatenate([np.zeros(0, np.int64) if t is None else t for t in times]).astype(np.int64)
 
 
 def _times(batch, ids, source):
