@@ -146,6 +146,11 @@ def training_flops_per_epoch(config, dataset, num_items):
     return total
 
 
+def d_ff_default(config):
+    """The feed-forward width the model builds when ``intermediate_dim`` is unset."""
+    return config.hidden_dim if config.model == "sasrec" else 4 * config.hidden_dim
+
+
 def code_version():
     """The commit the library code comes from, ``+dirty`` when ``tfseqrec/`` has uncommitted changes."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
