@@ -122,6 +122,30 @@ class RankingOracleTest(test_case.TestCase):
         self.assertAllEqual(fn(tf.constant(scores), tf.constant(targets, tf.int32), dense),
                             ranking.rank_targets(scores, targets, dense))
 
+    def test_rank_targets_by_query_equals_the_oracle_at_every_chunk_size(self):
+        # Small integers: every score is exact whatever the order of the sums, so the
+        # ties are real ties; a NaN row, an inf query and a bias as BERT4Rec has.
+        rng = np.random.default_rng(4)
+        num_items, batch = 11, 48
+        _, targets, histories = _cases(seed=4, batch=batch, num_items=num_items)
+        query = rng.integers(-2, 3, size=(batch, 3)).astype(np.float32)
+        table = rng.integers(-2, 3, size=(num_items, 3)).astype(np.float32)
+        table[7] = np.nan
+        query[5, 1] = np.inf
+        bias = rng.integers(-1, 2, size=num_items).astype(np.float32)
+        ragged = tf.ragged.constant(histories, dtype=tf.int64)
+        for b in (None, bias):
+            with np.errstate(invalid="ignore"):
+                scores = (query.astype(np.float64) @ table.T.astype(np.float64) + (0 if b is None else b)).astype(
+                    np.float32)
+            expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(batch)]
+            unfiltered = [oracle_rank(scores[i], targets[i], [], exclude=False) for i in range(batch)]
+            for chunk in (1, 3, 4, 11, 4096):
+                got = ranking.rank_targets_by_query(query, table, targets, ragged, bias=b, chunk_items=chunk)
+                self.assertAllEqual(got, expected, msg=f"chunk {chunk}")
+            graph = tf.function(ranking.rank_targets_by_query)
+            self.assertAllEqual(graph(query, table, targets, None, b, 4), unfiltered)
+
     def test_top_k_equals_the_oracle(self):
         rng = np.random.default_rng(2)
         scores = rng.normal(size=(16, 10)).astype(np.float32)  # no ties: indices are defined
@@ -184,6 +208,39 @@ def test_evaluate_equals_the_oracle_on_repeats_ties_nan_and_unknown_targets():
     raw = evaluation.evaluate(_FixedScores(scores), cases, exclude_seen=False, batch_size=16, progress=False)
     unfiltered = [oracle_rank(scores[i], targets[i], [], exclude=False) for i in range(40)]
     assert raw["mrr"] == pytest.approx(oracle_metrics(unfiltered, (1,))["mrr"])
+
+
+@pytest.mark.parametrize("kind", ["sasrec", "bert4rec"])
+def test_evaluate_of_a_model_equals_the_oracle_on_its_score_matrix(kind):
+    """``evaluate`` ranks a model block by block; the oracle ranks ``model.score``'s whole matrix."""
+    from tfseqrec.models import BERT4Rec
+
+    rng = np.random.default_rng(6)
+    num_items = 40
+    histories = [list(rng.integers(R, R + num_items, size=int(rng.integers(1, 9)))) for _ in range(37)]
+    targets = rng.integers(R, R + num_items, size=37)
+    targets[::5] = [h[0] for h in histories[::5]]  # repeats of a history item
+    targets[3] = 2  # OOV
+    cases = splits.Cases(splits.Sequences.from_list(range(37), histories), targets)
+    keras.utils.set_random_seed(0)
+    cls = SASRec if kind == "sasrec" else BERT4Rec
+    model = cls(num_items=num_items, max_sequence_length=4, hidden_dim=8, num_layers=1)
+    if kind == "bert4rec":  # a bias that matters
+        model.score(np.zeros((1, 4), np.int32))
+        model.output_bias.assign(rng.normal(size=num_items).astype(np.float32))
+    scores = model.score(pipeline.pad_left(cases.histories, 4)).numpy()
+    out = evaluation.evaluate(model, cases, batch_size=16, progress=False,
+                              sampled={"num_negatives": 5, "sampler": "uniform"})
+    expected = oracle_metrics([oracle_rank(scores[i], targets[i], histories[i]) for i in range(37)],
+                              evaluation.DEFAULT_KS)
+    for key, value in expected.items():
+        assert out[key] == pytest.approx(value, abs=1e-6), key
+    assert out["num_unknown_targets"] == 1
+    # The sampled metrics read single columns; from the whole matrix they are the same.
+    whole = evaluation.evaluate(_FixedScores(scores), cases, batch_size=16, progress=False,
+                                sampled={"num_negatives": 5, "sampler": "uniform"})
+    for key, value in whole.items():
+        assert out[key] == pytest.approx(value, abs=1e-6), key
 
 
 # --- one model, every path -----------------------------------------------------------

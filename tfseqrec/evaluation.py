@@ -1,9 +1,13 @@
 """Offline evaluation: rank each held-out item among the whole catalogue.
 
-``evaluate`` streams evaluation cases in batches through a model's ``score`` and
-ranks each target with ``tfseqrec.ranking`` (run eagerly on the batch), the same
-functions that validation inside ``fit``, the export's signatures and the TFX
-``RankingEvaluator`` use. With ``exclude_seen`` the user's *whole* history is removed
+``evaluate`` streams evaluation cases in batches through a model and ranks each
+target with ``tfseqrec.ranking``, the rules that validation inside ``fit``, the
+export's signatures and the TFX ``RankingEvaluator`` use. A ``SequentialRecommender``
+(SASRec, BERT4Rec, HSTU, UniSRec) scores items by dot products of a query vector with
+its output table, so its ranks come from ``ranking.rank_targets_by_query``: the
+catalogue is scored a block at a time and never held whole, whatever its size. Any
+other model (Recformer, a stand-in with ``score``) is ranked on its score matrix by
+``ranking.rank_targets``, in batches small enough for ``MAX_SCORES_PER_BATCH``. With ``exclude_seen`` the user's *whole* history is removed
 from the candidates, not only the model's input window, except the target itself when
 it repeats a history item (it stays a candidate with its own score). Ties count
 against the target, reserved ids are never candidates, a non-finite target score ranks
@@ -27,8 +31,8 @@ from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
 
 
-# Score matrices of at most this many entries (128 MiB of float32): with a million items a
-# batch is 32 users, so memory stays bounded whatever the catalogue.
+# Score matrices of at most this many entries (128 MiB of float32), for models ranked on
+# their whole score matrix: with a million items a batch is 32 users.
 MAX_SCORES_PER_BATCH = 2**25
 
 
@@ -37,14 +41,15 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
     """Full-catalogue ranking metrics of ``model`` on ``cases``.
 
     Args:
-        model: a ``SequentialRecommender`` (anything with ``compiled_score`` or
-            ``score`` and ``max_sequence_length``).
+        model: a ``SequentialRecommender``, or anything with ``compiled_score`` or
+            ``score`` and ``max_sequence_length``.
         cases: ``splits.Cases``.
         ks: cut-offs for NDCG@K and HR@K.
         exclude_seen: remove every item of a user's history from the candidates
             (the target excepted).
-        batch_size: cases scored at once, at most; fewer where ``batch_size`` score
-            rows would exceed ``MAX_SCORES_PER_BATCH`` entries (a large catalogue).
+        batch_size: cases scored at once, at most; for a model ranked on its score
+            matrix, fewer where ``batch_size`` rows would exceed
+            ``MAX_SCORES_PER_BATCH`` entries (a large catalogue).
         sampled: ``None``, or ``{"num_negatives": 100, "sampler": "uniform" or
             "popularity"}`` to add ``sampled_*`` metrics; negatives exclude the
             history and the target.
@@ -63,24 +68,21 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=256, sam
     if n == 0:
         raise ValueError("no evaluation cases")
     rng = np.random.default_rng(seed)
-    score = getattr(model, "compiled_score", None) or model.score
+    scorer = _scorer(model)
     ranks, unknown = np.empty(n, np.int64), 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
-    batch_size = score_batch_size(batch_size, getattr(model, "num_items", 1))
+    batch_size = batch_size if scorer.bounded else score_batch_size(batch_size, getattr(model, "num_items", 1))
     starts = range(0, n, batch_size)
     bar = progress_bar(len(starts), progress)
     for start in starts:
         rows = np.arange(start, min(start + batch_size, n))
         batch = cases.histories.select(rows)
-        scores = tf.cast(score(model_inputs(model, batch)), tf.float32)
-        batch_targets = tf.constant(targets[rows])
         seen = tf.RaggedTensor.from_row_splits(batch.values, batch.row_splits) if exclude_seen else None
-        ranks[rows] = _rank_targets(scores, batch_targets, seen).numpy()
-        known = ranking.known_targets(batch_targets, scores.shape[1]).numpy()
+        ranks[rows], known, columns = scorer.rank(model_inputs(model, batch), tf.constant(targets[rows]), seen)
         unknown += int((~known).sum())
         if sampled:
-            sampled_ranks[rows] = _sampled_ranks(scores.numpy(), batch, targets[rows], known, sampled, item_counts,
-                                                 rng)
+            sampled_ranks[rows] = _sampled_ranks(columns, batch, targets[rows], known, sampled, item_counts,
+                                                 scorer.num_items, rng)
         bar.update(1)
     bar.close()
     out = metrics_from_ranks(ranks, ks)
@@ -99,9 +101,60 @@ def model_inputs(model, histories):
     return {"item_ids": window, "timestamps": pipeline.pad_left_times(histories, model.max_sequence_length)}
 
 
-# The same function run as one graph per batch shape: eager, its passes over the
-# [batch, num_items] scores cost twice as much (measured at a million items).
+# The ranking functions run as one graph per batch shape: eager, their passes over
+# the scores cost twice as much (measured at a million items).
 _rank_targets = tf.function(ranking.rank_targets, reduce_retracing=True)
+_rank_targets_by_query = tf.function(ranking.rank_targets_by_query, reduce_retracing=True)
+
+
+def _scorer(model):
+    """How ``evaluate`` ranks a batch: from query vectors and the output table when the
+    model scores by them (``SequentialRecommender``: the catalogue scored block by block,
+    memory bounded), else from the model's whole score matrix."""
+    from tfseqrec.models.base import SequentialRecommender
+
+    return _FactoredScores(model) if isinstance(model, SequentialRecommender) else _FullScores(model)
+
+
+class _FullScores:
+    """Ranks of ``ranking.rank_targets`` on ``model.score``'s ``[batch, num_items]`` scores."""
+
+    bounded = False  # memory grows with batch x catalogue: evaluate caps the batch
+
+    def __init__(self, model):
+        self.score = getattr(model, "compiled_score", None) or model.score
+
+    def rank(self, inputs, targets, seen):
+        """``(ranks [batch], known [batch], columns)``; ``columns(index [batch, k])`` gives those scores."""
+        scores = tf.cast(self.score(inputs), tf.float32)
+        self.num_items = scores.shape[1]
+        known = ranking.known_targets(targets, self.num_items).numpy()
+        return _rank_targets(scores, targets, seen).numpy(), known, lambda index: np.take_along_axis(
+            scores.numpy(), index, axis=1)
+
+
+class _FactoredScores:
+    """Ranks of ``ranking.rank_targets_by_query`` on ``model.query`` and ``model.output_table()``."""
+
+    bounded = True
+
+    def __init__(self, model):
+        self.table, self.bias = model.output_table()  # once per evaluation: HSTU normalises it here
+        self.query = tf.function(model.query, reduce_retracing=True)
+        self.num_items = int(self.table.shape[0])
+
+    def rank(self, inputs, targets, seen):
+        query = tf.cast(self.query(inputs), self.table.dtype)
+        known = ranking.known_targets(targets, self.num_items).numpy()
+        ranks = _rank_targets_by_query(query, self.table, targets, seen, self.bias).numpy()
+        return ranks, known, lambda index: self.columns(query, index)
+
+    def columns(self, query, index):
+        """Scores ``[batch, k]`` of the items at ``index`` (columns), by the model's arithmetic."""
+        scores = tf.einsum("bd,bkd->bk", query, tf.gather(self.table, index))
+        if self.bias is not None:
+            scores += tf.gather(self.bias, index)
+        return tf.cast(scores, tf.float32).numpy()
 
 
 def score_batch_size(batch_size, num_items):
@@ -123,12 +176,13 @@ def _check_options(batch_size, sampled, item_counts):
             raise ValueError("the popularity sampler needs item_counts")
 
 
-def _sampled_ranks(scores, batch, targets, known, sampled, item_counts, rng):
-    """The rank of each target (column 0) among its sampled negatives, by the same rule."""
+def _sampled_ranks(columns, batch, targets, known, sampled, item_counts, num_items, rng):
+    """The rank of each target (column 0) among its sampled negatives, by the same rule.
+
+    ``columns(index [batch, k])`` gives the scores of those columns."""
     index = targets - vocab.NUM_RESERVED
-    negatives = _sample_negatives(batch, index, scores.shape[1], sampled, item_counts, rng)
-    true_scores = scores[np.arange(len(targets)), np.clip(index, 0, scores.shape[1] - 1)]
-    pool = np.concatenate([true_scores[:, None], np.take_along_axis(scores, negatives, axis=1)], 1)
+    negatives = _sample_negatives(batch, index, num_items, sampled, item_counts, rng)
+    pool = columns(np.concatenate([np.clip(index, 0, num_items - 1)[:, None], negatives], 1))
     return ranking.ranks(pool, np.where(known, vocab.NUM_RESERVED, vocab.OOV_ID)).numpy()
 
 

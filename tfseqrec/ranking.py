@@ -82,13 +82,7 @@ def exclude_items(scores, item_ids, keep=None):
     afterwards, so every shape is static.
     """
     scores = tf.convert_to_tensor(scores)
-    if isinstance(item_ids, tf.RaggedTensor):
-        rows = tf.cast(item_ids.value_rowids(), tf.int32)
-        ids = tf.cast(item_ids.flat_values, tf.int32)
-    else:
-        ids = tf.cast(item_ids, tf.int32)
-        rows = tf.reshape(tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids)), [-1])
-        ids = tf.reshape(ids, [-1])
+    rows, ids = _flat_ids(item_ids)
     num_items = tf.shape(scores)[1]
     column = ids - vocab.NUM_RESERVED
     valid = (column >= 0) & (column < num_items)
@@ -99,6 +93,15 @@ def exclude_items(scores, item_ids, keep=None):
     padded = tf.pad(scores, [[0, 0], [0, 1]])
     minus_inf = tf.fill(tf.shape(column), tf.constant(-np.inf, scores.dtype))
     return tf.tensor_scatter_nd_update(padded, tf.stack([rows, column], axis=1), minus_inf)[:, :-1]
+
+
+def _flat_ids(item_ids):
+    """``(rows, ids)``, int32 ``[n]``: each id of dense ``[batch, length]`` or ragged ids, with its row."""
+    if isinstance(item_ids, tf.RaggedTensor):
+        return tf.cast(item_ids.value_rowids(), tf.int32), tf.cast(item_ids.flat_values, tf.int32)
+    ids = tf.cast(item_ids, tf.int32)
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
+    return tf.reshape(rows, [-1]), tf.reshape(ids, [-1])
 
 
 def ranks(scores, targets):
@@ -134,6 +137,89 @@ def rank_targets(scores, targets, history=None):
     if history is not None:
         scores = exclude_items(scores, history, keep=targets)
     return ranks(scores, targets)
+
+
+# Items scored at once by ``rank_targets_by_query``: a block of ``[batch, CHUNK_ITEMS]``
+# scores is counted while it is still in the CPU's cache.
+CHUNK_ITEMS = 4096
+
+
+def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_items=CHUNK_ITEMS):
+    """``rank_targets`` of the scores ``query @ table^T + bias``, without ever holding them all.
+
+    The same rules and ranks as ``rank_targets(scores, targets, history)`` on the scores
+    a model's ``scores_from_hidden`` computes (a matmul in the table's dtype, plus the
+    bias, cast to float32), but the catalogue is scored ``chunk_items`` items at a time
+    and each block is counted at once: memory is ``[batch, chunk_items]`` whatever the
+    catalogue, and the scores never travel to main memory and back (the full-matrix
+    path reads them about ten times; ``benchmarks/scale.py`` measures both).
+
+    How: count, over every item, the scores below the target's (``s < t``, false for a
+    NaN, which so counts as ahead, as in ``ranks``), less those of the target's own
+    column and of every distinct history item, read from the same blocks (so that the
+    two counts agree to the last bit); the rank is the number of the other candidates
+    less that count.
+
+    Args:
+        query: float ``[batch, d]``.
+        table: float ``[num_items, d]``, row ``j`` for vocabulary id ``j + NUM_RESERVED``.
+        targets: int vocabulary ids ``[batch]``.
+        history: ``None`` or the ids to exclude, dense or ragged as in ``exclude_items``;
+            a history item equal to the target stays a candidate.
+        bias: ``None`` or float ``[num_items]``.
+        chunk_items: items scored at once.
+
+    Returns:
+        int32 ``[batch]``.
+    """
+    table = tf.convert_to_tensor(table)
+    query = tf.cast(query, table.dtype)
+    num_items, batch = tf.shape(table)[0], tf.shape(query)[0]
+    targets = tf.reshape(tf.cast(targets, tf.int32), [-1])
+    known = known_targets(targets, num_items)
+    target_column = tf.clip_by_value(targets - vocab.NUM_RESERVED, 0, num_items - 1)
+    # The target's score by a matmul too (its diagonal), as the blocks compute theirs.
+    target_score = tf.linalg.diag_part(tf.matmul(query, tf.gather(table, target_column), transpose_b=True))
+    if bias is not None:
+        target_score += tf.gather(bias, target_column)
+    target_score = tf.cast(target_score, tf.float32)
+    rows, columns = _subtracted_cells(batch, known, target_column, history, num_items)
+    chunk = tf.constant(int(chunk_items), tf.int32)
+    num_chunks = (num_items + chunk - 1) // chunk
+    bounds = tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
+
+    def count_block(i, below):
+        start = i * chunk
+        scores = tf.matmul(query, table[start : start + chunk], transpose_b=True)
+        if bias is not None:
+            scores += bias[start : start + chunk]
+        is_below = tf.cast(scores, tf.float32) < target_score[:, None]  # False for NaN: it counts as ahead
+        cell_rows = rows[bounds[i] : bounds[i + 1]]
+        cells = tf.stack([cell_rows, columns[bounds[i] : bounds[i + 1]] - start], axis=1)
+        cells_below = tf.math.unsorted_segment_sum(tf.cast(tf.gather_nd(is_below, cells), tf.int32), cell_rows, batch)
+        return i + 1, below + tf.reduce_sum(tf.cast(is_below, tf.int32), axis=1) - cells_below
+
+    _, below = tf.while_loop(lambda i, _: i < num_chunks, count_block, (tf.constant(0), tf.zeros([batch], tf.int32)))
+    # The candidates other than the target, less those scoring below it.
+    rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, batch) - below
+    rank = tf.where(tf.math.is_finite(target_score), rank, num_items - 1)
+    return tf.where(known, rank, num_items)
+
+
+def _subtracted_cells(batch, known, target_column, history, num_items):
+    """``(rows, columns)`` int32, sorted by column: each known target's own cell and each
+    distinct history item of its row, once."""
+    rows = tf.boolean_mask(tf.range(batch), known)
+    columns = tf.boolean_mask(target_column, known)
+    if history is not None:
+        history_rows, ids = _flat_ids(history)
+        history_columns = ids - vocab.NUM_RESERVED
+        valid = (history_columns >= 0) & (history_columns < num_items)
+        rows = tf.concat([rows, tf.boolean_mask(history_rows, valid)], 0)
+        columns = tf.concat([columns, tf.boolean_mask(history_columns, valid)], 0)
+    width = tf.cast(batch, tf.int64)
+    keys = tf.sort(tf.unique(tf.cast(columns, tf.int64) * width + tf.cast(rows, tf.int64)).y)
+    return tf.cast(keys % width, tf.int32), tf.cast(keys // width, tf.int32)
 
 
 def top_k(scores, k, exclude=None):

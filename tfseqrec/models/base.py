@@ -309,9 +309,13 @@ class SequentialRecommender(keras.Model):
             exclude_seen: give the items in ``inputs`` a score of ``-inf``.
         """
         ids, _ = self.unpack_inputs(inputs)
-        hidden = self(self.inference_inputs(inputs), training=False)
-        scores = self.scores_from_hidden(hidden[:, -1])
+        scores = self.scores_from_hidden(self.query(inputs))
         return ranking.exclude_items(scores, ids) if exclude_seen else scores
+
+    def query(self, inputs):
+        """The vector ``[batch, d]`` each history scores items with: ``score(inputs)`` is
+        ``scores_from_hidden(query(inputs))``, the dot products with ``output_table()``."""
+        return self(self.inference_inputs(inputs), training=False)[:, -1]
 
     def recommend(self, histories, k=10, exclude_seen=True, batch_size=256, timestamps=None):
         """Top-``k`` next items for each history.
