@@ -275,3 +275,33 @@ def test_grpc_round_trip_over_a_real_channel(predictor, in_memory):
         server.stop(None)
     assert reply.model_spec.name == "ml100k" and reply.model_spec.version.value == 1
     assert serving.predict_reply(reply).item_ids == _top_k(*in_memory, HISTORIES)[0]
+
+
+@pytest.mark.parametrize("kind", ["sasrec", "bert4rec"])
+def test_served_blocks_equal_the_whole_score_matrix(kind, monkeypatch, tmp_path):
+    """Top-k and ranks served a few columns at a time equal those of the whole matrix:
+    ties (popularity of an empty history), exclusions, a bias, unknown ids, every k."""
+    import keras
+
+    from tfseqrec import ranking
+    from tfseqrec.data import ItemVocabulary
+    from tfseqrec.export import module
+    from tfseqrec.models import BERT4Rec, SASRec
+
+    monkeypatch.setattr(ranking, "CHUNK_ITEMS", 3)
+    monkeypatch.setattr(module, "BLOCK_ENTRIES", 8)  # 3-column blocks at batch 3, 8 for one history
+    keras.utils.set_random_seed(1)
+    model = (SASRec if kind == "sasrec" else BERT4Rec)(num_items=20, max_sequence_length=3, hidden_dim=8)
+    vocabulary = ItemVocabulary([f"i{j}" for j in range(20)], [5, 5, 3, 3, 3] + [1] * 15)
+    served = module.Recommender(model, vocabulary, vocabulary.save(str(tmp_path)), k=4)
+    ids = tf.constant([[5, 9, 5, 3], [0, 2, 0, 0], [7, 7, 2, 20]], tf.int64)  # row 1: nothing known (2: OOV)
+    targets = tf.constant([5, 4, 2])  # a seen target, a popular one, OOV
+    scores, history = served.scores(ids)
+    for k in (0, 2, 5, 20):
+        values, columns = tf.function(served.top_k)(ids, tf.constant(k))
+        want = ranking.top_k(scores, k, exclude=history)
+        np.testing.assert_array_equal(values, want.values)
+        np.testing.assert_array_equal(columns, want.indices)
+        one = served.top_k(ids[:1], k)  # a single history: 8-column blocks
+        np.testing.assert_array_equal(one[1], want.indices[:1])
+    np.testing.assert_array_equal(tf.function(served.rank)(ids, targets), ranking.rank_targets(scores, targets, history))

@@ -161,6 +161,22 @@ class RankingOracleTest(test_case.TestCase):
                 self.assertAllEqual(np.asarray(columns[row])[finite], want_columns[finite])
         self.assertEqual(ranking.top_k(scores, -3)[0].shape, (16, 0))
 
+    def test_top_k_in_blocks_equals_the_oracle(self):
+        rng = np.random.default_rng(7)
+        query = rng.normal(size=(16, 4)).astype(np.float32)  # no ties: indices are defined
+        table = rng.normal(size=(10, 4)).astype(np.float32)
+        table[6] = np.nan
+        histories = [list(rng.integers(0, 15, size=int(rng.integers(0, 5)))) for _ in range(16)]
+        scores = (query.astype(np.float64) @ table.T.astype(np.float64)).astype(np.float32)
+        block_scores, _ = ranking.query_blocks(query, table)
+        for k, chunk in ((1, 1), (4, 3), (10, 4), (25, 4096)):
+            values, columns = ranking.top_k_in_blocks(block_scores, 10, 16, k, tf.ragged.constant(histories), chunk)
+            for row in range(16):
+                want_values, want_columns = oracle_top_k(scores[row], k, histories[row])
+                self.assertAllClose(values[row], want_values, rtol=1e-6)
+                finite = np.isfinite(want_values)
+                self.assertAllEqual(np.asarray(columns[row])[finite], want_columns[finite])
+
     def test_gains_and_metrics_from_ranks_equal_the_formulas(self):
         ranks = np.array([0, 1, 4, 9, 10, 100, 3])
         out = ranking.metrics_from_ranks(ranks, ks=(1, 5, 10))

@@ -5,8 +5,16 @@ Every path that ranks goes through these functions: validation inside ``fit``
 ``tfseqrec.evaluation.evaluate`` (which runs them eagerly on NumPy batches),
 ``recommend`` of every model, the SavedModel signatures of ``tfseqrec.export`` and the
 TFX ``RankingEvaluator`` (through the export's ``rank_targets`` signature). They are
-TensorFlow ops, so they work eagerly, inside ``tf.function`` and in saved graphs, and
-have static output shapes (XLA compiles them).
+TensorFlow ops, so they work eagerly, inside ``tf.function`` and in saved graphs.
+
+Over a large catalogue the ``[batch, num_items]`` score matrix is the cost: it is
+written, then read again by each rule. ``rank_targets_in_blocks`` and
+``top_k_in_blocks`` apply the same rules (the same ranks, the same top-k, ties
+included) to scores that come a block of columns at a time, used while in cache and
+never held whole; ``query_blocks`` makes the blocks of a model that scores by a query
+vector and an output table (every ``SequentialRecommender``), and
+``rank_targets_by_query`` ranks its targets. ``evaluate`` and the exports use them for
+those models.
 
 Layout: ``scores`` are ``[batch, num_items]``, column ``j`` for vocabulary id
 ``j + vocab.NUM_RESERVED``; targets and histories are vocabulary ids. The rules:
@@ -139,26 +147,43 @@ def rank_targets(scores, targets, history=None):
     return ranks(scores, targets)
 
 
-# Items scored at once by ``rank_targets_by_query``: a block of ``[batch, CHUNK_ITEMS]``
-# scores is counted while it is still in the CPU's cache.
+# Items scored at once by the block functions below: a block of ``[batch, CHUNK_ITEMS]``
+# scores is used while it is still in the CPU's cache.
 CHUNK_ITEMS = 4096
 
 
+def query_blocks(query, table, bias=None):
+    """``(block_scores, target_scores)`` of the scores ``query @ table^T + bias``, for the
+    block functions: a model's ``scores_from_hidden`` arithmetic (a matmul in the table's
+    dtype, plus the bias, cast to float32) over columns ``[start, stop)``.
+
+    ``target_scores(columns [batch])`` scores each row's column by a matmul too (the
+    diagonal of a small one), as the blocks score theirs.
+    """
+    table = tf.convert_to_tensor(table)
+    query = tf.cast(query, table.dtype)
+
+    def finish(scores, columns_bias):
+        return tf.cast(scores if bias is None else scores + columns_bias, tf.float32)
+
+    def block_scores(start, stop):
+        scores = tf.matmul(query, table[start:stop], transpose_b=True)
+        return finish(scores, None if bias is None else bias[start:stop])
+
+    def target_scores(columns):
+        scores = tf.linalg.diag_part(tf.matmul(query, tf.gather(table, columns), transpose_b=True))
+        return finish(scores, None if bias is None else tf.gather(bias, columns))
+
+    return block_scores, target_scores
+
+
 def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_items=CHUNK_ITEMS):
-    """``rank_targets`` of the scores ``query @ table^T + bias``, without ever holding them all.
+    """``rank_targets`` of the scores ``query @ table^T + bias``, never holding them all.
 
-    The same rules and ranks as ``rank_targets(scores, targets, history)`` on the scores
-    a model's ``scores_from_hidden`` computes (a matmul in the table's dtype, plus the
-    bias, cast to float32), but the catalogue is scored ``chunk_items`` items at a time
-    and each block is counted at once: memory is ``[batch, chunk_items]`` whatever the
-    catalogue, and the scores never travel to main memory and back (the full-matrix
-    path reads them about ten times; ``benchmarks/scale.py`` measures both).
-
-    How: count, over every item, the scores below the target's (``s < t``, false for a
-    NaN, which so counts as ahead, as in ``ranks``), less those of the target's own
-    column and of every distinct history item, read from the same blocks (so that the
-    two counts agree to the last bit); the rank is the number of the other candidates
-    less that count.
+    The scores ``scores_from_hidden`` computes (``query_blocks``), ranked by
+    ``rank_targets_in_blocks``: memory is ``[batch, chunk_items]`` whatever the
+    catalogue, and the scores never travel to main memory and back (the whole-matrix
+    path reads them about ten times; ``benchmarks/scale.py`` measures it).
 
     Args:
         query: float ``[batch, d]``.
@@ -172,28 +197,51 @@ def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_
     Returns:
         int32 ``[batch]``.
     """
-    table = tf.convert_to_tensor(table)
-    query = tf.cast(query, table.dtype)
-    num_items, batch = tf.shape(table)[0], tf.shape(query)[0]
+    block_scores, target_scores = query_blocks(query, table, bias)
+    num_items = tf.shape(table)[0]
+    column = tf.clip_by_value(tf.reshape(tf.cast(targets, tf.int32), [-1]) - vocab.NUM_RESERVED, 0, num_items - 1)
+    return rank_targets_in_blocks(block_scores, target_scores(column), num_items, targets, history, chunk_items)
+
+
+def rank_targets_in_blocks(block_scores, target_score, num_items, targets, history=None, chunk_items=CHUNK_ITEMS):
+    """``rank_targets`` of scores that come a block of columns at a time.
+
+    How: count, over every item, the scores below the target's (``s < t``, false for a
+    NaN, which so counts as ahead, as in ``ranks``), less those of the target's own
+    column and of every distinct history item, read from the same blocks (so that the
+    two counts agree to the last bit); the rank is the number of the other candidates
+    less that count.
+
+    Args:
+        block_scores: ``(start, stop) -> float32 [batch, stop - start]``, the scores of
+            columns ``start`` to ``stop``.
+        target_score: float32 ``[batch]``, each target's score as the blocks compute it
+            (anything for a target outside the vocabulary).
+        num_items: int scalar.
+        targets, history: as ``rank_targets``.
+        chunk_items: columns per block.
+
+    Returns:
+        int32 ``[batch]``.
+    """
+    num_items = tf.cast(num_items, tf.int32)
     targets = tf.reshape(tf.cast(targets, tf.int32), [-1])
+    batch = tf.shape(targets)[0]
     known = known_targets(targets, num_items)
     target_column = tf.clip_by_value(targets - vocab.NUM_RESERVED, 0, num_items - 1)
-    # The target's score by a matmul too (its diagonal), as the blocks compute theirs.
-    target_score = tf.linalg.diag_part(tf.matmul(query, tf.gather(table, target_column), transpose_b=True))
-    if bias is not None:
-        target_score += tf.gather(bias, target_column)
-    target_score = tf.cast(target_score, tf.float32)
-    rows, columns = _subtracted_cells(batch, known, target_column, history, num_items)
-    chunk = tf.constant(int(chunk_items), tf.int32)
+    rows = tf.boolean_mask(tf.range(batch), known)
+    columns = tf.boolean_mask(target_column, known)
+    if history is not None:
+        history_rows, history_columns = _history_cells(history, num_items)
+        rows, columns = tf.concat([rows, history_rows], 0), tf.concat([columns, history_columns], 0)
+    rows, columns = _sorted_cells(rows, columns, batch, unique=True)
+    chunk = tf.cast(chunk_items, tf.int32)
     num_chunks = (num_items + chunk - 1) // chunk
     bounds = tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
 
     def count_block(i, below):
         start = i * chunk
-        scores = tf.matmul(query, table[start : start + chunk], transpose_b=True)
-        if bias is not None:
-            scores += bias[start : start + chunk]
-        is_below = tf.cast(scores, tf.float32) < target_score[:, None]  # False for NaN: it counts as ahead
+        is_below = block_scores(start, tf.minimum(start + chunk, num_items)) < target_score[:, None]
         cell_rows = rows[bounds[i] : bounds[i + 1]]
         cells = tf.stack([cell_rows, columns[bounds[i] : bounds[i + 1]] - start], axis=1)
         cells_below = tf.math.unsorted_segment_sum(tf.cast(tf.gather_nd(is_below, cells), tf.int32), cell_rows, batch)
@@ -206,19 +254,64 @@ def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_
     return tf.where(known, rank, num_items)
 
 
-def _subtracted_cells(batch, known, target_column, history, num_items):
-    """``(rows, columns)`` int32, sorted by column: each known target's own cell and each
-    distinct history item of its row, once."""
-    rows = tf.boolean_mask(tf.range(batch), known)
-    columns = tf.boolean_mask(target_column, known)
-    if history is not None:
-        history_rows, ids = _flat_ids(history)
-        history_columns = ids - vocab.NUM_RESERVED
-        valid = (history_columns >= 0) & (history_columns < num_items)
-        rows = tf.concat([rows, tf.boolean_mask(history_rows, valid)], 0)
-        columns = tf.concat([columns, tf.boolean_mask(history_columns, valid)], 0)
+def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items=CHUNK_ITEMS):
+    """``top_k`` of scores that come a block of columns at a time: the same values and
+    columns, ties included, holding ``[batch, chunk_items + k]`` scores at most.
+
+    The best ``k`` so far are merged with each block in column order (``tf.math.top_k``
+    keeps the lower column of a tie, and earlier blocks hold the lower columns); a
+    block is at least ``k`` columns wide, so the first block fills all ``k`` slots.
+
+    Args:
+        block_scores: ``(start, stop) -> float32 [batch, stop - start]``.
+        num_items: int scalar; batch: int scalar, the rows.
+        k: int scalar; capped at ``[0, num_items]``.
+        exclude: ``None`` or ids never to return (dense or ragged, as ``exclude_items``).
+        chunk_items: columns per block (at least ``k``).
+    """
+    num_items = tf.cast(num_items, tf.int32)
+    k = tf.clip_by_value(tf.cast(k, tf.int32), 0, num_items)
+    chunk = tf.maximum(tf.cast(chunk_items, tf.int32), k)
+    rows = columns = tf.zeros([0], tf.int32)
+    if exclude is not None:
+        rows, columns = _sorted_cells(*_history_cells(exclude, num_items), batch, unique=False)
+    num_chunks = (num_items + chunk - 1) // chunk
+    bounds = tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
+
+    def block(i):
+        start = i * chunk
+        scores = block_scores(start, tf.minimum(start + chunk, num_items))
+        scores = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, tf.float32), scores)
+        cells = tf.stack([rows[bounds[i] : bounds[i + 1]], columns[bounds[i] : bounds[i + 1]] - start], axis=1)
+        minus_inf = tf.fill(tf.shape(cells)[:1], tf.constant(-np.inf, tf.float32))
+        return tf.tensor_scatter_nd_update(scores, cells, minus_inf), start
+
+    def merge(i, values, best):
+        scores, start = block(i)
+        merged = tf.math.top_k(tf.concat([values, scores], axis=1), k)
+        candidates = tf.concat([best, tf.broadcast_to(tf.range(start, start + tf.shape(scores)[1]), tf.shape(scores))],
+                               axis=1)
+        return i + 1, merged.values, tf.gather(candidates, merged.indices, batch_dims=1)
+
+    first, _ = block(0)
+    values, best = tf.math.top_k(first, k)
+    _, values, best = tf.while_loop(lambda i, *_: i < num_chunks, merge, (tf.constant(1), values, best))
+    return values, best
+
+
+def _history_cells(history, num_items):
+    """``(rows, columns)`` int32 of the ids in ``history`` that are items of the catalogue."""
+    rows, ids = _flat_ids(history)
+    columns = ids - vocab.NUM_RESERVED
+    valid = (columns >= 0) & (columns < num_items)
+    return tf.boolean_mask(rows, valid), tf.boolean_mask(columns, valid)
+
+
+def _sorted_cells(rows, columns, batch, unique):
+    """The cells sorted by column (then row), each once when ``unique``."""
     width = tf.cast(batch, tf.int64)
-    keys = tf.sort(tf.unique(tf.cast(columns, tf.int64) * width + tf.cast(rows, tf.int64)).y)
+    keys = tf.cast(columns, tf.int64) * width + tf.cast(rows, tf.int64)
+    keys = tf.sort(tf.unique(keys).y if unique else keys)
     return tf.cast(keys % width, tf.int32), tf.cast(keys // width, tf.int32)
 
 

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tfseqrec import ranking, serving
 from tfseqrec.data import tfrecord
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.models.base import SequentialRecommender
 from tfseqrec.models.recformer.recommender import pack_inputs
 
 SIGNATURES = ("serving_default", "recommend_ids", "recommend_top_k", "predict_examples", "rank_targets")
@@ -23,6 +24,8 @@ TEXT_SIGNATURES = ("recommend_texts", "encode_items")
 # Raw ids a recommend_ids export can carry as int64: non-negative, canonical (no
 # leading zeros: "007" would come back as 7) and below 2**63. Negative ids are padding.
 _INTEGER = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
+# Scores a served batch holds at once (64 MiB of float32), for a model served by blocks.
+BLOCK_ENTRIES = 2**24
 
 
 def _integer_id(raw):
@@ -87,17 +90,21 @@ class Recommender(tf.Module):
             default_value="",
         )
         self.popularity = tf.Variable(vocabulary.popularity(), trainable=False, name="popularity")
+        # Models that score by a query vector and an output table are served a block of
+        # the catalogue at a time (memory bounded by BLOCK_ENTRIES, whatever the batch).
+        object.__setattr__(self, "by_blocks", isinstance(model, SequentialRecommender))
 
     # --- the computation every signature shares --------------------------------------
 
-    def scores(self, ids, times=None):
-        """``(scores [batch, num_items], history)`` for vocabulary ids ``[batch, None]``.
+    def window(self, ids, times=None):
+        """``(window, history, empty)`` for vocabulary ids ``[batch, None]``.
 
         ``history`` holds each row's known ids (unknown ids and padding moved left as
-        0); the model reads its newest ``max_sequence_length`` items, and a row with
-        no known item is scored by popularity. ``times``: int64 seconds shaped as
-        ``ids`` (one per slot), for a model that reads them; they move with their
-        items (0 where padded) and reach the model as ``{"item_ids", "timestamps"}``.
+        0); ``window``, the model's input, its newest ``max_sequence_length`` of them;
+        ``empty`` marks a row with no known item (scored by popularity). ``times``:
+        int64 seconds shaped as ``ids`` (one per slot), for a model that reads them;
+        they move with their items (0 where padded) and reach the model as
+        ``{"item_ids", "timestamps"}``.
         """
         ids = tf.cast(ids, tf.int64)
         # One padding column in front: an empty request still gives a [batch, 1] window.
@@ -115,18 +122,52 @@ class Recommender(tf.Module):
             times = tf.pad(tf.cast(times, tf.int64), [[0, 0], [1, 0]])
             packed_times = tf.where(packed_known, tf.gather(times, order, batch_dims=1), 0)
             window = {"item_ids": window, "timestamps": packed_times[:, start:]}
+        return window, packed, count == 0
+
+    def scores(self, ids, times=None):
+        """``(scores [batch, num_items], history)`` for vocabulary ids ``[batch, None]`` (see ``window``)."""
+        window, history, empty = self.window(ids, times)
         scores = tf.cast(self.model.score(window), tf.float32)
-        return tf.where((count == 0)[:, None], self.popularity[None, :], scores), packed
+        return tf.where(empty[:, None], self.popularity[None, :], scores), history
+
+    def blocks(self, ids, times=None):
+        """The scores of ``scores``, a block of columns at a time (a model that scores by
+        ``query`` and ``output_table``): ``(block_scores, target_scores, history, width)``
+        for ``ranking.top_k_in_blocks`` and ``rank_targets_in_blocks``; ``width``
+        columns a block keep a block at ``BLOCK_ENTRIES`` scores (one block for a
+        single history over a catalogue of up to that many items)."""
+        window, history, empty = self.window(ids, times)
+        table, bias = self.model.output_table()
+        block_scores, target_scores = ranking.query_blocks(self.model.query(window), table, bias)
+
+        def prior_blocks(start, stop):
+            return tf.where(empty[:, None], self.popularity[None, start:stop], block_scores(start, stop))
+
+        def prior_targets(columns):
+            return tf.where(empty, tf.gather(self.popularity, columns), target_scores(columns))
+
+        width = tf.maximum(ranking.CHUNK_ITEMS, BLOCK_ENTRIES // tf.maximum(tf.shape(history)[0], 1))
+        return prior_blocks, prior_targets, history, width
 
     def top_k(self, ids, k, times=None):
         """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
-        scores, history = self.scores(ids, times)
-        return ranking.top_k(scores, k, exclude=history)
+        if not self.by_blocks:
+            scores, history = self.scores(ids, times)
+            return ranking.top_k(scores, k, exclude=history)
+        block_scores, _, history, width = self.blocks(ids, times)
+        return ranking.top_k_in_blocks(block_scores, self.model.num_items, tf.shape(history)[0], k, exclude=history,
+                                       chunk_items=width)
 
     def rank(self, ids, targets, times=None):
         """``tfseqrec.ranking.rank_targets`` of target ids ``[batch]`` given histories ``[batch, None]``."""
-        scores, history = self.scores(ids, times)
-        return ranking.rank_targets(scores, targets, history)
+        if not self.by_blocks:
+            scores, history = self.scores(ids, times)
+            return ranking.rank_targets(scores, targets, history)
+        block_scores, target_scores, history, width = self.blocks(ids, times)
+        num_items = self.model.num_items
+        columns = tf.clip_by_value(tf.cast(targets, tf.int32) - vocab_lib.NUM_RESERVED, 0, num_items - 1)
+        return ranking.rank_targets_in_blocks(block_scores, target_scores(columns), num_items, targets, history,
+                                              chunk_items=width)
 
     def _recommend_raw(self, history, k, times=None):
         ids = self.to_id.lookup(history)
