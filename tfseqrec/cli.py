@@ -117,6 +117,9 @@ def _add_train(sub):
                        help="comma-separated batch widths for length bucketing (default 50,100; '' for none)")
     train.add_argument("--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU")
     train.add_argument("--xla", dest="jit_compile", action="store_true", default=None, help="compile steps with XLA")
+    train.add_argument("--sparse-item-updates", action=argparse.BooleanOptionalAction, default=None,
+                       help="Adam updates only the item rows a batch touched (default: with a sampled loss over "
+                       "100,000 items or more)")
     train.add_argument("--strategy", choices=STRATEGIES, default=None,
                        help="mirrored: train on every local device (GPUs); multi_worker is refused, Keras 3's fit "
                        "cannot run under it (keras-team/keras#20585)")
@@ -247,7 +250,7 @@ TRAIN_FLAGS = [
     ("seed", int, "random seed (default 0)"),
     ("init_from", str, "unisrec, recformer: start from a directory written by 'tfseqrec pretrain'"),
 ]
-TRAIN_SWITCHES = ["bucket_boundaries", "mixed_precision", "jit_compile"]
+TRAIN_SWITCHES = ["bucket_boundaries", "mixed_precision", "jit_compile", "sparse_item_updates"]
 PRETRAIN_FLAGS = ["epochs", "learning_rate", "batch_size", "max_train_minutes", "seed"]
 
 

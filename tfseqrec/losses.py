@@ -38,6 +38,55 @@ import tensorflow as tf
 HISTORY_REDRAWS = 50
 
 
+class ItemRows:
+    """An output item table read by rows: row ``i`` is ``transform(embeddings[i + offset])``.
+
+    A sampled loss reads a few thousand rows of the table a batch. Read from the
+    embedding variable itself (not from a slice of it, whose gradient is a dense
+    ``[num_items, d]`` tensor), the table's gradient stays ``tf.IndexedSlices`` of the
+    rows read, so that ``tfseqrec.training.optimizers.RowSparseAdam`` updates those rows
+    alone. Every loss takes one where it takes a table; the full softmax reads it whole.
+
+    Args:
+        embeddings: the ``[offset + num_items, d]`` embedding variable (or tensor).
+        offset: rows before the first item (``vocab.NUM_RESERVED``).
+        transform: ``None`` or a row-wise function of ``[..., d]`` rows (HSTU's L2
+            normalisation).
+    """
+
+    def __init__(self, embeddings, offset=0, transform=None):
+        self.embeddings = embeddings
+        self.offset = int(offset)
+        self.transform = transform
+
+    @property
+    def shape(self):
+        return tf.TensorShape([self.embeddings.shape[0] - self.offset, self.embeddings.shape[1]])
+
+    @property
+    def dtype(self):
+        return tf.as_dtype(self.embeddings.dtype)
+
+    def rows(self, ids):
+        """The rows ``ids`` (item indices, any shape): ``[..., d]``."""
+        rows = tf.gather(self.embeddings, tf.cast(ids, "int32") + self.offset)
+        return rows if self.transform is None else self.transform(rows)
+
+    def dense(self):
+        """The whole table ``[num_items, d]``."""
+        table = tf.convert_to_tensor(self.embeddings)[self.offset :]
+        return table if self.transform is None else self.transform(table)
+
+
+def _rows(table, ids):
+    """Rows ``ids`` of a table: a tensor or ``ItemRows``."""
+    return table.rows(ids) if isinstance(table, ItemRows) else tf.gather(table, ids)
+
+
+def _dense(table):
+    return table.dense() if isinstance(table, ItemRows) else table
+
+
 class _CandidateLoss(keras.losses.Loss):
     """Shared sampling and logit building."""
 
@@ -56,7 +105,8 @@ class _CandidateLoss(keras.losses.Loss):
         Args:
             hidden: float ``[N, d]``.
             positives: int ``[N]`` item indices.
-            item_table: float ``[num_items, d]`` item embeddings (tied output weights).
+            item_table: float ``[num_items, d]`` item embeddings (tied output weights),
+                or ``ItemRows``.
             item_bias: optional float ``[num_items]`` output bias.
             sample_weight: optional float ``[N]``; reduced as Keras does (weighted sum
                 over ``N``).
@@ -97,7 +147,7 @@ class _CandidateLoss(keras.losses.Loss):
     @staticmethod
     def _logits(hidden, table, bias, ids):
         """Dot products with the rows ``ids`` (any shape) of ``table``."""
-        emb = tf.gather(table, ids)
+        emb = _rows(table, ids)
         if len(ids.shape) == 1:  # shared candidates [C]
             logits = tf.matmul(hidden, emb, transpose_b=True)
         else:  # per-position candidates [N, C]
@@ -137,7 +187,7 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y_true, "int32"), y_pred)
 
     def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
-        logits = tf.matmul(hidden, item_table, transpose_b=True)
+        logits = tf.matmul(hidden, _dense(item_table), transpose_b=True)
         if item_bias is not None:
             logits += item_bias
         if self.exclude_history and history is not None:
@@ -183,7 +233,8 @@ class BinaryCrossEntropy(_CandidateLoss):
 
     def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
         n = tf.shape(positives)[0]
-        negatives = self._uniform_negatives((n, self.num_negatives), tf.shape(item_table)[0], history)
+        num_items = item_table.shape[0] or tf.shape(_dense(item_table))[0]
+        negatives = self._uniform_negatives((n, self.num_negatives), num_items, history)
         ids = tf.concat([positives[:, None], negatives], axis=1)
         logits = self._logits(hidden, item_table, item_bias, ids)
         logits = _drop_accidental_hits(logits, positives, negatives)
@@ -310,7 +361,7 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
         num_items = int(item_table.shape[0])
         positives = tf.cast(positives, "int32")
         negatives, log_q = self.sample(num_items, tf.shape(hidden)[0] if self.per_position else None)
-        pos_logits = tf.reduce_sum(hidden * tf.gather(item_table, positives), axis=-1, keepdims=True)
+        pos_logits = tf.reduce_sum(hidden * _rows(item_table, positives), axis=-1, keepdims=True)
         if item_bias is not None:
             pos_logits += tf.gather(item_bias, positives)[:, None]
         neg_logits = self._logits(hidden, item_table, item_bias, negatives)

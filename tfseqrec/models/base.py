@@ -114,6 +114,11 @@ class SequentialRecommender(keras.Model):
         """
         raise NotImplementedError
 
+    def output_rows(self, training=False):
+        """``output_table`` for the losses: ``(table, bias)``, the table a tensor or a
+        ``losses.ItemRows`` (read by rows, so that its gradient stays sparse)."""
+        return self.output_table(training=training)
+
     def inference_inputs(self, inputs):
         """Inputs for predicting the item after the history (default: unchanged)."""
         return inputs
@@ -154,7 +159,7 @@ class SequentialRecommender(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         y = tf.convert_to_tensor(y)
-        table, bias = self.output_table(training=training and len(y.shape) != 1)
+        table, bias = self.output_rows(training=training and len(y.shape) != 1)
         if len(y.shape) == 1:  # validation: the next item at the last position
             hidden = y_pred[:, -1]
             positives = tf.cast(y, "int32") - vocab.NUM_RESERVED

@@ -5,6 +5,7 @@ import functools
 import keras
 import tensorflow as tf
 
+from tfseqrec import losses
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
 from tfseqrec.models import base
@@ -172,6 +173,9 @@ class BERT4Rec(base.SequentialRecommender):
 
     def output_table(self, training=False):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], self.output_bias
+
+    def output_rows(self, training=False):
+        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED), self.output_bias
 
     def get_config(self):
         config = super().get_config()

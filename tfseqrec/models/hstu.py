@@ -1,10 +1,12 @@
 """HSTU: stacked gated pointwise-attention layers over the item history (Meta's generative recommender)."""
 
+import functools
 import math
 
 import keras
 import tensorflow as tf
 
+from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
 from tfseqrec.models import base
@@ -193,10 +195,13 @@ class HSTU(base.SequentialRecommender):
         return (x, attention) if return_attention_scores else x
 
     def output_table(self, training=False):
-        table = self.item_embedding.embeddings[vocab.NUM_RESERVED :]
+        return self.output_rows(training)[0].dense(), None
+
+    def output_rows(self, training=False):
+        normalize = None
         if self.temperature is not None:
-            table = tf.math.l2_normalize(table, axis=-1, epsilon=1e-12)
-        return table, None
+            normalize = functools.partial(tf.math.l2_normalize, axis=-1, epsilon=1e-12)
+        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED, normalize), None
 
     def get_config(self):
         config = super().get_config()

@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models import base
 
@@ -156,6 +157,9 @@ class SASRec(base.SequentialRecommender):
 
     def output_table(self, training=False):
         return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
+
+    def output_rows(self, training=False):
+        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED), None
 
     def get_config(self):
         config = super().get_config()

@@ -90,6 +90,7 @@ class TrainConfig(Options):
     num_negatives: int = None
     negatives_exclude_history: bool = None
     negatives_per_position: bool = None  # sampled_softmax: each position its own negatives (HSTU: yes)
+    sparse_item_updates: bool = None  # RowSparseAdam (None: with a sampled loss over >= 100,000 items)
     num_experts: int = 8  # UniSRec: adaptor experts
     adaptor_dropout: float = 0.2  # UniSRec
     use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
@@ -156,6 +157,9 @@ class TrainConfig(Options):
         if self.init_from is not None and not kinds.get(self.model).pretrainable:
             raise ValueError(f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
                              f"not {self.model}")
+        if self.sparse_item_updates and self.loss in (None, "softmax"):
+            raise ValueError("sparse_item_updates needs a sampled loss (bce, sampled_softmax, gbce): the full "
+                             "softmax's gradient covers every item")
         if self.attributes is not None and (not isinstance(self.attributes, (list, tuple)) or not self.attributes):
             raise ValueError(f"attributes must be a non-empty list of attribute names, got {self.attributes!r}")
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)

@@ -30,6 +30,7 @@ from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.training import distribute
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
+from tfseqrec.training.optimizers import RowSparseAdam
 from tfseqrec.training.schedules import WarmupLinearDecay
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
 
@@ -109,6 +110,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
     strategy = distribute.resolve(strategy)
     config = _with_time_bias(config, split.train, verbose)
+    config = _with_sparse_updates(config, vocabulary.num_items, verbose)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
@@ -153,14 +155,40 @@ def _with_time_bias(config, train, verbose):
     return config
 
 
+# Catalogues from this size on get RowSparseAdam with a sampled loss, unless the config says otherwise.
+SPARSE_UPDATES_MIN_ITEMS = 100_000
+
+
+def sparse_item_updates(config, num_items):
+    """Whether Adam updates only the item rows a batch touched (``RowSparseAdam``).
+
+    ``config.sparse_item_updates`` when set; by default, with a sampled loss over a
+    catalogue of at least ``SPARSE_UPDATES_MIN_ITEMS`` items, where dense updates of
+    the table and its moments dominate a step (README, "Scale").
+    """
+    if config.sparse_item_updates is not None:
+        return bool(config.sparse_item_updates)
+    return config.loss not in (None, "softmax") and num_items >= SPARSE_UPDATES_MIN_ITEMS
+
+
+def _with_sparse_updates(config, num_items, verbose):
+    """``config`` with ``sparse_item_updates`` settled (recorded in ``train_config.json``); the log says when on."""
+    sparse = sparse_item_updates(config, num_items)
+    if sparse and verbose:
+        print(f"{config.model}: row-sparse Adam on the item table ({config.loss} over {num_items:,} items; "
+              f"--no-sparse-item-updates for dense Adam)", flush=True)
+    return dataclasses.replace(config, sparse_item_updates=sparse)
+
+
 def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs):
     """The model of ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
         if config.init_from:
             kinds.get(config.model).initialize(model, config.init_from)
+        adam = RowSparseAdam if config.sparse_item_updates else keras.optimizers.Adam
         model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
+            optimizer=adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
             metrics=metrics_lib.default_metrics(),
             jit_compile=config.jit_compile,
         )
