@@ -7,7 +7,8 @@ each stage runs in a fresh Python process so that its peak resident memory is it
 - ``generate``: the synthetic log, written as CSV;
 - ``prepare``: ``read_interactions`` + ``splits.prepare`` (events/s, peak RSS);
 - ``train``: two SASRec epochs (hidden 32, length 50, sampled softmax with 256
-  log-uniform negatives and logQ correction), validation on a 1,000-user sample;
+  log-uniform negatives and logQ correction; Adam row-sparse from 100,000 items, the
+  library's default, or as ``--item-updates`` says), validation on a 1,000-user sample;
   s/epoch of training alone (the second epoch: the first also traces), peak RSS, and
   RSS before training (the data's share);
 - ``evaluate``: full-catalogue ranking of ``--eval-users`` test users (users/s, peak
@@ -87,7 +88,9 @@ def stage_train(args):
     config = training.TrainConfig.from_dict(dict(
         model="sasrec", hidden_dim=HIDDEN, max_sequence_length=50, loss="sampled_softmax", num_negatives=256,
         epochs=2, validation_users=1000, seed=0,
+        sparse_item_updates={"auto": None, "sparse": True, "dense": False}[args.item_updates],
     ))
+    sparse = training.id_models.sparse_item_updates(config, vocabulary.num_items)
 
     class Timer(keras.callbacks.Callback):
         """Training seconds of each epoch, validation excluded."""
@@ -108,7 +111,8 @@ def stage_train(args):
     return {"first_epoch_s": first, "train_epoch_s": second, "fit_s": time.perf_counter() - start,
             "train_events": split.train.num_events, "train_events_per_s": split.train.num_events / second,
             "val_ndcg@10": float(history.history["val_ndcg_10"][-1]), "data_rss_gib": data_rss,
-            "peak_rss_gib": peak_rss_gib(), "embedding_mib": vocabulary.size * HIDDEN * 4 / 2**20}
+            "peak_rss_gib": peak_rss_gib(), "embedding_mib": vocabulary.size * HIDDEN * 4 / 2**20,
+            "adam": "row-sparse" if sparse else "dense"}
 
 
 def stage_evaluate(args):
@@ -117,7 +121,7 @@ def stage_evaluate(args):
     split, vocabulary, _, _, _ = read_and_prepare(csv_path(args.work, args.events, args.items))
     model, _, _ = training.load(model_dir(args.work, args.events, args.items))
     cases = split.test.sample(args.eval_users, seed=0)
-    evaluation.evaluate(model, cases.select(range(min(64, len(cases)))), progress=False)  # trace once
+    evaluation.evaluate(model, cases.select(range(min(300, len(cases)))), progress=False)  # trace: a full batch, then any size
     data_rss = peak_rss_gib()
     start = time.perf_counter()
     metrics = evaluation.evaluate(model, cases, progress=False)
@@ -158,7 +162,8 @@ def stage_serve(args):
 def run_stage(stage, events, items, args):
     """One stage in a fresh process; its last stdout line is the result as JSON."""
     command = [sys.executable, os.path.abspath(__file__), "--stage", stage, "--events", str(events), "--items",
-               str(items), "--work", args.work, "--eval-users", str(args.eval_users), "--requests", str(args.requests)]
+               str(items), "--work", args.work, "--eval-users", str(args.eval_users), "--requests", str(args.requests),
+               "--item-updates", args.item_updates]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
@@ -174,12 +179,13 @@ def print_tables(rows):
         print(f"| {r['events']:,} | {r['items']:,} ({p['num_items']:,}) | {p['num_users']:,} | "
               f"{p['read_events_per_s']:,.0f} | {p['read_prepare_events_per_s']:,.0f} | {p['peak_rss_gib']:.2f} |")
     print()
-    print("| events | items | first epoch (s) | train s/epoch | train events/s | RSS before training (GiB) | "
+    print("| events | items | Adam | first epoch (s) | train s/epoch | train events/s | RSS before training (GiB) | "
           "train peak RSS (GiB) | item table (MiB) | val NDCG@10 (1,000 users) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         t = r["train"]
-        print(f"| {r['events']:,} | {r['items']:,} | {t['first_epoch_s']:.1f} | {t['train_epoch_s']:.1f} | "
+        print(f"| {r['events']:,} | {r['items']:,} | {t.get('adam', 'dense')} | {t['first_epoch_s']:.1f} | "
+              f"{t['train_epoch_s']:.1f} | "
               f"{t['train_events_per_s']:,.0f} | {t['data_rss_gib']:.2f} | {t['peak_rss_gib']:.2f} | {t['embedding_mib']:.0f} | "
               f"{t['val_ndcg@10']:.4f} |")
     print()
@@ -199,6 +205,8 @@ def main():
     parser.add_argument("--sizes", nargs="+", default=["100000:10000", "1000000:100000", "10000000:1000000"],
                         help="EVENTS:ITEMS pairs")
     parser.add_argument("--eval-users", type=int, default=10_000)
+    parser.add_argument("--item-updates", choices=["auto", "sparse", "dense"], default="auto",
+                        help="Adam on the item table: the library's default (row-sparse from 100,000 items), or either")
     parser.add_argument("--requests", type=int, default=200, help="batch-1 serving requests timed")
     parser.add_argument("--work", default=None, help="directory for logs and models (default: a temporary one)")
     parser.add_argument("--json", help="also write the results here (rewritten after each size)")

@@ -295,7 +295,9 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
 
     first, _ = block(0)
     values, best = tf.math.top_k(first, k)
-    _, values, best = tf.while_loop(lambda i, *_: i < num_chunks, merge, (tf.constant(1), values, best))
+    any_width = tf.TensorShape([None, None])  # k may be static outside the loop and not inside
+    _, values, best = tf.while_loop(lambda i, *_: i < num_chunks, merge, (tf.constant(1), values, best),
+                                    shape_invariants=(tf.TensorShape([]), any_width, any_width))
     return values, best
 
 
