@@ -9,6 +9,9 @@ from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
+# Scores ``recommend`` holds at once (64 MiB of float32), whatever the batch and catalogue.
+RECOMMEND_BLOCK_ENTRIES = 2**24
+
 
 class SequentialRecommender(keras.Model):
     """Base class of the id-based models.
@@ -381,8 +384,14 @@ class SequentialRecommender(keras.Model):
         if self._score_fn is None:
 
             def top_k(window, full, k, exclude_seen):
-                # exclude_seen is a Python bool: one trace per value.
-                return ranking.top_k(self.score(window), k, exclude=full if exclude_seen else None)
+                # exclude_seen is a Python bool: one trace per value. The catalogue is
+                # scored a block at a time, as the exports score it (ranking.top_k_in_blocks).
+                table, bias = self.output_table()
+                blocks, _ = ranking.query_blocks(self.query(window), table, bias)
+                batch = tf.shape(full)[0]
+                width = tf.maximum(ranking.CHUNK_ITEMS, RECOMMEND_BLOCK_ENTRIES // tf.maximum(batch, 1))
+                return ranking.top_k_in_blocks(blocks, self.num_items, batch, k,
+                                               exclude=full if exclude_seen else None, chunk_items=width)
 
             self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn
