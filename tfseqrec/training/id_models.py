@@ -110,7 +110,7 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
     strategy = distribute.resolve(strategy)
     config = _with_time_bias(config, split.train, verbose)
-    config = _with_sparse_updates(config, vocabulary.num_items, verbose)
+    _note_sparse_updates(config, vocabulary.num_items, verbose)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
@@ -171,13 +171,11 @@ def sparse_item_updates(config, num_items):
     return config.loss not in (None, "softmax") and num_items >= SPARSE_UPDATES_MIN_ITEMS
 
 
-def _with_sparse_updates(config, num_items, verbose):
-    """``config`` with ``sparse_item_updates`` settled (recorded in ``train_config.json``); the log says when on."""
-    sparse = sparse_item_updates(config, num_items)
-    if sparse and verbose:
+def _note_sparse_updates(config, num_items, verbose):
+    """The training log's line when Adam is row-sparse (``train_config.json`` keeps the option as given)."""
+    if sparse_item_updates(config, num_items) and verbose:
         print(f"{config.model}: row-sparse Adam on the item table ({config.loss} over {num_items:,} items; "
               f"--no-sparse-item-updates for dense Adam)", flush=True)
-    return dataclasses.replace(config, sparse_item_updates=sparse)
 
 
 def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs):
@@ -186,7 +184,7 @@ def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs)
         model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
         if config.init_from:
             kinds.get(config.model).initialize(model, config.init_from)
-        adam = RowSparseAdam if config.sparse_item_updates else keras.optimizers.Adam
+        adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam
         model.compile(
             optimizer=adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
             metrics=metrics_lib.default_metrics(),
