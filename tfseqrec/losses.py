@@ -44,7 +44,7 @@ class ItemRows:
     A sampled loss reads a few thousand rows of the table a batch. Read from the
     embedding variable itself (not from a slice of it, whose gradient is a dense
     ``[num_items, d]`` tensor), the table's gradient stays ``tf.IndexedSlices`` of the
-    rows read, so that ``tfseqrec.training.optimizers.RowSparseAdam`` updates those rows
+    rows read, so that ``tfseqrec.optimizers.RowSparseAdam`` updates those rows
     alone. Every loss takes one where it takes a table; the full softmax reads it whole.
 
     Args:

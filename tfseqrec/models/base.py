@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec import losses as losses_lib
+from tfseqrec import optimizers  # noqa: F401 (registers the optimizers a saved model's compile config names)
 from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)

@@ -6,8 +6,6 @@
   ``RankingValidation``.
 - ``directory``: model directories written whole or not at all, resumed, read back.
 - ``id_models``: the SASRec / BERT4Rec driver (``train``, ``fit``, ``load``).
-- ``optimizers``: ``RowSparseAdam``, Adam on the item rows a batch touched (large
-  catalogues with a sampled loss).
 - ``recformer``: the Recformer driver (alignment, two-stage fine-tuning, new items).
 
 Which driver a ``--model`` name uses is ``tfseqrec.kinds``'s decision; the names
