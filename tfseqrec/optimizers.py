@@ -1,8 +1,8 @@
 """Adam that updates only the rows of an embedding table a batch touched.
 
 With a sampled loss, a batch reads a few thousand rows of a million-row item table,
-and the gradient of the table is ``tf.IndexedSlices`` of those rows (the models read
-the output table by rows: ``tfseqrec.losses.ItemRows``). Keras's ``Adam`` turns it
+and the gradient of the table is ``tf.IndexedSlices`` of those rows (a model compiled
+with ``RowSparseAdam`` reads its output table by rows: ``tfseqrec.losses.ItemRows``). Keras's ``Adam`` turns it
 into a dense ``[num_items, d]`` tensor and rewrites the whole table and both its
 moment slots every step: at a million items that was most of a training step
 (README, "Scale"). ``RowSparseAdam`` updates the rows in the gradient alone, as
@@ -19,29 +19,13 @@ import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class Adam(keras.optimizers.Adam):
-    """``keras.optimizers.Adam`` with a ``tf.IndexedSlices`` gradient made dense first.
-
-    Keras 3's Adam (3.12) updates a ``tf.IndexedSlices`` gradient row by row, and when a
-    row occurs twice in it (an item read twice in a batch: the rule, not the exception)
-    it subtracts that row's moment once per occurrence: the update is wrong. The models
-    read their output table by rows (``losses.ItemRows``), so the item table's gradient
-    under a sampled loss is such a gradient; made dense (duplicates summed), it gets
-    exactly Adam's update. Tested against the dense gradient.
-    """
-
-    def update_step(self, gradient, variable, learning_rate):
-        if isinstance(gradient, tf.IndexedSlices):
-            gradient = tf.convert_to_tensor(gradient)
-        return super().update_step(gradient, variable, learning_rate)
-
-
-@keras.saving.register_keras_serializable(package="tfseqrec")
 class RowSparseAdam(keras.optimizers.Adam):
     """``keras.optimizers.Adam``; a ``tf.IndexedSlices`` gradient updates its rows only.
 
     Duplicate rows in the gradient are summed first (a row read twice in a batch
-    gets one update with the sum, as a dense gradient would give it). The bias
+    gets one update with the sum, as a dense gradient would give it; Keras 3.12's
+    Adam, given ``tf.IndexedSlices`` with a repeated row, adds the squares of the
+    pieces to the second moment instead of the square of their sum). The bias
     correction uses the global step, as Adam's.
 
     Example:

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec import losses as losses_lib
-from tfseqrec import optimizers  # noqa: F401 (registers the optimizers a saved model's compile config names)
+from tfseqrec import optimizers  # also registers RowSparseAdam, which a saved model's compile config may name
 from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
@@ -119,8 +119,16 @@ class SequentialRecommender(keras.Model):
         raise NotImplementedError
 
     def output_rows(self, training=False):
-        """``output_table`` for the losses: ``(table, bias)``, the table a tensor or a
-        ``losses.ItemRows`` (read by rows, so that its gradient stays sparse)."""
+        """``output_table`` as a ``losses.ItemRows`` (read by rows, so that a sampled
+        loss's gradient of it stays sparse), where the table is row-wise; else the table."""
+        return self.output_table(training=training)
+
+    def loss_table(self, training=False):
+        """The ``(table, bias)`` the loss reads: by rows under ``RowSparseAdam``, which
+        updates only the rows read; whole otherwise (a dense gradient, as Keras's
+        Adam expects)."""
+        if isinstance(getattr(self, "optimizer", None), optimizers.RowSparseAdam):
+            return self.output_rows(training=training)
         return self.output_table(training=training)
 
     def inference_inputs(self, inputs):
@@ -163,7 +171,7 @@ class SequentialRecommender(keras.Model):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         y = tf.convert_to_tensor(y)
-        table, bias = self.output_rows(training=training and len(y.shape) != 1)
+        table, bias = self.loss_table(training=training and len(y.shape) != 1)
         if len(y.shape) == 1:  # validation: the next item at the last position
             hidden = y_pred[:, -1]
             positives = tf.cast(y, "int32") - vocab.NUM_RESERVED

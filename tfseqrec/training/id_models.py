@@ -30,7 +30,7 @@ from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.training import distribute
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
-from tfseqrec.optimizers import Adam, RowSparseAdam
+from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.schedules import WarmupLinearDecay
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
 
@@ -184,7 +184,7 @@ def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs)
         model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
         if config.init_from:
             kinds.get(config.model).initialize(model, config.init_from)
-        adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else Adam
+        adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam
         model.compile(
             optimizer=adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
             metrics=metrics_lib.default_metrics(),
