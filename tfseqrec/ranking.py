@@ -295,10 +295,11 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
 
     first, _ = block(0)
     values, best = tf.math.top_k(first, k)
-    any_width = tf.TensorShape([None, None])  # k may be static outside the loop and not inside
+    shape = values.shape  # [batch, k], k static when the caller's k is
+    any_width = tf.TensorShape([None, None])  # inside the loop k is a tensor
     _, values, best = tf.while_loop(lambda i, *_: i < num_chunks, merge, (tf.constant(1), values, best),
                                     shape_invariants=(tf.TensorShape([]), any_width, any_width))
-    return values, best
+    return tf.ensure_shape(values, shape), tf.ensure_shape(best, shape)
 
 
 def _history_cells(history, num_items):
