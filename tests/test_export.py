@@ -289,7 +289,7 @@ def test_served_blocks_equal_the_whole_score_matrix(kind, monkeypatch, tmp_path)
     from tfseqrec.models import BERT4Rec, SASRec
 
     monkeypatch.setattr(ranking, "CHUNK_ITEMS", 3)
-    monkeypatch.setattr(module, "BLOCK_ENTRIES", 8)  # 3-column blocks at batch 3, 8 for one history
+    monkeypatch.setattr(ranking, "BLOCK_ENTRIES", 8)  # 3-column blocks at batch 3, 8 for one history
     keras.utils.set_random_seed(1)
     model = (SASRec if kind == "sasrec" else BERT4Rec)(num_items=20, max_sequence_length=3, hidden_dim=8)
     vocabulary = ItemVocabulary([f"i{j}" for j in range(20)], [5, 5, 3, 3, 3] + [1] * 15)

@@ -1,11 +1,11 @@
 """Adam that updates only the rows of an embedding table a batch touched.
 
-With a sampled loss, a batch reads a few thousand rows of a million-row item table,
-and the gradient of the table is ``tf.IndexedSlices`` of those rows (a model compiled
-with ``RowSparseAdam`` reads its output table by rows: ``tfseqrec.losses.ItemRows``). Keras's ``Adam`` turns it
-into a dense ``[num_items, d]`` tensor and rewrites the whole table and both its
-moment slots every step: at a million items that was most of a training step
-(README, "Scale"). ``RowSparseAdam`` updates the rows in the gradient alone, as
+With a sampled loss, a batch reads a few thousand rows of a million-row item table.
+Keras's ``Adam`` gets the table's gradient as a dense ``[num_items, d]`` tensor and
+rewrites the whole table and both its moment slots every step: at a million items that
+was most of a training step (README, "Scale"). A model compiled with ``RowSparseAdam``
+reads its output table by rows (``tfseqrec.losses.ItemRows``), so the gradient is
+``tf.IndexedSlices`` of the rows read, and ``RowSparseAdam`` updates those rows alone, as
 TensorFlow Addons' ``LazyAdam`` and PyTorch's ``SparseAdam`` do; dense gradients (every
 other weight) get Keras's Adam unchanged.
 

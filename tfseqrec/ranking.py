@@ -2,7 +2,7 @@
 
 Every path that ranks goes through these functions: validation inside ``fit``
 (``SequentialRecommender.test_step`` and the ``tfseqrec.metrics`` Keras metrics),
-``tfseqrec.evaluation.evaluate`` (which runs them eagerly on NumPy batches),
+``tfseqrec.evaluation.evaluate`` (as one graph per batch shape),
 ``recommend`` of every model, the SavedModel signatures of ``tfseqrec.export`` and the
 TFX ``RankingEvaluator`` (through the export's ``rank_targets`` signature). They are
 TensorFlow ops, so they work eagerly, inside ``tf.function`` and in saved graphs.
@@ -150,6 +150,14 @@ def rank_targets(scores, targets, history=None):
 # Items scored at once by the block functions below: a block of ``[batch, CHUNK_ITEMS]``
 # scores is used while it is still in the CPU's cache.
 CHUNK_ITEMS = 4096
+# Scores a served batch (an export's request, ``recommend``) holds at once: 64 MiB of float32.
+BLOCK_ENTRIES = 2**24
+
+
+def block_width(batch):
+    """Columns a block of ``batch`` rows gets: ``BLOCK_ENTRIES`` scores, at least ``CHUNK_ITEMS`` columns
+    (one block for a single history over a catalogue of up to 16 million items)."""
+    return tf.maximum(CHUNK_ITEMS, BLOCK_ENTRIES // tf.maximum(batch, 1))
 
 
 def query_blocks(query, table, bias=None):
@@ -198,12 +206,10 @@ def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_
         int32 ``[batch]``.
     """
     block_scores, target_scores = query_blocks(query, table, bias)
-    num_items = tf.shape(table)[0]
-    column = tf.clip_by_value(tf.reshape(tf.cast(targets, tf.int32), [-1]) - vocab.NUM_RESERVED, 0, num_items - 1)
-    return rank_targets_in_blocks(block_scores, target_scores(column), num_items, targets, history, chunk_items)
+    return rank_targets_in_blocks(block_scores, target_scores, tf.shape(table)[0], targets, history, chunk_items)
 
 
-def rank_targets_in_blocks(block_scores, target_score, num_items, targets, history=None, chunk_items=CHUNK_ITEMS):
+def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, history=None, chunk_items=CHUNK_ITEMS):
     """``rank_targets`` of scores that come a block of columns at a time.
 
     How: count, over every item, the scores below the target's (``s < t``, false for a
@@ -215,8 +221,9 @@ def rank_targets_in_blocks(block_scores, target_score, num_items, targets, histo
     Args:
         block_scores: ``(start, stop) -> float32 [batch, stop - start]``, the scores of
             columns ``start`` to ``stop``.
-        target_score: float32 ``[batch]``, each target's score as the blocks compute it
-            (anything for a target outside the vocabulary).
+        target_scores: ``(columns [batch]) -> float32 [batch]``, each row's score at
+            its column as the blocks compute it (the column of a target outside the
+            vocabulary is clipped into range; its score is not used).
         num_items: int scalar.
         targets, history: as ``rank_targets``.
         chunk_items: columns per block.
@@ -229,6 +236,7 @@ def rank_targets_in_blocks(block_scores, target_score, num_items, targets, histo
     batch = tf.shape(targets)[0]
     known = known_targets(targets, num_items)
     target_column = tf.clip_by_value(targets - vocab.NUM_RESERVED, 0, num_items - 1)
+    target_score = target_scores(target_column)
     rows = tf.boolean_mask(tf.range(batch), known)
     columns = tf.boolean_mask(target_column, known)
     if history is not None:

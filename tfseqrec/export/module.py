@@ -24,8 +24,6 @@ TEXT_SIGNATURES = ("recommend_texts", "encode_items")
 # Raw ids a recommend_ids export can carry as int64: non-negative, canonical (no
 # leading zeros: "007" would come back as 7) and below 2**63. Negative ids are padding.
 _INTEGER = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
-# Scores a served batch holds at once (64 MiB of float32), for a model served by blocks.
-BLOCK_ENTRIES = 2**24
 
 
 def _integer_id(raw):
@@ -91,7 +89,7 @@ class Recommender(tf.Module):
         )
         self.popularity = tf.Variable(vocabulary.popularity(), trainable=False, name="popularity")
         # Models that score by a query vector and an output table are served a block of
-        # the catalogue at a time (memory bounded by BLOCK_ENTRIES, whatever the batch).
+        # the catalogue at a time (memory bounded by ranking.BLOCK_ENTRIES, whatever the batch).
         object.__setattr__(self, "by_blocks", isinstance(model, SequentialRecommender))
 
     # --- the computation every signature shares --------------------------------------
@@ -133,9 +131,8 @@ class Recommender(tf.Module):
     def blocks(self, ids, times=None):
         """The scores of ``scores``, a block of columns at a time (a model that scores by
         ``query`` and ``output_table``): ``(block_scores, target_scores, history, width)``
-        for ``ranking.top_k_in_blocks`` and ``rank_targets_in_blocks``; ``width``
-        columns a block keep a block at ``BLOCK_ENTRIES`` scores (one block for a
-        single history over a catalogue of up to that many items)."""
+        for ``ranking.top_k_in_blocks`` and ``rank_targets_in_blocks``, ``width``
+        columns a block (``ranking.block_width``)."""
         window, history, empty = self.window(ids, times)
         table, bias = self.model.output_table()
         block_scores, target_scores = ranking.query_blocks(self.model.query(window), table, bias)
@@ -146,8 +143,7 @@ class Recommender(tf.Module):
         def prior_targets(columns):
             return tf.where(empty, tf.gather(self.popularity, columns), target_scores(columns))
 
-        width = tf.maximum(ranking.CHUNK_ITEMS, BLOCK_ENTRIES // tf.maximum(tf.shape(history)[0], 1))
-        return prior_blocks, prior_targets, history, width
+        return prior_blocks, prior_targets, history, ranking.block_width(tf.shape(history)[0])
 
     def top_k(self, ids, k, times=None):
         """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
@@ -164,9 +160,7 @@ class Recommender(tf.Module):
             scores, history = self.scores(ids, times)
             return ranking.rank_targets(scores, targets, history)
         block_scores, target_scores, history, width = self.blocks(ids, times)
-        num_items = self.model.num_items
-        columns = tf.clip_by_value(tf.cast(targets, tf.int32) - vocab_lib.NUM_RESERVED, 0, num_items - 1)
-        return ranking.rank_targets_in_blocks(block_scores, target_scores(columns), num_items, targets, history,
+        return ranking.rank_targets_in_blocks(block_scores, target_scores, self.model.num_items, targets, history,
                                               chunk_items=width)
 
     def _recommend_raw(self, history, k, times=None):

@@ -10,9 +10,6 @@ from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
-# Scores ``recommend`` holds at once (64 MiB of float32), whatever the batch and catalogue.
-RECOMMEND_BLOCK_ENTRIES = 2**24
-
 
 class SequentialRecommender(keras.Model):
     """Base class of the id-based models.
@@ -398,9 +395,8 @@ class SequentialRecommender(keras.Model):
                 table, bias = self.output_table()
                 blocks, _ = ranking.query_blocks(self.query(window), table, bias)
                 batch = tf.shape(full)[0]
-                width = tf.maximum(ranking.CHUNK_ITEMS, RECOMMEND_BLOCK_ENTRIES // tf.maximum(batch, 1))
-                return ranking.top_k_in_blocks(blocks, self.num_items, batch, k,
-                                               exclude=full if exclude_seen else None, chunk_items=width)
+                return ranking.top_k_in_blocks(blocks, self.num_items, batch, k, exclude=full if exclude_seen else None,
+                                               chunk_items=ranking.block_width(batch))
 
             self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn

@@ -26,11 +26,11 @@ import tensorflow as tf
 from tfseqrec import evaluation, kinds
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
+from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.training import distribute
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
-from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.schedules import WarmupLinearDecay
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
 
