@@ -5,7 +5,11 @@ SHELL := /bin/bash
 TFSEQREC_DATA ?= $(abspath ../shared/data)
 export TFSEQREC_DATA
 export TF_CPP_MIN_LOG_LEVEL ?= 2
-PYTEST_FLAGS ?= -q -p no:cacheprovider
+# Two test processes (pytest-xdist), each test file in one of them so that a module's
+# trained-model fixtures are built once: tracing, export and the CLI's start-up are
+# single-threaded Python, so two processes nearly halve the suite on two cores.
+PYTEST_WORKERS ?= 2
+PYTEST_FLAGS ?= -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text env clean-env
 

@@ -104,7 +104,6 @@ def model_inputs(model, histories):
 # The ranking functions run as one graph per batch shape: eager, their passes over
 # the scores cost twice as much (measured at a million items).
 _rank_targets = tf.function(ranking.rank_targets, reduce_retracing=True)
-_rank_targets_by_query = tf.function(ranking.rank_targets_by_query, reduce_retracing=True)
 
 
 def _scorer(model):
@@ -142,19 +141,20 @@ class _FactoredScores:
         self.table, self.bias = model.output_table()  # once per evaluation: HSTU normalises it here
         self.query = tf.function(model.query, reduce_retracing=True)
         self.num_items = int(self.table.shape[0])
+        # The blocks run as one XLA program (ranking.rank_targets_by_query's jit_compile),
+        # which needs the table's static shape: the graph captures it.
+        self.ranks = tf.function(lambda query, targets, seen: ranking.rank_targets_by_query(
+            query, self.table, targets, seen, self.bias, jit_compile=True), reduce_retracing=True)
 
     def rank(self, inputs, targets, seen):
         query = tf.cast(self.query(inputs), self.table.dtype)
         known = ranking.known_targets(targets, self.num_items).numpy()
-        ranks = _rank_targets_by_query(query, self.table, targets, seen, self.bias).numpy()
-        return ranks, known, lambda index: self.columns(query, index)
+        return self.ranks(query, targets, seen).numpy(), known, lambda index: self.columns(query, index)
 
     def columns(self, query, index):
         """Scores ``[batch, k]`` of the items at ``index`` (columns), by the model's arithmetic."""
-        scores = tf.einsum("bd,bkd->bk", query, tf.gather(self.table, index))
-        if self.bias is not None:
-            scores += tf.gather(self.bias, index)
-        return tf.cast(scores, tf.float32).numpy()
+        _, column_scores = ranking.query_blocks(query, self.table, self.bias)
+        return column_scores(tf.convert_to_tensor(index)).numpy()
 
 
 def score_batch_size(batch_size, num_items):

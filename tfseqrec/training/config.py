@@ -133,6 +133,11 @@ class TrainConfig(Options):
                 setattr(self, name, value)
         self.check()
 
+    @property
+    def sampled_loss(self):
+        """Whether the loss reads only some items' rows (bce, sampled_softmax, gbce), not every item's."""
+        return self.loss not in (None, "softmax")
+
     def check(self):
         for name in ("max_sequence_length", "hidden_dim", "num_layers", "batch_size", "epochs",
                      "validation_batch_size"):
@@ -157,7 +162,7 @@ class TrainConfig(Options):
         if self.init_from is not None and not kinds.get(self.model).pretrainable:
             raise ValueError(f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
                              f"not {self.model}")
-        if self.sparse_item_updates and self.loss in (None, "softmax"):
+        if self.sparse_item_updates and not self.sampled_loss:
             raise ValueError("sparse_item_updates needs a sampled loss (bce, sampled_softmax, gbce): the full "
                              "softmax's gradient covers every item")
         if self.attributes is not None and (not isinstance(self.attributes, (list, tuple)) or not self.attributes):

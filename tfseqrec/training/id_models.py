@@ -168,7 +168,7 @@ def sparse_item_updates(config, num_items):
     """
     if config.sparse_item_updates is not None:
         return bool(config.sparse_item_updates)
-    return config.loss not in (None, "softmax") and num_items >= SPARSE_UPDATES_MIN_ITEMS
+    return config.sampled_loss and num_items >= SPARSE_UPDATES_MIN_ITEMS
 
 
 def _note_sparse_updates(config, num_items, verbose):
