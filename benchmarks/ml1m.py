@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import tempfile
@@ -276,7 +277,8 @@ def main():
     parser.add_argument("--minutes", type=float, default=30.0, help="training budget per model")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--config", default="{}", help="JSON overrides of the training options")
-    parser.add_argument("--ablation", help="comma-separated variant names of ABLATIONS, or 'all'")
+    parser.add_argument("--ablation", help="variant names of ABLATIONS separated by commas without a space "
+                                           "(a name may hold ', '), or 'all'")
     parser.add_argument("--data", default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-1m", "ml-1m.txt"))
     parser.add_argument("--json", help="also write the results here (rewritten after every run)")
     parser.add_argument("--report", nargs="+", metavar="JSON",
@@ -299,7 +301,8 @@ def main():
     if args.ablation:
         for name in names:
             variants = ABLATIONS[name]
-            chosen = list(variants) if args.ablation == "all" else args.ablation.split(",")
+            # Names may hold ", " ("BCE, any negative"): only a comma without a space separates.
+            chosen = list(variants) if args.ablation == "all" else re.split(r",(?! )", args.ablation)
             unknown = [v for v in chosen if v not in variants]
             if unknown:
                 parser.error(f"unknown {name} ablation variants {unknown}; known: {list(variants)}")

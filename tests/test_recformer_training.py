@@ -265,7 +265,8 @@ def test_text_report_counts_items_that_share_their_text():
 
 
 def test_cached_lower_layers_train_export_and_serve_text_as_in_process(data, tmp_path):
-    config = {**CONFIG, "num_layers": 2, "cached_layers": 1, "epochs": 1, "stage2_epochs": 0}
+    # No alignment stage: test_alignment_spreads_the_cls_vectors_without_interactions has it.
+    config = {**CONFIG, "num_layers": 2, "cached_layers": 1, "epochs": 1, "stage2_epochs": 0, "align_epochs": 0}
     model_dir, result = train_text_model("recformer", data, tmp_path / "model", config)
     recommender, vocabulary, info = recformer_training.load(model_dir)
     assert info["config"]["cached_layers"] == 1 and recommender.state_cache is not None
