@@ -8,14 +8,10 @@ does, one ``tf.function`` per batch shape). Rows of the table:
 
 - ``matmul only``: the blocks' matmuls alone (each block's scores summed over one
   column, so the matmul is not pruned): this CPU's rate on these shapes;
-- ``rank, stock ops``: ``rank_targets_by_query`` as TensorFlow ops (what the exports
-  run: TF Serving may lack XLA);
-- ``rank, XLA``: the same with ``jit_compile=True`` (the loop over the blocks as one XLA
-  program; what ``evaluate`` runs).
+- ``rank``: ``rank_targets_by_query`` (what ``evaluate`` and the exports run).
 
 users/s against the bound ``PEAK_GFLOPS * 1e9 / (2 * hidden * items)``; the issue's
-target is 70% of it at 10^6 items. Every row ranks the same users: the ranks are
-checked equal across rows.
+target is 70% of it at 10^6 items.
 
 Usage:
     python benchmarks/ranking.py                          # hidden 32, 10^6 items
@@ -86,19 +82,13 @@ def main():
 
     query, table, targets, seen = make_inputs(args.users, args.items, args.hidden, args.history)
     query, table = tf.constant(query), tf.constant(table)
-    rows, ranks = [], {}
+    rows = []
     row, _ = time_row("matmul only", lambda q, t, *_: matmul_only(q, t), query, table, targets, seen, args.batch)
     rows.append(row)
-    for name, jit_compile in (("rank, stock ops", False), ("rank, XLA", True)):
-        # The table is captured, as evaluate captures it (XLA needs its static shape).
-        fn = tf.function(lambda q, _, y, h, jit_compile=jit_compile: ranking.rank_targets_by_query(
-            q, table, y, h, chunk_items=args.chunk, jit_compile=jit_compile), reduce_retracing=True)
-        row, ranks[name] = time_row(name, fn, query, table, targets, seen, args.batch)
-        rows.append(row)
-    first = next(iter(ranks.values()))
-    if any(not np.array_equal(first, other) for other in ranks.values()):
-        raise SystemExit("the rows disagree on the ranks")
-
+    fn = tf.function(lambda q, t, y, h: ranking.rank_targets_by_query(q, t, y, h, chunk_items=args.chunk),
+                     reduce_retracing=True)
+    row, _ = time_row("rank", fn, query, table, targets, seen, args.batch)
+    rows.append(row)
     bound = PEAK_GFLOPS * 1e9 / (2 * args.hidden * args.items)
     matmul_rate = rows[0]["users_per_s"]
     for row in rows:

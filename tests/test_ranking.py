@@ -145,11 +145,6 @@ class RankingOracleTest(test_case.TestCase):
                 self.assertAllEqual(got, expected, msg=f"chunk {chunk}")
             graph = tf.function(ranking.rank_targets_by_query)
             self.assertAllEqual(graph(query, table, targets, None, b, 4), unfiltered)
-            # The blocks as one XLA program (what evaluate runs), inside a graph as evaluate
-            # calls it: blocks of 3 and a remainder of 2, one block, one block of all 11.
-            for chunk in (3, 4, 4096):
-                self.assertAllEqual(graph(query, table, targets, ragged, b, chunk, True), expected, msg=f"xla {chunk}")
-            self.assertAllEqual(graph(query, table, targets, None, b, 3, True), unfiltered)
 
     def test_top_k_equals_the_oracle(self):
         rng = np.random.default_rng(2)

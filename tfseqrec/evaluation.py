@@ -104,6 +104,7 @@ def model_inputs(model, histories):
 # The ranking functions run as one graph per batch shape: eager, their passes over
 # the scores cost twice as much (measured at a million items).
 _rank_targets = tf.function(ranking.rank_targets, reduce_retracing=True)
+_rank_targets_by_query = tf.function(ranking.rank_targets_by_query, reduce_retracing=True)
 
 
 def _scorer(model):
@@ -141,15 +142,12 @@ class _FactoredScores:
         self.table, self.bias = model.output_table()  # once per evaluation: HSTU normalises it here
         self.query = tf.function(model.query, reduce_retracing=True)
         self.num_items = int(self.table.shape[0])
-        # The blocks run as one XLA program (ranking.rank_targets_by_query's jit_compile),
-        # which needs the table's static shape: the graph captures it.
-        self.ranks = tf.function(lambda query, targets, seen: ranking.rank_targets_by_query(
-            query, self.table, targets, seen, self.bias, jit_compile=True), reduce_retracing=True)
 
     def rank(self, inputs, targets, seen):
         query = tf.cast(self.query(inputs), self.table.dtype)
         known = ranking.known_targets(targets, self.num_items).numpy()
-        return self.ranks(query, targets, seen).numpy(), known, lambda index: self.columns(query, index)
+        ranks = _rank_targets_by_query(query, self.table, targets, seen, self.bias).numpy()
+        return ranks, known, lambda index: self.columns(query, index)
 
     def columns(self, query, index):
         """Scores ``[batch, k]`` of the items at ``index`` (columns), by the model's arithmetic."""

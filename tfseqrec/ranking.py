@@ -171,26 +171,21 @@ def query_blocks(query, table, bias=None):
     table = tf.convert_to_tensor(table)
     query = tf.cast(query, table.dtype)
 
+    def finish(scores, columns_bias):
+        return tf.cast(scores if bias is None else scores + columns_bias, tf.float32)
+
     def block_scores(start, stop):
-        return _block_scores(query, table[start:stop], None if bias is None else bias[start:stop])
+        scores = tf.matmul(query, table[start:stop], transpose_b=True)
+        return finish(scores, None if bias is None else bias[start:stop])
 
     def target_scores(columns):
         scores = tf.einsum("bd,b...d->b...", query, tf.gather(table, columns))
-        return _finish(scores, None if bias is None else tf.gather(bias, columns))
+        return finish(scores, None if bias is None else tf.gather(bias, columns))
 
     return block_scores, target_scores
 
 
-def _block_scores(query, rows, rows_bias):
-    """The scores of ``query_blocks``: ``query @ rows^T`` in the table's dtype, plus the bias, as float32."""
-    return _finish(tf.matmul(query, rows, transpose_b=True), rows_bias)
-
-
-def _finish(scores, bias):
-    return tf.cast(scores if bias is None else scores + bias, tf.float32)
-
-
-def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_items=CHUNK_ITEMS, jit_compile=False):
+def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_items=CHUNK_ITEMS):
     """``rank_targets`` of the scores ``query @ table^T + bias``, never holding them all.
 
     The scores ``scores_from_hidden`` computes (``query_blocks``), ranked by
@@ -206,57 +201,12 @@ def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_
             a history item equal to the target stays a candidate.
         bias: ``None`` or float ``[num_items]``.
         chunk_items: items scored at once.
-        jit_compile: run the loop over the blocks as one XLA program (``evaluate`` does):
-            the same ranks, without TensorFlow's per-op cost in each block and with the
-            comparison and count fused into one pass over it. The exports keep stock ops
-            (a TF Serving build may lack XLA).
 
     Returns:
         int32 ``[batch]``.
     """
     block_scores, target_scores = query_blocks(query, table, bias)
-    if not jit_compile:
-        return rank_targets_in_blocks(block_scores, target_scores, tf.shape(table)[0], targets, history, chunk_items)
-    table, bias = tf.convert_to_tensor(table), None if bias is None else tf.convert_to_tensor(bias)
-    num_items = tf.shape(table)[0]
-    known, target_score, rows, columns = _target_cells(target_scores, num_items, targets, history)
-    # The cells, padded to a power of two (column -1: in no block), so that XLA compiles
-    # a few shapes, not one per batch.
-    count = tf.shape(rows)[0]
-    padded = tf.bitwise.left_shift(1, tf.cast(tf.math.ceil(tf.math.log(tf.cast(count + 1, tf.float32)) / np.log(2.0)),
-                                              tf.int32))
-    cell_rows = tf.pad(rows, [[0, padded - count]])
-    cell_columns = tf.pad(columns, [[0, padded - count]], constant_values=-1)
-    if table.shape.rank != 2 or None in table.shape:
-        raise ValueError(f"jit_compile needs a table of static shape, got {table.shape}")
-    chunk = max(1, min(int(chunk_items), table.shape[0]))
-    query = tf.cast(query, table.dtype)
-    below = _below_in_blocks_xla(query, table, bias, target_score, cell_rows, cell_columns, chunk)
-    return _rank_from_below(below, known, target_score, rows, num_items)
-
-
-@tf.function(jit_compile=True)  # traced per shape (XLA compiles per shape anyway): static block sizes
-def _below_in_blocks_xla(query, table, bias, target_score, cell_rows, cell_columns, chunk):
-    """Per row, the scores below its target's, less the cells' that are (``rank_targets_in_blocks``'s
-    count), in one XLA program: ``chunk``-wide blocks, then the remainder."""
-    (num_items, width), batch = table.shape, tf.shape(query)[0]
-    cell_target = tf.gather(target_score, cell_rows)
-
-    def count(start, size, below, cell_below):
-        rows = tf.slice(table, tf.stack([start, 0]), tf.stack([size, width]))
-        scores = _block_scores(query, rows, None if bias is None else tf.slice(bias, [start], [size]))
-        local = cell_columns - start
-        values = tf.gather_nd(scores, tf.stack([cell_rows, tf.clip_by_value(local, 0, size - 1)], axis=1))
-        cell_below |= (local >= 0) & (local < size) & (values < cell_target)
-        return below + tf.reduce_sum(tf.cast(scores < target_score[:, None], tf.int32), axis=1), cell_below
-
-    full, rest = divmod(num_items, chunk)
-    _, below, cell_below = tf.while_loop(
-        lambda i, *_: i < full, lambda i, *state: (i + 1, *count(i * chunk, chunk, *state)),
-        (tf.constant(0), tf.zeros([batch], tf.int32), tf.zeros(tf.shape(cell_rows), tf.bool)))
-    if rest:
-        below, cell_below = count(full * chunk, rest, below, cell_below)
-    return below - tf.math.unsorted_segment_sum(tf.cast(cell_below, tf.int32), cell_rows, batch)
+    return rank_targets_in_blocks(block_scores, target_scores, tf.shape(table)[0], targets, history, chunk_items)
 
 
 def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, history=None, chunk_items=CHUNK_ITEMS):
@@ -282,8 +232,17 @@ def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, hist
         int32 ``[batch]``.
     """
     num_items = tf.cast(num_items, tf.int32)
-    known, target_score, rows, columns = _target_cells(target_scores, num_items, targets, history)
-    batch = tf.shape(known)[0]
+    targets = tf.reshape(tf.cast(targets, tf.int32), [-1])
+    batch = tf.shape(targets)[0]
+    known = known_targets(targets, num_items)
+    target_column = tf.clip_by_value(targets - vocab.NUM_RESERVED, 0, num_items - 1)
+    target_score = target_scores(target_column)
+    rows = tf.boolean_mask(tf.range(batch), known)
+    columns = tf.boolean_mask(target_column, known)
+    if history is not None:
+        history_rows, history_columns = _history_cells(history, num_items)
+        rows, columns = tf.concat([rows, history_rows], 0), tf.concat([columns, history_columns], 0)
+    rows, columns = _sorted_cells(rows, columns, batch, unique=True)
     chunk = tf.cast(chunk_items, tf.int32)
     num_chunks = (num_items + chunk - 1) // chunk
     bounds = tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
@@ -297,31 +256,8 @@ def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, hist
         return i + 1, below + tf.reduce_sum(tf.cast(is_below, tf.int32), axis=1) - cells_below
 
     _, below = tf.while_loop(lambda i, _: i < num_chunks, count_block, (tf.constant(0), tf.zeros([batch], tf.int32)))
-    return _rank_from_below(below, known, target_score, rows, num_items)
-
-
-def _target_cells(target_scores, num_items, targets, history):
-    """``(known, target_score, rows, columns)``: the targets' scores, and the cells that
-    are not candidates against them (the target's own, each distinct history item's),
-    sorted by column."""
-    num_items = tf.cast(num_items, tf.int32)
-    targets = tf.reshape(tf.cast(targets, tf.int32), [-1])
-    batch = tf.shape(targets)[0]
-    known = known_targets(targets, num_items)
-    target_column = tf.clip_by_value(targets - vocab.NUM_RESERVED, 0, num_items - 1)
-    target_score = target_scores(target_column)
-    rows = tf.boolean_mask(tf.range(batch), known)
-    columns = tf.boolean_mask(target_column, known)
-    if history is not None:
-        history_rows, history_columns = _history_cells(history, num_items)
-        rows, columns = tf.concat([rows, history_rows], 0), tf.concat([columns, history_columns], 0)
-    return (known, target_score, *_sorted_cells(rows, columns, batch, unique=True))
-
-
-def _rank_from_below(below, known, target_score, rows, num_items):
-    """The rank: the candidates other than the target, less those scoring below it."""
-    num_items = tf.cast(num_items, tf.int32)
-    rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, tf.shape(known)[0]) - below
+    # The candidates other than the target, less those scoring below it.
+    rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, batch) - below
     rank = tf.where(tf.math.is_finite(target_score), rank, num_items - 1)
     return tf.where(known, rank, num_items)
 
