@@ -18,7 +18,6 @@ Usage: python benchmarks/masking.py [--batch-size 1024] [--length 200] [--json F
 import argparse
 import json
 import os
-import platform
 import random
 import time
 
@@ -30,6 +29,8 @@ import tensorflow as tf  # noqa: E402
 
 from tfseqrec.data import ClozeMasking, pipeline, splits, vocab  # noqa: E402
 from tfseqrec.models import BERT4Rec  # noqa: E402
+
+import machine  # noqa: E402  (benchmarks/machine.py)
 
 NUM_ITEMS = 3416  # ML-1M
 
@@ -136,8 +137,7 @@ def main():
     mask_seconds = timed(lambda: mask_fn(step_tensor)[2].numpy(), args.seconds)
 
     print(f"Cloze masking, batch {args.batch_size} x length {args.length}, {NUM_ITEMS} items, "
-          f"mask_prob {args.mask_prob}; {os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, "
-          f"Keras {keras.__version__}, Python {platform.python_version()}")
+          f"mask_prob {args.mask_prob}; {machine.environment()}")
     print()
     print(f"| {'method':<52} | {'sequences/s':>12} | {'vs loop':>8} |")
     print(f"|{'-' * 54}|{'-' * 14}|{'-' * 10}|")

@@ -32,9 +32,7 @@ Data: $TFSEQREC_DATA/ml-1m/ml-1m.txt (default ../shared/data).
 import argparse
 import json
 import os
-import platform
 import re
-import resource
 import subprocess
 import tempfile
 import time
@@ -43,11 +41,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from tfseqrec import evaluation, training  # noqa: E402
 
-PEAK_GFLOPS = 130.0
+import machine  # noqa: E402  (benchmarks/machine.py)
+
 # Each variant changes one thing against the defaults; "previous" is the
 # configuration before the reference-code changes, all of them at once.
 ABLATIONS = {
@@ -192,7 +190,7 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
         "commit": code_version(),
         "started": started,
         "ended": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "environment": environment(),
+        "environment": machine.environment(),
         "config": values,
         "epochs": len(val),
         "best_epoch": best + 1,
@@ -202,16 +200,11 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
         "minutes_to_98pct_of_best": timer.elapsed[near] / 60,
         "train_wall_seconds": train_wall,
         "epoch_seconds_median": epoch_seconds,
-        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "peak_rss_gib": machine.peak_rss_gib(),
         "train_gflop_per_epoch": flops / 1e9,
         "train_gflops": flops / 1e9 / epoch_seconds,
         "results": results,
     }
-
-
-def environment():
-    return (f"{os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, Keras {keras.__version__}, "
-            f"Python {platform.python_version()}")
 
 
 def header(runs):
@@ -233,13 +226,13 @@ def print_table(runs):
                   f"{full['mrr']:.4f} | {sampled[0]} | {sampled[1]} |")
     print()
     print("| model | seed | epochs (best) | min to best | min to 98% of best | train wall (s) | s/epoch | "
-          "peak RSS (GiB) | GFLOP/epoch | GFLOP/s | % of 130 GFLOP/s |")
+          f"peak RSS (GiB) | GFLOP/epoch | GFLOP/s | % of {machine.PEAK_GFLOPS:.0f} GFLOP/s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         print(f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
               f"{r['minutes_to_98pct_of_best']:.1f} | {r['train_wall_seconds']:.0f} | "
               f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
-              f"{r['train_gflops']:.1f} | {100 * r['train_gflops'] / PEAK_GFLOPS:.0f}% |")
+              f"{r['train_gflops']:.1f} | {100 * r['train_gflops'] / machine.PEAK_GFLOPS:.0f}% |")
 
 
 def print_seed_summary(runs):

@@ -27,19 +27,16 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
-PEAK_GFLOPS = 130.0
+import machine  # benchmarks/machine.py
+from machine import PEAK_GFLOPS, peak_rss_gib
+
 STAGES = ("generate", "prepare", "train", "evaluate", "serve")
 HIDDEN = 32
-
-
-def peak_rss_gib():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def csv_path(work, events, items):
@@ -232,10 +229,7 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"python": platform.python_version(), "cpus": os.cpu_count(), "rows": rows}, f, indent=2)
-    import tensorflow as tf
-
-    print(f"Scale benchmark: synthetic logs, {os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, "
-          f"Python {platform.python_version()}")
+    print(f"Scale benchmark: synthetic logs, {machine.environment()}")
     print()
     print_tables(rows)
 

@@ -36,7 +36,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import tempfile
 import time
 
@@ -52,6 +51,8 @@ from tfseqrec.data import text as text_lib  # noqa: E402
 from tfseqrec.data import vocab as vocab_lib  # noqa: E402
 from tfseqrec.models import SentenceEncoder  # noqa: E402
 from tfseqrec.training import recformer as recformer_driver  # noqa: E402
+
+import machine  # noqa: E402  (benchmarks/machine.py)
 
 MODELS = ("popularity", "sasrec", "unisrec", "unisrec-id", "unisrec-transfer", "unisrec-pretrained",
           "recformer-zero-shot", "recformer", "recformer-pretrained")
@@ -218,8 +219,7 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
 
 def print_table(results, seconds, epochs, split, cold, vocabulary):
     print(f"\nAmazon Scientific leave-one-out, test split ({len(cold)} cases, {int(cold.sum())} cold), full ranking "
-          f"over {vocabulary.num_items} items, seen filtered; {os.cpu_count()} CPUs, TensorFlow {tf.__version__}, "
-          f"Keras {keras.__version__}, Python {platform.python_version()}\n")
+          f"over {vocabulary.num_items} items, seen filtered; {machine.environment()}\n")
     print("| model | NDCG@10 | Recall@10 | MRR | NDCG@10 / SASRec | Recall@10 / SASRec | cold NDCG@10 | "
           "warm NDCG@10 | cold / warm | epochs | train wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -9,10 +10,14 @@ import pytest
 from tfseqrec import training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
 
 
 def _script(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "benchmarks", f"{name}.py"))
+    # The scripts import their sibling ``machine`` as a script run from benchmarks/ would.
+    if BENCHMARKS not in sys.path:
+        sys.path.append(BENCHMARKS)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCHMARKS, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

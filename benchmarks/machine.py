@@ -1,0 +1,31 @@
+"""What the benchmark scripts say about the machine they ran on, written once.
+
+``PEAK_GFLOPS`` is the fp32 rate a large dense matmul reaches on this project's
+2-core CPU (measured 130-190 GFLOP/s with ``tf.linalg.matmul`` on 4096 x 4096
+operands; the low end is the one sustained over minutes): the bound that training
+FLOP/s, evaluation users/s and serving GFLOP/s are compared with. On another machine,
+measure its own and edit it here.
+
+The scripts run as ``python benchmarks/NAME.py``, which puts this folder first on
+``sys.path``; they import this module as ``machine``.
+"""
+
+import os
+import platform
+import resource
+
+PEAK_GFLOPS = 130.0
+
+
+def peak_rss_gib():
+    """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def environment():
+    """CPU count and the versions that matter, for a table's header line."""
+    import keras
+    import tensorflow as tf
+
+    return (f"{os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, Keras {keras.__version__}, "
+            f"Python {platform.python_version()}")
