@@ -1,10 +1,10 @@
 """What the benchmark scripts say about the machine they ran on, written once.
 
 ``PEAK_GFLOPS`` is the fp32 rate a large dense matmul reaches on this project's
-2-core CPU (measured 130-190 GFLOP/s with ``tf.linalg.matmul`` on 4096 x 4096
-operands; the low end is the one sustained over minutes): the bound that training
-FLOP/s, evaluation users/s and serving GFLOP/s are compared with. On another machine,
-measure its own and edit it here.
+2-core CPU: 130-190 GFLOP/s by the machine's notes, and the low end is the one used,
+so a share of it is a share of what the CPU surely gives. It is the bound that
+training FLOP/s, evaluation users/s and serving GFLOP/s are compared with. On another
+machine, measure its own and edit it here.
 
 The scripts run as ``python benchmarks/NAME.py``, which puts this folder first on
 ``sys.path``; they import this module as ``machine``.
