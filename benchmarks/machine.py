@@ -1,4 +1,4 @@
-"""What the benchmark scripts say about the machine they ran on, written once.
+"""What the benchmark scripts say about the machine and the code they ran on, written once.
 
 ``PEAK_GFLOPS`` is the fp32 rate a large dense matmul reaches on this project's
 2-core CPU: 130-190 GFLOP/s by the machine's notes, and the low end is the one used,
@@ -13,6 +13,8 @@ The scripts run as ``python benchmarks/NAME.py``, which puts this folder first o
 import os
 import platform
 import resource
+import subprocess
+import time
 
 PEAK_GFLOPS = 130.0
 
@@ -20,6 +22,23 @@ PEAK_GFLOPS = 130.0
 def peak_rss_gib():
     """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def code_version():
+    """The commit the library code comes from, ``+dirty`` when ``tfseqrec/`` has uncommitted changes."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def git(*args):
+        result = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "tfseqrec") else "")
+
+
+def now():
+    """The date and UTC time, as the stored runs record their start and end."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 def environment():

@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import tempfile
 import time
 
@@ -150,21 +149,9 @@ def d_ff_default(config):
     return config.hidden_dim if config.model == "sasrec" else 4 * config.hidden_dim
 
 
-def code_version():
-    """The commit the library code comes from, ``+dirty`` when ``tfseqrec/`` has uncommitted changes."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-    def git(*args):
-        result = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True)
-        return result.stdout.strip() if result.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + ("+dirty" if git("status", "--porcelain", "--", "tfseqrec") else "")
-
-
 def run(model_name, data, minutes, seed, overrides, sampled=True):
     values = dict(model=model_name, max_train_minutes=minutes, seed=seed, **overrides)
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    started = machine.now()
     config = training.TrainConfig.from_dict(values)
     timer = EpochTimer()
     out = tempfile.mkdtemp(prefix=f"ml1m-{model_name}-")
@@ -187,9 +174,9 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
     return {
         "model": model_name,
         "seed": seed,
-        "commit": code_version(),
+        "commit": machine.code_version(),
         "started": started,
-        "ended": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "ended": machine.now(),
         "environment": machine.environment(),
         "config": values,
         "epochs": len(val),

@@ -257,6 +257,7 @@ def main():
     cold = counts[split.test.targets] == 0
     print(f"test cases {len(cold)}, cold (target never in training) {int(cold.sum())}", flush=True)
     results, seconds, epochs = {}, {}, {}
+    started = machine.now()
 
     def record(name, model, start, n_epochs=None):
         seconds[name] = time.monotonic() - start
@@ -283,7 +284,9 @@ def main():
               f"{config.batch_size}, lr {config.learning_rate}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": results, "seconds": seconds, "epochs": epochs, "args": vars(args)}, f, indent=2)
+            json.dump({"results": results, "seconds": seconds, "epochs": epochs, "args": vars(args),
+                       "commit": machine.code_version(), "started": started, "ended": machine.now(),
+                       "environment": machine.environment()}, f, indent=2)
 
 
 if __name__ == "__main__":
