@@ -1,4 +1,5 @@
 import numpy as np
+import tensorflow as tf
 
 from tests import test_case
 from tfseqrec.layers import MoEAdaptor
@@ -41,3 +42,20 @@ class MoEAdaptorTest(test_case.TestCase):
         self.assertAllClose(a.sum(-1), np.ones(8), atol=1e-6)
         # Zero gate kernels at the start: every expert weighs the same at inference.
         self.assertAllClose(layer.gates(x), np.full((8, 3), 1 / 3), atol=1e-6)
+
+    def test_gradient_holds_no_copy_of_the_kernel_per_row(self):
+        # TensorFlow's einsum gradient over "..." broadcast the kernel to [batch, length,
+        # experts, input_dim, output_dim]: 10.8 GiB a step at UniSRec's training sizes.
+        layer = MoEAdaptor(output_dim=4, num_experts=3, dropout=0.3)
+        x = tf.random.normal((2, 5, 6))
+        layer.build(x.shape)
+
+        @tf.function
+        def gradients(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(layer(x, training=True) ** 2)
+            return tape.gradient(loss, layer.trainable_weights)
+
+        graph = gradients.get_concrete_function(x).graph
+        largest = max(t.shape.num_elements() or 0 for op in graph.get_operations() for t in op.outputs)
+        self.assertEqual(largest, 2 * 5 * 3 * 6)  # one dropout copy of the rows per expert

@@ -80,18 +80,25 @@ class MoEAdaptor(keras.layers.Layer):
         return ops.softmax(logits, axis=-1)
 
     def call(self, inputs, training=None):
-        gates = self.gates(inputs, training)
+        # Rows, not ``...``: TensorFlow's einsum gradient broadcasts an ellipsis against
+        # the kernel, [..., experts, input_dim, output_dim] in memory (10.8 GiB and 16 s
+        # a step at 128 x 50 histories of 384-wide vectors, against 0.95 GiB and 0.2 s
+        # over rows), so the leading dimensions are flattened and restored.
+        shape = ops.shape(inputs)
+        rows = ops.reshape(inputs, (-1, shape[-1]))
+        gates = self.gates(rows, training)
         if training and self.dropout > 0:
             # One dropout mask per expert, as each of the paper's experts has its own.
-            x = ops.repeat(ops.expand_dims(inputs, -2), self.num_experts, axis=-2)
+            x = ops.repeat(ops.expand_dims(rows, 1), self.num_experts, axis=1)
             x = self.dropout_layer(x, training=True) - self.whitening_bias
-            experts = ops.einsum("...ki,kio->...ko", x, self.expert_kernel)
+            experts = ops.einsum("nki,kio->nko", x, self.expert_kernel)
         else:
-            # (x - b_k) W_k = x W_k - b_k W_k: no [..., experts, input_dim] copy of x.
-            experts = ops.einsum("...i,kio->...ko", inputs, self.expert_kernel) - ops.einsum(
+            # (x - b_k) W_k = x W_k - b_k W_k: no [rows, experts, input_dim] copy of x.
+            experts = ops.einsum("ni,kio->nko", rows, self.expert_kernel) - ops.einsum(
                 "ki,kio->ko", self.whitening_bias, self.expert_kernel
             )
-        return ops.sum(experts * ops.expand_dims(gates, -1), axis=-2)
+        mixed = ops.sum(experts * ops.expand_dims(gates, -1), axis=1)
+        return ops.reshape(mixed, (*shape[:-1], self.output_dim))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.output_dim,)
