@@ -86,6 +86,27 @@ def test_evaluate_excludes_whole_history_and_counts_ties():
     assert without["num_users"] == 2 and not without["exclude_seen"]
 
 
+def test_evaluate_default_batch_depends_on_how_the_model_is_ranked():
+    # A score-matrix model: 256 cases a batch (300 cases -> 2 calls), fewer when a batch's
+    # scores would pass MAX_SCORES_PER_BATCH; a block-ranked model: 1,024.
+    histories = splits.Sequences.from_list(range(300), [[3]] * 300)
+    cases = splits.Cases(histories, np.full(300, 4))
+    model = _FixedScores(np.zeros((300, 4)))
+    evaluation.evaluate(model, cases, progress=False)
+    assert model.calls == 2
+
+    class Scorer:
+        def __init__(self, bounded):
+            self.bounded = bounded
+
+    huge = type("Model", (), {"num_items": evaluation.MAX_SCORES_PER_BATCH // 100})()
+    assert evaluation._batch_size(None, Scorer(False), huge) == 100
+    assert evaluation._batch_size(None, Scorer(True), huge) == 1024
+    assert evaluation._batch_size(7, Scorer(True), huge) == 7
+    with pytest.raises(ValueError, match="batch_size"):
+        evaluation._batch_size(0, Scorer(True), huge)
+
+
 def test_evaluate_batches_and_sampled_negatives_avoid_history():
     rng = np.random.default_rng(0)
     num_items, n = 30, 50

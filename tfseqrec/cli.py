@@ -152,7 +152,9 @@ def _add_evaluate(sub):
     evaluate.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True,
                           help="remove each user's history from the candidates, the target excepted "
                           "(default: yes)")
-    evaluate.add_argument("--batch-size", type=_positive_int, default=256)
+    evaluate.add_argument("--batch-size", type=_positive_int, default=None,
+                          help="test cases scored at once (default: 1024 users, ranked a block of "
+                          "4,096 items at a time; 256 for Recformer, ranked on its score matrix)")
     evaluate.add_argument("--sampled-negatives", type=_positive_int, default=None,
                           help="also report sampled_* metrics against N negatives")
     evaluate.add_argument("--sampler", choices=["uniform", "popularity"], default="uniform")
