@@ -118,7 +118,8 @@ def stage_evaluate(args):
     split, vocabulary, _, _, _ = read_and_prepare(csv_path(args.work, args.events, args.items))
     model, _, _ = training.load(model_dir(args.work, args.events, args.items))
     cases = split.test.sample(args.eval_users, seed=0)
-    evaluation.evaluate(model, cases.select(range(min(300, len(cases)))), progress=False)  # trace: a full batch, then any size
+    warm = evaluation.BLOCK_RANKED_BATCH_SIZE + 300  # trace: a full batch, then any size
+    evaluation.evaluate(model, cases.select(range(min(warm, len(cases)))), progress=False)
     data_rss = peak_rss_gib()
     start = time.perf_counter()
     metrics = evaluation.evaluate(model, cases, progress=False)
