@@ -146,6 +146,30 @@ class RankingOracleTest(test_case.TestCase):
             graph = tf.function(ranking.rank_targets_by_query)
             self.assertAllEqual(graph(query, table, targets, None, b, 4), unfiltered)
 
+    def test_count_true_equals_numpy_in_groups_and_not(self):
+        rng = np.random.default_rng(7)
+        for width in (256, 300, 128 * 3, 5):
+            flags = rng.random((6, width)) < 0.5
+            flags[0], flags[1] = True, False  # a full row: every group sums 128, the uint8 limit is 255
+            self.assertAllEqual(ranking.count_true(tf.constant(flags)), flags.sum(axis=1), msg=f"width {width}")
+
+    def test_rank_targets_by_query_counts_full_groups_as_the_oracle(self):
+        # 300 items in blocks of 128: two grouped blocks, then one of 44 columns; one
+        # query scores the target above every item, so every group of a block is full.
+        rng = np.random.default_rng(8)
+        num_items, batch = 300, 8
+        query = rng.integers(-3, 4, size=(batch, 4)).astype(np.float32)
+        table = rng.integers(-3, 4, size=(num_items, 4)).astype(np.float32)
+        targets = rng.integers(R, R + num_items, size=batch)
+        table[targets[0] - R] = 100 * np.sign(query[0]) + (query[0] == 0)
+        histories = [list(rng.integers(0, R + num_items, size=rng.integers(0, 20))) for _ in range(batch)]
+        scores = (query.astype(np.float64) @ table.T.astype(np.float64)).astype(np.float32)
+        expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(batch)]
+        got = ranking.rank_targets_by_query(query, table, targets, tf.ragged.constant(histories, dtype=tf.int64),
+                                            chunk_items=128)
+        self.assertAllEqual(got, expected)
+        self.assertEqual(int(got[0]), 0)
+
     def test_top_k_equals_the_oracle(self):
         rng = np.random.default_rng(2)
         scores = rng.normal(size=(16, 10)).astype(np.float32)  # no ties: indices are defined

@@ -253,13 +253,39 @@ def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, hist
         cell_rows = rows[bounds[i] : bounds[i + 1]]
         cells = tf.stack([cell_rows, columns[bounds[i] : bounds[i + 1]] - start], axis=1)
         cells_below = tf.math.unsorted_segment_sum(tf.cast(tf.gather_nd(is_below, cells), tf.int32), cell_rows, batch)
-        return i + 1, below + tf.reduce_sum(tf.cast(is_below, tf.int32), axis=1) - cells_below
+        return i + 1, below + count_true(is_below) - cells_below
 
     _, below = tf.while_loop(lambda i, _: i < num_chunks, count_block, (tf.constant(0), tf.zeros([batch], tf.int32)))
     # The candidates other than the target, less those scoring below it.
     rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, batch) - below
     rank = tf.where(tf.math.is_finite(target_score), rank, num_items - 1)
     return tf.where(known, rank, num_items)
+
+
+# Columns summed in uint8 before the int32 sum (at most 128 ones: no overflow).
+COUNT_GROUP = 128
+
+
+def count_true(flags):
+    """The number of true entries in each row of a bool ``[batch, width]``: int32 ``[batch]``.
+
+    Where ``width`` is a multiple of ``COUNT_GROUP`` the flags are cast to one byte and
+    summed in groups of 128 before the int32 sum: a block's counts then move a quarter
+    of the bytes of an int32 cast, the memory traffic that sets the cost of ranking a
+    block (at 1,024 x 4,096 the count takes 0.31 s against 0.44 s a million items,
+    beside the matmul's 0.22 s; ``benchmarks/ranking.py``). Other widths (a catalogue's
+    last block) sum an int32 cast.
+    """
+    shape = tf.shape(flags)
+
+    def grouped():
+        groups = tf.reshape(tf.cast(flags, tf.uint8), [shape[0], -1, COUNT_GROUP])
+        return tf.reduce_sum(tf.cast(tf.reduce_sum(groups, axis=2), tf.int32), axis=1)
+
+    def plain():
+        return tf.reduce_sum(tf.cast(flags, tf.int32), axis=1)
+
+    return tf.cond(tf.equal(shape[1] % COUNT_GROUP, 0), grouped, plain)
 
 
 def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items=CHUNK_ITEMS):
