@@ -92,8 +92,8 @@ def text_vectors(item_text, vocabulary, attributes):
     return vectors, config, time.monotonic() - start
 
 
-def fit_id_model(model, split, vocabulary, minutes, init_from=None, **model_kwargs):
-    config = {**ID_CONFIG, "model": model, "max_train_minutes": minutes, "init_from": init_from}
+def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=None, **model_kwargs):
+    config = {**ID_CONFIG, **(overrides or {}), "model": model, "max_train_minutes": minutes, "init_from": init_from}
     if model == "unisrec" and model_kwargs.pop("use_id_embeddings", False):
         config["use_id_embeddings"] = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,11 +197,12 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
     vectors, encoder, encode_seconds = text_vectors(item_text, vocabulary, text_lib.ATTRIBUTES["amazon"])
     print(f"item text encoded in {encode_seconds:.0f} s", flush=True)
     for name, ids in (("unisrec", False), ("unisrec-id", True)):
-        if name in chosen:
+        for overrides in variants(args.unisrec_config) if name in chosen else ():
             start = time.monotonic() - encode_seconds
-            model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, text_dim=vectors.shape[1],
-                                    text_embeddings=vectors, text_encoder=encoder, use_id_embeddings=ids)
-            record(name, model, start, n)
+            model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, overrides=overrides,
+                                    text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder,
+                                    use_id_embeddings=ids)
+            record(name + variant_name(overrides), model, start, n)
     if "unisrec-pretrained" in chosen:
         with tempfile.TemporaryDirectory() as work:
             options = {k: v for k, v in ID_CONFIG.items() if k not in ("epochs", "patience")}
@@ -209,12 +210,25 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
                                                       args.pretrain_minutes, options)
             start = time.monotonic() - encode_seconds - pretrain_seconds
             model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, init_from=checkpoint,
+                                    overrides=variants(args.unisrec_config)[0],
                                     text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
         record("unisrec-pretrained", model, start, n)
     if "unisrec-transfer" in chosen:
         start = time.monotonic() - encode_seconds
         model, n, _ = ml1m_transfer(os.path.dirname(args.data), args.minutes, vectors, encoder)
         record("unisrec-transfer", model, start, n)
+
+
+def variants(unisrec_config):
+    """``--unisrec-config``'s override dicts: one (``{}`` when absent), or each of a list."""
+    if isinstance(unisrec_config, list):
+        return unisrec_config
+    return [unisrec_config or {}]
+
+
+def variant_name(overrides):
+    """A row's suffix naming its overrides: ``""``, or `` [hidden_dim=128]``."""
+    return f" [{', '.join(f'{k}={v}' for k, v in overrides.items())}]" if overrides else ""
 
 
 def print_table(results, seconds, epochs, split, cold, vocabulary):
@@ -245,6 +259,10 @@ def main():
     parser.add_argument("--pretrain-minutes", type=float, default=30.0,
                         help="pre-training budget on ML-1M of the *-pretrained rows")
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
+    parser.add_argument("--unisrec-config", type=json.loads, default=None,
+                        help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "
+                        "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "
+                        "its overrides in the row's name")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
     chosen = args.models.split(",")
@@ -278,6 +296,8 @@ def main():
 
     print_table(results, seconds, epochs, split, cold, vocabulary)
     print(f"\nSASRec and UniSRec: {json.dumps(ID_CONFIG)}, at most {args.minutes:g} minutes each.")
+    if args.unisrec_config:
+        print(f"UniSRec overrides: {json.dumps(args.unisrec_config)}")
     if config is not None:
         print(f"Recformer: {config.num_layers} of 6 MiniLM layers, {config.max_tokens} tokens, "
               f"{config.max_sequence_length} items per history, window {config.attention_window}, batch "

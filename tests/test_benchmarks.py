@@ -45,3 +45,11 @@ def test_ml1m_flop_count_runs_for_every_kind(kind):
     one_layer = ml1m.training_flops_per_epoch(
         training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=1)), [_batch(2, 5)], num_items=7)
     assert flops > one_layer > 0
+
+
+def test_text_unisrec_variants_and_their_row_names():
+    text = _script("text")
+    assert text.variants(None) == [{}] and text.variants({"hidden_dim": 128}) == [{"hidden_dim": 128}]
+    assert text.variants([{}, {"learning_rate": 0.001}]) == [{}, {"learning_rate": 0.001}]
+    assert text.variant_name({}) == ""
+    assert text.variant_name({"hidden_dim": 128, "num_heads": 2}) == " [hidden_dim=128, num_heads=2]"
