@@ -217,7 +217,7 @@ def main():
         return
     args.work = args.work or tempfile.mkdtemp(prefix="tfseqrec-scale-")
     os.makedirs(args.work, exist_ok=True)
-    rows = []
+    rows, started = [], machine.now()
     for size in args.sizes:
         events, items = (int(float(x)) for x in size.split(":"))
         row = {"events": events, "items": items}
@@ -229,7 +229,9 @@ def main():
         rows.append(row)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"python": platform.python_version(), "cpus": os.cpu_count(), "rows": rows}, f, indent=2)
+                json.dump({"python": platform.python_version(), "cpus": os.cpu_count(), "rows": rows,
+                           "commit": machine.code_version(), "started": started, "ended": machine.now(),
+                           "environment": machine.environment()}, f, indent=2)
     print(f"Scale benchmark: synthetic logs, {machine.environment()}")
     print()
     print_tables(rows)
