@@ -7,7 +7,8 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
   kind (``tfseqrec.kinds``; ``model``, ``hidden_dim``, ``epochs``,
   ``max_sequence_length``, ...), plus ``serving_k`` (items per ``serving_default``
   answer, default 10), ``strategy`` (``mirrored``: every GPU of the trainer's
-  machine; ``tfseqrec.training.distribute``) and, for the kinds that read item text
+  machine; ``multi_worker``: every worker of ``TF_CONFIG``'s cluster, the chief
+  writing the outputs; ``tfseqrec.training.distribute``) and, for the kinds that read item text
   (``unisrec``), ``item_text`` (the path of the items' text file, read with
   ``tf.io.gfile``);
 - records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
@@ -84,9 +85,15 @@ def run_fn(fn_args):
     train = read_split(fn_args.data_accessor, fn_args.train_files)
     valid = read_split(fn_args.data_accessor, fn_args.eval_files)
     steps = fn_args.train_steps if fn_args.train_steps and fn_args.train_steps > 0 else None
+    # Across workers (multi_worker), only the chief writes the run and serving directories.
+    run_dir = distribute.worker_output_dir(fn_args.model_run_dir, strategy)
+    serving_dir = distribute.worker_output_dir(fn_args.serving_model_dir, strategy)
     model = kind.fit(
-        splits.Split(train, valid, None, {}), vocabulary, fn_args.model_run_dir, options, verbose=2,
+        splits.Split(train, valid, None, {}), vocabulary, run_dir, options, verbose=2,
         data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)}, max_steps=steps,
-        item_text=_local_copy(item_text, fn_args.model_run_dir) if item_text else None, strategy=strategy,
+        item_text=_local_copy(item_text, run_dir) if item_text else None, strategy=strategy,
     )
-    export.save(model, vocabulary, fn_args.serving_model_dir, k=k)
+    export.save(model, vocabulary, serving_dir, k=k)
+    for own, chief in ((run_dir, fn_args.model_run_dir), (serving_dir, fn_args.serving_model_dir)):
+        if own != chief:
+            tf.io.gfile.rmtree(own)

@@ -195,7 +195,7 @@ def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_ro
 
 
 
-def test_strategy_by_name_trains_and_multi_worker_is_refused(tmp_path):
+def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypatch):
     from tfseqrec.data import synthetic
     from tfseqrec.training import distribute
 
@@ -204,8 +204,15 @@ def test_strategy_by_name_trains_and_multi_worker_is_refused(tmp_path):
     model, _, epochs = kinds.get("sasrec").train(data, tmp_path / "mirrored", config, verbose=0, strategy="mirrored")
     assert epochs == 1 and os.path.exists(tmp_path / "mirrored" / "model.keras")
     assert type(model.distribute_strategy).__name__ == "MirroredStrategy"
-    with pytest.raises(ValueError, match=r"Keras 3's fit fails under MultiWorkerMirroredStrategy .*#20585"):
-        distribute.resolve("multi_worker")
+    assert not distribute.is_multi_worker(model.distribute_strategy) and distribute.is_chief(model.distribute_strategy)
+    assert distribute.worker_output_dir("runs/m", model.distribute_strategy) == "runs/m"
+    # Two workers training for real: tests/test_multi_worker.py.
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}')
+    with pytest.raises(ValueError, match="TF_CONFIG's task worker 3 is not in its cluster"):
+        distribute.make_strategy("multi_worker")
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ValueError, match="TF_CONFIG is not a cluster description"):
+        distribute.make_strategy("multi_worker")
     with pytest.raises(ValueError, match="unknown strategy 'ps'"):
         distribute.make_strategy("ps")
     assert distribute.resolve(None) is None

@@ -121,8 +121,8 @@ def _add_train(sub):
                        help="Adam updates only the item rows a batch touched (default: with a sampled loss over "
                        "100,000 items or more)")
     train.add_argument("--strategy", choices=STRATEGIES, default=None,
-                       help="mirrored: train on every local device (GPUs); multi_worker is refused, Keras 3's fit "
-                       "cannot run under it (keras-team/keras#20585)")
+                       help="mirrored: train on every local device (GPUs); multi_worker: on every worker of the "
+                       "cluster in TF_CONFIG (run the same command on each; the chief writes --output)")
     train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     train.set_defaults(func=_train)
 

@@ -302,7 +302,42 @@ class SequentialRecommender(keras.Model):
                 metric.update_state(loss, sample_weight=tf.reduce_sum(weight))
         for metric in getattr(self, "_ranking_metrics", []):
             metric.update_state(y, scores, sample_weight)
-        return {m.name: m.result() for m in self.metrics}
+        return self.step_logs({m.name: m.result() for m in self.metrics})
+
+    # --- several workers (MultiWorkerMirroredStrategy) -------------------------------
+    # Keras 3's fit fails twice under that strategy (Keras 3.12 and 3.15 alike;
+    # keras-team/keras#20585); ``tests/test_multi_worker.py`` runs two workers and
+    # checks the model against one worker's.
+
+    def train_step(self, data):
+        return self.step_logs(super().train_step(data))
+
+    def step_logs(self, logs):
+        """A step's logs as ``fit`` can reduce them: across workers it takes the mean
+        over axis 0 of every log, which a scalar lacks; as ``[1]`` vectors their mean is
+        the scalar again. Unchanged on one worker."""
+        from tfseqrec.training import distribute
+
+        if not distribute.is_multi_worker(self.distribute_strategy):
+            return logs
+        return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras builds the model from a batch it draws and averages across workers: the
+        # average fails for a batch of several tensors, and the draw opens an iterator,
+        # which moves a reshuffling dataset to its next order (the workers would then
+        # train on other batches than one worker does). Only shapes and dtypes are
+        # read: here they come from the dataset's element spec, drawing nothing.
+        from tfseqrec.training import distribute
+
+        strategy = self._distribute_strategy
+        if not distribute.is_multi_worker(strategy):
+            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        if iterator is not None:
+            data_batch = distribute.replica_spec(iterator._distributed_dataset.element_spec)
+        data_batch = keras.tree.map_structure(lambda value: distribute.local_value(strategy, value), data_batch)
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
 
     # --- scoring -------------------------------------------------------------------
 

@@ -177,7 +177,11 @@ class TimeLimit(keras.callbacks.Callback):
         self.start = time.monotonic()
 
     def on_epoch_end(self, epoch, logs=None):
-        if time.monotonic() - self.start >= self.seconds:
+        from tfseqrec.training import distribute
+
+        # Across workers, all stop when one's clock has run out: a worker that went on
+        # alone would wait for the others at its next step.
+        if distribute.any_worker(self.model.distribute_strategy, time.monotonic() - self.start >= self.seconds):
             self.model.stop_training = True
 
 

@@ -18,6 +18,7 @@ after a crash or ``kill -9`` resumes it and ends with the same best model.
 import dataclasses
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -58,7 +59,8 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
         config: ``TrainConfig`` or dict.
         format: input format (``None`` detects it).
         strategy: a ``tf.distribute`` strategy to build and train under, or its name
-            (``training.distribute``: ``mirrored``).
+            (``training.distribute``: ``mirrored``, ``multi_worker``; in a multi-worker
+            cluster only the chief writes ``output_dir``).
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity (progress bar on a terminal).
         overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
@@ -76,12 +78,16 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
     kind = kinds.get(config.model)
     strategy = distribute.resolve(strategy)
-    with output_directory(output_dir, record, overwrite) as work:
+    # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
+    own_dir = distribute.worker_output_dir(output_dir, strategy)
+    with output_directory(own_dir, record, overwrite) as work:
         config, model_kwargs = kind.model_inputs(config, vocabulary, item_text, work, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
         model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data,
                              model_kwargs=model_kwargs)
+    if own_dir != output_dir:
+        shutil.rmtree(own_dir)  # a copy of the chief's
     return model, history, split, vocabulary
 
 
