@@ -237,7 +237,7 @@ def print_table(results, seconds, epochs, split, cold, vocabulary):
     print("| model | NDCG@10 | Recall@10 | MRR | NDCG@10 / SASRec | Recall@10 / SASRec | cold NDCG@10 | "
           "warm NDCG@10 | cold / warm | epochs | train wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    base = results.get("sasrec", {}).get("all")
+    base = next((r["all"] for name, r in results.items() if name.startswith("sasrec")), None)
     for name, r in results.items():
         a = r["all"]
         ratio = r["cold"]["ndcg@10"] / r["warm"]["ndcg@10"] if r["warm"]["ndcg@10"] else float("nan")
@@ -259,6 +259,8 @@ def main():
     parser.add_argument("--pretrain-minutes", type=float, default=30.0,
                         help="pre-training budget on ML-1M of the *-pretrained rows")
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
+    parser.add_argument("--sasrec-config", type=json.loads, default=None,
+                        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its name)")
     parser.add_argument("--unisrec-config", type=json.loads, default=None,
                         help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "
                         "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "
@@ -287,8 +289,8 @@ def main():
         record("popularity", Popularity(counts), time.monotonic())
     if "sasrec" in chosen:
         start = time.monotonic()
-        model, n = fit_id_model("sasrec", split, vocabulary, args.minutes)
-        record("sasrec", model, start, n)
+        model, n = fit_id_model("sasrec", split, vocabulary, args.minutes, overrides=args.sasrec_config)
+        record("sasrec" + variant_name(args.sasrec_config or {}), model, start, n)
     unisrec_rows(args, split, vocabulary, chosen, record)
     config = None
     if {"recformer-zero-shot", "recformer", "recformer-pretrained"} & set(chosen):
