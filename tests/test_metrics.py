@@ -103,8 +103,6 @@ def test_evaluate_default_batch_depends_on_how_the_model_is_ranked():
     assert evaluation._batch_size(None, Scorer(False), huge) == 100
     assert evaluation._batch_size(None, Scorer(True), huge) == 1024
     assert evaluation._batch_size(7, Scorer(True), huge) == 7
-    with pytest.raises(ValueError, match="batch_size"):
-        evaluation._batch_size(0, Scorer(True), huge)
 
 
 def test_evaluate_batches_and_sampled_negatives_avoid_history():

@@ -73,6 +73,10 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=None, sa
         ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
         "exclude_seen"}`` plus the sampled metrics and their settings when asked.
     """
+    from tfseqrec.training.config import check_number
+
+    if batch_size is not None:
+        check_number("batch_size", batch_size, minimum=1, integer=True)
     scorer = _scorer(model)
     batch_size = _batch_size(batch_size, scorer, model)
     _check_options(sampled, item_counts)
@@ -176,12 +180,10 @@ def score_batch_size(batch_size, num_items):
 
 
 def _batch_size(batch_size, scorer, model):
-    """Cases a batch: ``batch_size`` checked, or the scorer's default; capped for a score matrix."""
-    from tfseqrec.training.config import check_number
-
+    """Cases a batch: ``batch_size`` (checked by ``evaluate``), or the scorer's default;
+    capped for a score matrix."""
     if batch_size is None:
         batch_size = BLOCK_RANKED_BATCH_SIZE if scorer.bounded else SCORE_MATRIX_BATCH_SIZE
-    check_number("batch_size", batch_size, minimum=1, integer=True)
     return batch_size if scorer.bounded else score_batch_size(batch_size, getattr(model, "num_items", 1))
 
 
