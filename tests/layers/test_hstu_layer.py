@@ -21,7 +21,6 @@ def _hstu(x, layer, padding, timestamps=None):
     """Equations (1)-(3) of Zhai et al. (2024), one sequence and one head at a time, with loops."""
     w1 = np.asarray(layer.uvqk.kernel)
     w2, b2 = np.asarray(layer.output_dense.kernel), np.asarray(layer.output_dense.bias)
-    p_bias = np.asarray(layer.position_bias)
     heads, a, lin, big_n = layer.num_heads, layer.attention_dim, layer.linear_dim, layer.max_sequence_length
     out = np.zeros_like(x)
     for b in range(x.shape[0]):
@@ -34,20 +33,30 @@ def _hstu(x, layer, padding, timestamps=None):
             qh, kh = q[:, head * a : (head + 1) * a], k[:, head * a : (head + 1) * a]
             vh = v[:, head * lin : (head + 1) * lin]
             for i in range(n):
-                for j in range(n):
-                    if j > i or not padding[b, j]:
-                        continue
-                    rab = p_bias[j - i + big_n - 1]
-                    if timestamps is not None:
-                        query_time = timestamps[b, min(i + 1, n - 1)]  # the predicted item's time
-                        gap = abs(query_time - timestamps[b, j])
-                        bucket = min(int(np.floor(np.log(max(gap, 1)) / 0.301)), layer.num_time_buckets)
-                        rab += np.asarray(layer.time_bias)[bucket]
-                    weight = _silu(qh[i] @ kh[j] + rab) / big_n  # (2)
+                keys = [j for j in range(i + 1) if padding[b, j]]
+                rabs = [_rab(layer, b, i, j, timestamps) for j in keys]
+                if layer.attention == "silu":
+                    weights = [_silu(qh[i] @ kh[j] + rab) / big_n for j, rab in zip(keys, rabs)]  # (2)
+                else:  # softmax(Q K^T / sqrt(a) + rab) over the keys attended
+                    logits = np.array([qh[i] @ kh[j] / np.sqrt(a) + rab for j, rab in zip(keys, rabs)])
+                    weights = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum() if keys else []
+                for j, weight in zip(keys, weights):
                     av[i, head * lin : (head + 1) * lin] += weight * vh[j]
         out[b] = x[b] + (_norm(av) * u) @ w2 + b2  # (3)
         out[b] *= padding[b][:, None]
     return out
+
+
+def _rab(layer, b, i, j, timestamps):
+    """The relative attention bias of query ``i`` and key ``j`` of sequence ``b``."""
+    n, big_n = (timestamps.shape[1] if timestamps is not None else None), layer.max_sequence_length
+    rab = np.asarray(layer.position_bias)[j - i + big_n - 1]
+    if timestamps is not None:
+        query_time = timestamps[b, min(i + 1, n - 1)]  # the predicted item's time
+        gap = abs(query_time - timestamps[b, j])
+        bucket = min(int(np.floor(np.log(max(gap, 1)) / 0.301)), layer.num_time_buckets)
+        rab += np.asarray(layer.time_bias)[bucket]
+    return rab
 
 
 def _layer(**kwargs):
@@ -58,8 +67,9 @@ def _layer(**kwargs):
 
 
 class HSTULayerTest(test_case.TestCase, parameterized.TestCase):
-    def test_layer_equals_the_papers_equations(self):
-        layer = _layer()
+    @parameterized.parameters("silu", "softmax")
+    def test_layer_equals_the_papers_equations(self, attention):
+        layer = _layer(attention=attention)
         x = np.random.default_rng(0).normal(size=(2, LENGTH, 8)).astype("float32")
         padding = np.ones((2, LENGTH), bool)
         padding[1, :2] = False  # left padding

@@ -182,6 +182,11 @@ class HSTULayer(keras.layers.Layer):
         q = ops.reshape(q, (batch, length, heads, a))
         k = ops.reshape(k, (batch, length, heads, a))
         v = ops.reshape(v, (batch, length, heads, v_dim))
+        if self.attention == "softmax":
+            # Q scaled before the product, not the logits after it: on CPU, oneDNN fuses
+            # BatchMatMul -> Mul -> Add(broadcast bias) into one kernel that ran the
+            # ML-1M batch 250x slower (2.6 s against 0.01 s; README, "HSTU").
+            q = q * ops.cast(1.0 / math.sqrt(a), q.dtype)
         logits = ops.einsum("bnha,bmha->bhnm", q, k)
         bias = self.attention_bias(length, timestamps)[:, None]
         mask = self.attention_mask(padding_mask, length)
@@ -190,7 +195,7 @@ class HSTULayer(keras.layers.Layer):
             scale = ops.cast(mask, logits.dtype) / ops.cast(self.max_sequence_length, logits.dtype)
             weights = ops.silu(logits + bias) * scale
         else:
-            logits = logits / math.sqrt(a) + bias
+            logits = logits + bias
             weights = ops.softmax(ops.where(mask, logits, ops.full_like(logits, -1e9)), axis=-1)
             weights = ops.where(mask, weights, ops.zeros_like(weights))  # a fully padded row attends nothing
         weights = self.attention_dropout_layer(weights, training=training)
