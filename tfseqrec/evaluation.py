@@ -73,13 +73,9 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=None, sa
         ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
         "exclude_seen"}`` plus the sampled metrics and their settings when asked.
     """
-    from tfseqrec.training.config import check_number
-
-    if batch_size is not None:
-        check_number("batch_size", batch_size, minimum=1, integer=True)
+    _check_options(batch_size, sampled, item_counts)
     scorer = _scorer(model)
     batch_size = _batch_size(batch_size, scorer, model)
-    _check_options(sampled, item_counts)
     targets = np.asarray(cases.targets, np.int64)
     n = len(targets)
     if n == 0:
@@ -187,9 +183,11 @@ def _batch_size(batch_size, scorer, model):
     return batch_size if scorer.bounded else score_batch_size(batch_size, getattr(model, "num_items", 1))
 
 
-def _check_options(sampled, item_counts):
+def _check_options(batch_size, sampled, item_counts):
     from tfseqrec.training.config import check_number
 
+    if batch_size is not None:
+        check_number("batch_size", batch_size, minimum=1, integer=True)
     if sampled:
         check_number("sampled num_negatives", sampled.get("num_negatives"), minimum=1, integer=True)
         if sampled.get("sampler", "uniform") == "popularity" and item_counts is None:
