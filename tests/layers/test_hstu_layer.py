@@ -17,6 +17,11 @@ def _silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def _softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
 def _hstu(x, layer, padding, timestamps=None):
     """Equations (1)-(3) of Zhai et al. (2024), one sequence and one head at a time, with loops."""
     w1 = np.asarray(layer.uvqk.kernel)
@@ -39,7 +44,7 @@ def _hstu(x, layer, padding, timestamps=None):
                     weights = [_silu(qh[i] @ kh[j] + rab) / big_n for j, rab in zip(keys, rabs)]  # (2)
                 else:  # softmax(Q K^T / sqrt(a) + rab) over the keys attended
                     logits = np.array([qh[i] @ kh[j] / np.sqrt(a) + rab for j, rab in zip(keys, rabs)])
-                    weights = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum() if keys else []
+                    weights = _softmax(logits) if keys else []
                 for j, weight in zip(keys, weights):
                     av[i, head * lin : (head + 1) * lin] += weight * vh[j]
         out[b] = x[b] + (_norm(av) * u) @ w2 + b2  # (3)
