@@ -112,10 +112,21 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_pat
     assert kinds.get("unisrec").initialize(model, str(checkpoint)) == len(model.weights) - 1
     np.testing.assert_array_equal(model.adaptor.expert_kernel, pretrained.adaptor.expert_kernel)
     np.testing.assert_array_equal(model.blocks[0].ffn_in.kernel, pretrained.blocks[0].ffn_in.kernel)
-    out = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
+    # A text-only checkpoint starts a model with id embeddings too. Item 19 is left out
+    # of the training sequences (all but each user's last two items): read by its text alone.
+    users = json.loads((data / "Tiny.inter.json").read_text())
+    users = {u: [18 if i == 19 else i for i in items[:-2]] + items[-2:] for u, items in users.items()}
+    assert any(19 in items for items in users.values())
+    (tmp_path / "Cold.inter.json").write_text(json.dumps(users))
+    out = _tfseqrec("train", "--model", "unisrec", "--data", tmp_path / "Cold.inter.json", "--item-text",
                     data / "Tiny.item.json", "--output", tmp_path / "ft", "--config",
-                    json.dumps({**UNISREC, "epochs": 1}), "--init-from", checkpoint, "--quiet")
+                    json.dumps({**UNISREC, "epochs": 1, "use_id_embeddings": True, "id_dropout": 0.2}),
+                    "--init-from", checkpoint, "--quiet")
     assert json.loads(out.stdout.strip().splitlines()[-1])["epochs"] == 1
+    tuned, vocabulary, _ = kinds.load(str(tmp_path / "ft"))
+    assert tuned.use_id_embeddings and tuned.id_dropout == 0.2
+    known = np.asarray(tuned.id_known.embeddings)[R:, 0]
+    assert {item: k for item, k in zip(vocabulary.items, known) if k != 1} == {"19": 0.0}
     wider = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--item-text",
                       data / "Tiny.item.json", "--output", tmp_path / "ft2", "--config",
                       json.dumps({**UNISREC, "hidden_dim": 16}), "--init-from", checkpoint, check=False)

@@ -148,6 +148,9 @@ class IdModelKind(ModelKind):
         """Starts ``model`` from a pre-trained checkpoint (``init_from``); only UniSRec has one."""
         raise ValueError(f"{self.name} has no pre-training; init_from is for unisrec and recformer")
 
+    def prepare(self, model, train):
+        """Tells a freshly built ``model`` what it needs of the training sequences ``train`` (id models: nothing)."""
+
     def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
         """``(config, model_kwargs)``: what the model's constructor needs beyond ``build``'s options.
 
@@ -264,7 +267,7 @@ class UniSRecKind(IdModelKind):
     def __init__(self, **kwargs):
         super().__init__("unisrec", "UniSRec", (
             "normalized_residual", "initializer_range", "position_origin", "num_experts", "adaptor_dropout",
-            "use_id_embeddings", "temperature"), cloze=False, **kwargs)
+            "use_id_embeddings", "id_dropout", "temperature"), cloze=False, **kwargs)
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
@@ -275,6 +278,14 @@ class UniSRecKind(IdModelKind):
         pretrain.read_config(checkpoint, "unisrec")
         pretrained = keras.saving.load_model(os.path.join(checkpoint, pretrain.MODEL_FILE))
         return model.load_shared_weights(pretrained)
+
+    def prepare(self, model, train):
+        """With id embeddings: the items absent from ``train`` are scored by their text alone."""
+        import numpy as np
+
+        from tfseqrec.data import vocab
+
+        model.set_trained_items(np.bincount(train.values, minlength=vocab.NUM_RESERVED + model.num_items))
 
     def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
               **read_kwargs):
@@ -438,7 +449,7 @@ KINDS = {
                     defaults={**ID_MODEL_DEFAULTS, "learning_rate": 4e-3, "warmup_epochs": 5.0}),
         # UniSRec: SASRec's training defaults (its encoder is SASRec's).
         UniSRecKind(defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0,
-                              "use_id_embeddings": False, "temperature": 0.07}),
+                              "use_id_embeddings": False, "id_dropout": 0.0, "temperature": 0.07}),
         # HSTU: the sizes of the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024). Its sampled
         # softmax (128 negatives per position, as the reference draws them) learns less per epoch than the full
         # softmax on ML-1M (GPU probe: 0.161 against 0.188 after 40 epochs): full by default, the reference's

@@ -19,7 +19,11 @@ class UniSRec(SASRec):
     experts under a softmax gate) maps it to the model width; with
     ``use_id_embeddings`` a learned id embedding is added (the paper's transductive
     setting; without it the model is inductive: an item is its text only, so an item
-    added later by its text alone is scored like any other). Position embeddings and
+    added later by its text alone is scored like any other). With id embeddings, an
+    item the training data never showed (``set_trained_items``) or one added later by
+    its text has none: it is scored by its text alone, as a text-only model scores
+    it; ``id_dropout`` drops the id part of a share of the items in training, so that
+    the text alone ranks well. Position embeddings and
     SASRec's causal blocks follow; the sequence vector at each position and the item
     vectors are L2-normalised and their dot product divided by ``temperature``
     (UniSRec's fine-tuning score). Input and output item vectors are the same.
@@ -35,6 +39,9 @@ class UniSRec(SASRec):
         num_experts: adaptor experts (the paper: 8).
         adaptor_dropout: dropout of each expert's input (the paper: 0.2).
         use_id_embeddings: add a learned id embedding to each adapted text vector.
+        id_dropout: with id embeddings, the probability that an item occurrence (an
+            input item, or a row of the output table) is read by its text alone in a
+            training step (0: never).
         temperature: divides the cosine scores (the paper: 0.07); ``None`` scores by
             the plain dot product, as SASRec.
         text_encoder: how the text vectors were made, for items added later by their
@@ -77,16 +84,20 @@ class UniSRec(SASRec):
         num_experts=8,
         adaptor_dropout=0.2,
         use_id_embeddings=False,
+        id_dropout=0.0,
         temperature=0.07,
         text_encoder=None,
         text_embeddings=None,
         **kwargs,
     ):
+        if not 0 <= id_dropout < 1:
+            raise ValueError(f"id_dropout must be in [0, 1), got {id_dropout}")
         # === Config === (read by make_item_layers, which SASRec's constructor calls)
         self.text_dim = text_dim
         self.num_experts = num_experts
         self.adaptor_dropout = adaptor_dropout
         self.use_id_embeddings = use_id_embeddings
+        self.id_dropout = id_dropout
         self.temperature = temperature
         self.text_encoder = dict(text_encoder) if text_encoder is not None else None
         super().__init__(num_items, **kwargs)
@@ -103,12 +114,18 @@ class UniSRec(SASRec):
             self.hidden_dim, self.num_experts, self.adaptor_dropout,
             kernel_initializer=init(self.initializer_range or 0.02), name="adaptor",
         )
-        self.item_embedding = None
+        self.item_embedding = self.id_known = None
         if self.use_id_embeddings:
             self.item_embedding = keras.layers.Embedding(
                 vocab.NUM_RESERVED + self.num_items, self.hidden_dim,
                 embeddings_initializer=init(self.initializer_range or 0.02), name="item_embedding",
             )
+            # 1 where an item's id embedding is used, 0 where the item is read by its text alone.
+            self.id_known = keras.layers.Embedding(
+                vocab.NUM_RESERVED + self.num_items, 1, embeddings_initializer="ones", trainable=False,
+                name="id_known",
+            )
+            self.id_seed_generator = keras.random.SeedGenerator()
 
     def set_text_embeddings(self, vectors):
         """Sets the text vectors ``[num_items, text_dim]`` of ids ``NUM_RESERVED ..``."""
@@ -122,12 +139,41 @@ class UniSRec(SASRec):
         reserved = np.zeros((vocab.NUM_RESERVED, self.text_dim), np.float32)
         self.text_embedding.embeddings.assign(np.concatenate([reserved, vectors]))
 
+    def set_trained_items(self, counts):
+        """Uses the id embeddings of the items with a positive training count only.
+
+        Args:
+            counts: int ``[NUM_RESERVED + num_items]``, each id's occurrences in the
+                training sequences (``np.bincount`` of them). An item never seen in
+                training has an id embedding trained only as a negative; it is
+                scored by its text alone instead, as an item added by its text.
+        """
+        if self.id_known is None:
+            return
+        counts = np.asarray(counts)
+        if counts.shape != (vocab.NUM_RESERVED + self.num_items,):
+            raise ValueError(f"counts of shape {counts.shape}; the model wants ({vocab.NUM_RESERVED + self.num_items},)")
+        self.id_known.embeddings.assign((counts > 0).astype(np.float32)[:, None])
+
     def item_vectors(self, ids, training=None):
         """Adapted text vectors (plus id embeddings) of item ids: ``[..., hidden_dim]``."""
         x = self.adaptor(self.text_embedding(ids), training=training)
         if self.item_embedding is not None:
-            x += self.item_embedding(ids)
+            x += self.id_vectors(ids, training)
         return x
+
+    def id_vectors(self, ids, training=None):
+        """The id embeddings of ``ids`` that are used: zero for items read by their text alone.
+
+        Those are the items never seen in training (``set_trained_items``) and, in
+        training, each occurrence with probability ``id_dropout``.
+        """
+        known = self.id_known(ids)
+        if training and self.id_dropout:
+            shape = tf.concat([tf.shape(ids), [1]], 0)
+            keep = keras.random.uniform(shape, seed=self.id_seed_generator) >= self.id_dropout
+            known *= tf.cast(keep, known.dtype)
+        return self.item_embedding(ids) * known
 
     def embed_items(self, ids, training=None):
         return self.item_vectors(ids, training)
@@ -214,7 +260,7 @@ class UniSRec(SASRec):
         change: what pre-training on other datasets passes on (``tfseqrec train
         --init-from``). Raises ``ValueError`` naming a weight whose shape differs.
         """
-        tables = {"text_embedding/embeddings", "item_embedding/embeddings"}
+        tables = {"text_embedding/embeddings", "item_embedding/embeddings", "id_known/embeddings"}
         theirs = {_local_path(w): w for w in other.weights}
         copied = 0
         for weight in self.weights:
@@ -237,6 +283,7 @@ class UniSRec(SASRec):
             "num_experts": self.num_experts,
             "adaptor_dropout": self.adaptor_dropout,
             "use_id_embeddings": self.use_id_embeddings,
+            "id_dropout": self.id_dropout,
             "temperature": self.temperature,
             "text_encoder": self.text_encoder,
         })

@@ -94,6 +94,7 @@ class TrainConfig(Options):
     num_experts: int = 8  # UniSRec: adaptor experts
     adaptor_dropout: float = 0.2  # UniSRec
     use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
+    id_dropout: float = None  # UniSRec with ids: share of item occurrences read by their text alone in training
     temperature: float = None  # UniSRec, HSTU: cosine scores divided by it (0.07, 0.05)
     attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
     max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
@@ -154,6 +155,7 @@ class TrainConfig(Options):
         check_number("num_experts", self.num_experts, minimum=1, integer=True)
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
         check_number("adaptor_dropout", self.adaptor_dropout, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number("id_dropout", self.id_dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
         check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True, optional=True)
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)

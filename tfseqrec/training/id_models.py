@@ -188,6 +188,7 @@ def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs)
     """The model of ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
+        kinds.get(config.model).prepare(model, split.train)
         if config.init_from:
             kinds.get(config.model).initialize(model, config.init_from)
         adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam
