@@ -29,6 +29,7 @@ UniSRec's include encoding the item text once.
 Usage:
     python benchmarks/text.py --models sasrec,unisrec,unisrec-id --minutes 20
     python benchmarks/text.py --models recformer-zero-shot,recformer --recformer-minutes 120
+    python benchmarks/text.py --report benchmarks/results/text-*.json   # stored runs in one table, no training
 Data: $TFSEQREC_DATA/amazon-scientific-text and $TFSEQREC_DATA/ml-1m (default ../shared/data).
 """
 
@@ -231,13 +232,14 @@ def variant_name(overrides):
     return f" [{', '.join(f'{k}={v}' for k, v in overrides.items())}]" if overrides else ""
 
 
-def print_table(results, seconds, epochs, split, cold, vocabulary):
-    print(f"\nAmazon Scientific leave-one-out, test split ({len(cold)} cases, {int(cold.sum())} cold), full ranking "
-          f"over {vocabulary.num_items} items, seen filtered; {machine.environment()}\n")
+def print_table(results, seconds, epochs, header):
+    """The rows of ``results``; ratios against the best SASRec row (by NDCG@10) among them."""
+    print(f"\n{header}\n")
     print("| model | NDCG@10 | Recall@10 | MRR | NDCG@10 / SASRec | Recall@10 / SASRec | cold NDCG@10 | "
           "warm NDCG@10 | cold / warm | epochs | train wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    base = next((r["all"] for name, r in results.items() if name.startswith("sasrec")), None)
+    sasrec = [r["all"] for name, r in results.items() if name.startswith("sasrec")]
+    base = max(sasrec, key=lambda a: a["ndcg@10"]) if sasrec else None
     for name, r in results.items():
         a = r["all"]
         ratio = r["cold"]["ndcg@10"] / r["warm"]["ndcg@10"] if r["warm"]["ndcg@10"] else float("nan")
@@ -246,6 +248,25 @@ def print_table(results, seconds, epochs, split, cold, vocabulary):
         print(f"| {name} | {a['ndcg@10']:.4f} | {a['hr@10']:.4f} | {a['mrr']:.4f} | {vs} | "
               f"{r['cold']['ndcg@10']:.4f} | {r['warm']['ndcg@10']:.4f} | {ratio:.2f} | {epochs.get(name) or ''} | "
               f"{wall} |")
+
+
+def report(paths):
+    """One table of the rows of stored runs (``--json`` files); a row name two runs share gets its file's name."""
+    results, seconds, epochs, runs = {}, {}, {}, []
+    for path in paths:
+        with open(path) as f:
+            run = json.load(f)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        runs.append(f"{stem}: commit {run.get('commit', 'not recorded')}, {run.get('started', '')} to "
+                    f"{run.get('ended', '')}")
+        for name, row in run["results"].items():
+            key = name if name not in results else f"{name} ({stem})"
+            results[key] = row
+            if name in run.get("seconds", {}):
+                seconds[key] = run["seconds"][name]
+            epochs[key] = run.get("epochs", {}).get(name)
+    print_table(results, seconds, epochs, "Amazon Scientific leave-one-out, test split, full ranking, seen filtered; "
+                "stored runs:\n" + "\n".join(f"- {r}" for r in runs))
 
 
 def main():
@@ -266,7 +287,11 @@ def main():
                         "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "
                         "its overrides in the row's name")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--report", nargs="+", metavar="JSON",
+                        help="print one table of stored runs (--json files) and exit; nothing is trained")
     args = parser.parse_args()
+    if args.report:
+        return report(args.report)
     chosen = args.models.split(",")
     unknown = sorted(set(chosen) - set(MODELS))
     if unknown:
@@ -296,7 +321,9 @@ def main():
     if {"recformer-zero-shot", "recformer", "recformer-pretrained"} & set(chosen):
         config = recformer_rows(args, split, vocabulary, cold, results, seconds, chosen)
 
-    print_table(results, seconds, epochs, split, cold, vocabulary)
+    print_table(results, seconds, epochs, f"Amazon Scientific leave-one-out, test split ({len(cold)} cases, "
+                f"{int(cold.sum())} cold), full ranking over {vocabulary.num_items} items, seen filtered; "
+                f"{machine.environment()}")
     print(f"\nSASRec and UniSRec: {json.dumps(ID_CONFIG)}, at most {args.minutes:g} minutes each.")
     if args.unisrec_config:
         print(f"UniSRec overrides: {json.dumps(args.unisrec_config)}")

@@ -1,6 +1,7 @@
 """The benchmark scripts' own arithmetic, checked by hand (the scripts train for minutes; these checks take none)."""
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -53,3 +54,27 @@ def test_text_unisrec_variants_and_their_row_names():
     assert text.variants([{}, {"learning_rate": 0.001}]) == [{}, {"learning_rate": 0.001}]
     assert text.variant_name({}) == ""
     assert text.variant_name({"hidden_dim": 128, "num_heads": 2}) == " [hidden_dim=128, num_heads=2]"
+
+
+def test_text_report_joins_stored_runs_against_the_best_sasrec(tmp_path, capsys):
+    text = _script("text")
+
+    def row(ndcg, recall, cold=0.0, warm=None):
+        return {"all": {"ndcg@10": ndcg, "hr@10": recall, "mrr": ndcg},
+                "cold": {"ndcg@10": cold, "hr@10": 0.0, "mrr": 0.0},
+                "warm": {"ndcg@10": warm or ndcg, "hr@10": recall, "mrr": ndcg}}
+
+    first = {"results": {"sasrec": row(0.08, 0.10), "unisrec-id": row(0.088, 0.121, cold=0.02, warm=0.08)},
+             "seconds": {"sasrec": 100.0}, "epochs": {"sasrec": 12}, "commit": "abc"}
+    second = {"results": {"sasrec [hidden_dim=256]": row(0.06, 0.09), "unisrec-id": row(0.04, 0.05)}}
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, run in zip(paths, (first, second)):
+        path.write_text(json.dumps(run))
+    text.report([str(p) for p in paths])
+    lines = {line.split(" | ")[0][2:]: line.split(" | ") for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| ") and not line.startswith("| model")}
+    assert set(lines) == {"sasrec", "unisrec-id", "sasrec [hidden_dim=256]", "unisrec-id (b)"}
+    # Against the best SASRec (0.08 / 0.10): 0.088 / 0.08 = 1.10, 0.121 / 0.10 = 1.21; cold / warm 0.25.
+    assert lines["unisrec-id"][4:6] == ["1.10", "1.21"] and lines["unisrec-id"][8] == "0.25"
+    assert lines["sasrec [hidden_dim=256]"][4:6] == ["0.75", "0.90"]
+    assert lines["sasrec"][9:11] == ["12", "100 |"]
