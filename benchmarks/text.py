@@ -142,13 +142,13 @@ def pretrained(model, root, work, minutes, options):
     return out, time.monotonic() - start
 
 
-def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen):
+def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, histories):
     config = training.RecformerConfig.from_dict({
         "attributes": list(text_lib.ATTRIBUTES["amazon"]), "num_layers": args.layers,
         "max_train_minutes": args.recformer_minutes, **json.loads(args.recformer_config or "{}"),
     })
     if "recformer-pretrained" in chosen:
-        recformer_pretrained(args, config, split, vocabulary, cold, results, seconds)
+        recformer_pretrained(args, config, split, vocabulary, cold, results, seconds, histories)
         if not {"recformer-zero-shot", "recformer"} & set(chosen):
             return config
     keras.utils.set_random_seed(config.seed)
@@ -166,12 +166,12 @@ def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen):
         start = time.monotonic()
         rows = recformer_driver.finetune(recommender, split, config, verbose=2)
         seconds["recformer"] = time.monotonic() - start + seconds["recformer-zero-shot"]
-        results["recformer"] = evaluate(recommender, split.test, cold)
+        results["recformer"], histories["recformer"] = evaluate(recommender, split.test, cold), rows
         print("recformer", json.dumps(results["recformer"]), json.dumps(rows), flush=True)
     return config
 
 
-def recformer_pretrained(args, config, split, vocabulary, cold, results, seconds):
+def recformer_pretrained(args, config, split, vocabulary, cold, results, seconds, histories):
     """The ``recformer-pretrained`` row: pre-training on ML-1M, then ``recformer``'s fine-tuning."""
     sizes = {name: getattr(config, name) for name in ("num_layers", "max_tokens", "max_sequence_length",
                                                       "attention_window", "max_attribute_tokens", "batch_size")}
@@ -187,6 +187,7 @@ def recformer_pretrained(args, config, split, vocabulary, cold, results, seconds
         rows = recformer_driver.finetune(recommender, split, tuned, verbose=2)
     seconds["recformer-pretrained"] = time.monotonic() - start + pretrain_seconds
     results["recformer-pretrained"] = evaluate(recommender, split.test, cold)
+    histories["recformer-pretrained"] = rows
     print("recformer-pretrained", json.dumps(results["recformer-pretrained"]), json.dumps(rows), flush=True)
 
 
@@ -301,7 +302,7 @@ def main():
     counts = np.bincount(split.train.values, minlength=vocabulary.size)
     cold = counts[split.test.targets] == 0
     print(f"test cases {len(cold)}, cold (target never in training) {int(cold.sum())}", flush=True)
-    results, seconds, epochs = {}, {}, {}
+    results, seconds, epochs, histories = {}, {}, {}, {}  # histories: Recformer's per-epoch rows
     started = machine.now()
 
     def record(name, model, start, n_epochs=None):
@@ -319,7 +320,8 @@ def main():
     unisrec_rows(args, split, vocabulary, chosen, record)
     config = None
     if {"recformer-zero-shot", "recformer", "recformer-pretrained"} & set(chosen):
-        config = recformer_rows(args, split, vocabulary, cold, results, seconds, chosen)
+        config = recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, histories)
+        epochs.update({name: len(rows) for name, rows in histories.items()})
 
     print_table(results, seconds, epochs, f"Amazon Scientific leave-one-out, test split ({len(cold)} cases, "
                 f"{int(cold.sum())} cold), full ranking over {vocabulary.num_items} items, seen filtered; "
@@ -333,7 +335,8 @@ def main():
               f"{config.batch_size}, lr {config.learning_rate}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": results, "seconds": seconds, "epochs": epochs, "args": vars(args),
+            json.dump({"results": results, "seconds": seconds, "epochs": epochs, "history": histories,
+                       "args": vars(args),
                        "commit": machine.code_version(), "started": started, "ended": machine.now(),
                        "environment": machine.environment()}, f, indent=2)
 
