@@ -95,6 +95,23 @@ def test_alignment_spreads_the_cls_vectors_without_interactions(data):
     assert after < before - 0.05 and np.isfinite(history.history["loss"]).all()
 
 
+def test_no_alignment_still_encodes_the_item_table(data):
+    # With align_epochs 0 the zero-shot model is the checkpoint as it is: its table
+    # must hold each item's one-item encoding, not the zeros it is built with (all
+    # items tied then, and every target ranked last).
+    config = training.RecformerConfig.from_dict(
+        {**CONFIG, "attributes": ["title", "brand", "categories"], "align_epochs": 0, "pooling": "mean"}
+    )
+    vocabulary = vocab_lib.ItemVocabulary([str(i) for i in range(20)])
+    texts, _ = recformer_training.item_texts(readers.read_item_text(data / "Tiny.item.json"), vocabulary,
+                                             config.attributes)
+    recommender = recformer_training.build(config, vocabulary, texts)
+    assert recformer_training.align(recommender, config, verbose=0) is None
+    ids = np.arange(vocab_lib.NUM_RESERVED, vocab_lib.NUM_RESERVED + 20)
+    np.testing.assert_allclose(recommender.model.item_embeddings.numpy(), recommender.encode_items(ids), atol=1e-5)
+    assert np.linalg.norm(recommender.model.item_embeddings.numpy(), axis=1).min() > 0
+
+
 def test_add_items_encodes_new_items_and_keeps_the_old_table(loaded, data):
     recommender, vocabulary, info = loaded
     config = training.RecformerConfig.from_dict(info["config"])

@@ -152,9 +152,12 @@ def align(recommender, config, verbose="auto"):
     A ``RecformerAligner`` on the recommender's backbone (trained in place) for
     ``config.align_epochs`` passes over the item table, one-item inputs, 64 per
     batch. No interaction is read, so the model stays zero-shot. Returns the fit
-    history (or ``None`` with ``align_epochs=0``).
+    history (or ``None`` with ``align_epochs=0``). Either way the item table is
+    encoded after it, so the recommender ranks zero-shot as it stands (before, with
+    no alignment the table stayed unencoded and every item tied).
     """
     if config.align_epochs <= 0:
+        recommender.refresh_item_embeddings()
         return None
     model = recommender.model
     aligner = recformer_lib.RecformerAligner(model.backbone, temperature=model.temperature)
