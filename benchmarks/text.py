@@ -299,7 +299,7 @@ def main():
         parser.error(f"unknown models {unknown}; known: {list(MODELS)}")
 
     split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(args.data, "Scientific.inter.json")))
-    counts = np.bincount(split.train.values, minlength=vocabulary.size)
+    counts = split.train.item_counts(vocabulary.size)
     cold = counts[split.test.targets] == 0
     print(f"test cases {len(cold)}, cold (target never in training) {int(cold.sum())}", flush=True)
     results, seconds, epochs, histories = {}, {}, {}, {}  # histories: Recformer's per-epoch rows

@@ -281,11 +281,9 @@ class UniSRecKind(IdModelKind):
 
     def prepare(self, model, train):
         """With id embeddings: the items absent from ``train`` are scored by their text alone."""
-        import numpy as np
-
         from tfseqrec.data import vocab
 
-        model.set_trained_items(np.bincount(train.values, minlength=vocab.NUM_RESERVED + model.num_items))
+        model.set_trained_items(train.item_counts(vocab.NUM_RESERVED + model.num_items))
 
     def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
               **read_kwargs):

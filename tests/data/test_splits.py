@@ -132,3 +132,8 @@ def test_sequences_without_real_times_have_none():
     assert split.train.timestamps is None and split.test.histories.timestamps is None
     seqs = splits.Sequences.from_list(["u"], [[3, 4]], [[5, 6]])
     assert seqs.drop_last(1).timestamps.tolist() == [5]
+
+
+def test_item_counts_by_hand():
+    seqs = splits.Sequences.from_list(["a", "b"], [[3, 4, 3], [5, 3]])
+    assert seqs.item_counts(7).tolist() == [0, 0, 0, 3, 1, 1, 0]

@@ -55,6 +55,10 @@ class Sequences:
     def num_events(self):
         return int(self.row_splits[-1])
 
+    def item_counts(self, size):
+        """Occurrences of each id ``0 .. size - 1`` in the sequences: int64 ``[size]``."""
+        return np.bincount(self.values, minlength=size)
+
     def times(self, u):
         """The event times of user ``u`` (``timestamps`` must be set)."""
         return self.timestamps[self.row_splits[u] : self.row_splits[u + 1]]
@@ -313,7 +317,7 @@ def training_vocabulary(vocabulary, train):
     Items that occur only in held-out events keep their place in the vocabulary (a
     target must have an id to be ranked) with count 0, after every trained item.
     """
-    counts = np.bincount(train.values, minlength=vocabulary.size)[vocab_lib.NUM_RESERVED : vocabulary.size]
+    counts = train.item_counts(vocabulary.size)[vocab_lib.NUM_RESERVED : vocabulary.size]
     return vocab_lib.ItemVocabulary.from_counts(dict(zip(vocabulary.items, counts.tolist())))
 
 
