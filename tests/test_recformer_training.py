@@ -271,6 +271,22 @@ def test_training_targets_are_drawn_afresh_and_batches_grouped_by_width(loaded, 
     assert recformer_training.steps_per_epoch(recommender, split.train, every) >= -(-90 // every.batch_size)
 
 
+def test_linear_schedule_runs_one_optimiser_over_both_stages(trained, data):
+    recommender, vocabulary, info = recformer_training.load(trained[0])  # a copy: `loaded` stays as trained
+    split, _, _ = splits.prepare(readers.read_interactions(data / "Tiny.inter.json"), vocabulary=vocabulary)
+    config = training.RecformerConfig.from_dict({**info["config"], "learning_rate_schedule": "linear",
+                                                 "warmup_share": 0.25, "learning_rate": 1e-3})
+    rows = recformer_training.finetune(recommender, split, config, verbose=0)
+    batches = sum(1 for _ in recformer_training.training_dataset(recommender, split.train, config))
+    optimizer, steps = recommender.model.optimizer, int(recommender.model.optimizer.iterations)
+    # Stage 2 went on with stage 1's optimiser (Keras also counts the step that finds an epoch's data spent).
+    assert [r["stage"] for r in rows] == [1, 2] and 2 * batches <= steps <= 2 * (batches + 1)
+    planned = 2 * recformer_training.steps_per_epoch(recommender, split.train, config)
+    warmup = int(0.25 * planned)
+    by_hand = 1e-3 * (planned - steps) / (planned - warmup)  # linear decay, past the warm-up
+    assert float(optimizer.learning_rate) == pytest.approx(by_hand, rel=1e-5)
+
+
 def test_text_report_counts_items_that_share_their_text():
     config = training.RecformerConfig(attributes=["title", "categories"], common_value_share=0.9)
     texts = np.array([["", ""]] * vocab_lib.NUM_RESERVED + [["pen", "Lab,Pens"], ["pen", "Lab,Pens"], ["ink", "Lab"]],

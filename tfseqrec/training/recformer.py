@@ -258,7 +258,7 @@ def finetune(recommender, split, config, verbose="auto"):
     best_weights, best = None, -np.inf
     stages = [(1, config.epochs, config.learning_rate, True),
               (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False)]
-    schedule = None
+    schedule = optimizer = None
     if config.learning_rate_schedule == "linear":
         total = steps_per_epoch(recommender, split.train, config) * (config.epochs + config.stage2_epochs)
         schedule = WarmupLinearDecay(config.learning_rate, total, int(config.warmup_share * total))
@@ -268,10 +268,9 @@ def finetune(recommender, split, config, verbose="auto"):
             continue
         if best_weights is not None:  # stage 2 starts from the best stage-1 model and its item table
             model.set_weights(best_weights)
-        if schedule is None:
-            model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
-        elif model.optimizer is None or stage == 1:  # one optimiser, one schedule, over both stages
-            model.compile(optimizer=keras.optimizers.AdamW(schedule, weight_decay=0.0))
+        if schedule is None or optimizer is None:  # with a schedule, one optimiser runs over both stages
+            optimizer = keras.optimizers.AdamW(schedule or learning_rate, weight_decay=0.0)
+            model.compile(optimizer=optimizer)
         valid = split.valid.sample(config.validation_users, config.seed)
         validation = RankingValidation(recommender, valid, refresh, config.validation_batch_size, start)
         callbacks = [
