@@ -164,7 +164,8 @@ def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, hist
         print("recformer-zero-shot", json.dumps(results["recformer-zero-shot"]), flush=True)
     if "recformer" in chosen:
         start = time.monotonic()
-        rows = recformer_driver.finetune(recommender, split, config, verbose=2)
+        # align encoded the item table already
+        rows = recformer_driver.finetune(recommender, split, config, verbose=2, encode_items=False)
         seconds["recformer"] = time.monotonic() - start + seconds["recformer-zero-shot"]
         results["recformer"], histories["recformer"] = evaluate(recommender, split.test, cold), rows
         print("recformer", json.dumps(results["recformer"]), json.dumps(rows), flush=True)

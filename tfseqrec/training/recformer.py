@@ -239,8 +239,11 @@ def steps_per_epoch(recommender, sequences, config):
     return -(-pairs // config.batch_size) + buckets - 1
 
 
-def finetune(recommender, split, config, verbose="auto"):
+def finetune(recommender, split, config, verbose="auto", encode_items=True):
     """Recformer's two-stage fine-tuning on ``split.train``; returns per-epoch rows.
+
+    ``encode_items=False`` skips encoding the item table before the first epoch, for
+    a table that already holds this encoder's vectors (``align`` ends by encoding it).
 
     Stage 1 re-encodes the item table after every epoch (``RankingValidation`` with
     ``refresh=True``); stage 2 starts from the best stage-1 weights and table and
@@ -262,7 +265,8 @@ def finetune(recommender, split, config, verbose="auto"):
     if config.learning_rate_schedule == "linear":
         total = steps_per_epoch(recommender, split.train, config) * (config.epochs + config.stage2_epochs)
         schedule = WarmupLinearDecay(config.learning_rate, total, int(config.warmup_share * total))
-    recommender.refresh_item_embeddings()
+    if encode_items:
+        recommender.refresh_item_embeddings()
     for stage, epochs, learning_rate, refresh in stages:
         if epochs <= 0 or (budget and time.monotonic() - start >= budget):
             continue
@@ -331,9 +335,10 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
             json.dump(info, f, indent=2)
         # A pre-trained checkpoint was aligned before; mean pooling needs no [CLS].
-        if config.pretrained and not config.init_from and config.pooling == "cls":
+        aligned = config.pretrained and not config.init_from and config.pooling == "cls"
+        if aligned:
             align(recommender, config, verbose=verbose)
-        rows = finetune(recommender, split, config, verbose=verbose)
+        rows = finetune(recommender, split, config, verbose=verbose, encode_items=not aligned)
         recommender.model.save(os.path.join(work, MODEL_FILE))
         _write_history(os.path.join(work, "history.csv"), rows)
     return recommender, rows, split, vocabulary
