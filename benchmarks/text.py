@@ -174,8 +174,10 @@ def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, hist
 
 def recformer_pretrained(args, config, split, vocabulary, cold, results, seconds, histories):
     """The ``recformer-pretrained`` row: pre-training on ML-1M, then ``recformer``'s fine-tuning."""
+    # The sizes and the vector of an input (pooling) are the fine-tuning's; so is alignment.
     sizes = {name: getattr(config, name) for name in ("num_layers", "max_tokens", "max_sequence_length",
-                                                      "attention_window", "max_attribute_tokens", "batch_size")}
+                                                      "attention_window", "max_attribute_tokens", "batch_size",
+                                                      "pooling", "align_epochs")}
     with tempfile.TemporaryDirectory() as work:
         checkpoint, pretrain_seconds = pretrained("recformer", os.path.dirname(args.data), work,
                                                   args.pretrain_minutes, sizes)

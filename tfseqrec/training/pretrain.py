@@ -197,7 +197,8 @@ def pretrain_recformer(domains, config, work, verbose):
     )
     backbone.build()
     recformer_lib.load_bert_weights(backbone, path)
-    model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=num_items)
+    model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=num_items,
+                                    pooling=config.pooling)
     model.build()
     recommender = recformer_lib.RecformerRecommender(model, item_tokens, item_types, tokenizer.cls_id, tokenizer)
     recformer_driver.align(recommender, config, verbose=verbose)
@@ -208,7 +209,7 @@ def pretrain_recformer(domains, config, work, verbose):
     ds = ds.map(lambda h, y: (recommender.pack(h), recommender.pack(tf.RaggedTensor.from_tensor(y[:, None]), width)),
                 num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
     task = recformer_lib.RecformerPretrainer(backbone, temperature=config.temperature, mlm_weight=config.mlm_weight,
-                                             seed=config.seed)
+                                             seed=config.seed, pooling=config.pooling)
     task.compile(optimizer=keras.optimizers.AdamW(config.learning_rate, weight_decay=0.0))
     rows = _fit(task, ds, config, verbose)
     backbone.save(os.path.join(work, BACKBONE_FILE))
