@@ -210,7 +210,9 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
             record(name + variant_name(overrides), model, start, n)
     if "unisrec-pretrained" in chosen:
         with tempfile.TemporaryDirectory() as work:
-            options = {k: v for k, v in ID_CONFIG.items() if k not in ("epochs", "patience")}
+            # Pre-trained at the fine-tuning's sizes (its overrides), for as long as --pretrain-minutes.
+            overrides = {**ID_CONFIG, **variants(args.unisrec_config)[0]}
+            options = {k: v for k, v in overrides.items() if k not in ("epochs", "patience")}
             checkpoint, pretrain_seconds = pretrained("unisrec", os.path.dirname(args.data), work,
                                                       args.pretrain_minutes, options)
             start = time.monotonic() - encode_seconds - pretrain_seconds

@@ -78,3 +78,17 @@ def test_text_report_joins_stored_runs_against_the_best_sasrec(tmp_path, capsys)
     assert lines["unisrec-id"][4:6] == ["1.10", "1.21"] and lines["unisrec-id"][8] == "0.25"
     assert lines["sasrec [hidden_dim=256]"][4:6] == ["0.75", "0.90"]
     assert lines["sasrec"][9:11] == ["12", "100 |"]
+
+
+def test_transfer_catalogue_overlap_by_title_by_hand():
+    transfer = _script("transfer")
+    from tfseqrec.data.vocab import ItemVocabulary
+
+    source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat  (1995)"}, "9": {"title": ""}}
+    # Target items a, b, c, d: a and b share a title with the source (case and spacing aside), c does not,
+    # d has no text, and an empty title matches nothing.
+    target = {"a": {"title": "toy story (1995)"}, "b": {"title": "Heat (1995)"}, "c": {"title": "Casino (1995)"},
+              "e": {"title": ""}}
+    vocabulary = ItemVocabulary(["a", "b", "c", "d", "e"])
+    targets = vocabulary.lookup(["a", "c", "d", "b"])  # half of them shared
+    assert transfer.catalogue_overlap(source, target, vocabulary, targets) == (2, 0.5)

@@ -1,0 +1,151 @@
+"""Text models on datasets they never trained on, against each dataset's own popularity.
+
+UniSRec text only is trained once on ML-1M (titles and genres; best epoch by ML-1M's
+validation NDCG@10) and moved to each target's catalogue by its items' text
+(``UniSRec.for_catalogue``): no interaction of the target is read. Recformer zero-shot
+is all-MiniLM-L6-v2 mean-pooled over each history's text, with no training at all.
+Popularity ranks by the target's own training counts (it reads the target's
+interactions: the floor a transfer has to clear).
+
+Targets (leave-one-out, test split, full ranking, history filtered):
+
+- ``ml-100k``: the same domain, other users and years (1997-98 against 2000-03). Its
+  catalogue overlaps ML-1M's: the table says how many of its items and test targets
+  have a title ML-1M also has (their text vectors are the ones trained on);
+- ``amazon-scientific-text``: another domain (lab and science products).
+
+Usage:
+    python benchmarks/transfer.py --epochs 20 --minutes 60 --json transfer.json
+Data: $TFSEQREC_DATA/ml-1m, ml-100k and amazon-scientific-text (default ../shared/data).
+"""
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tfseqrec import training  # noqa: E402
+from tfseqrec.data import readers, splits  # noqa: E402
+from tfseqrec.data import text as text_lib  # noqa: E402
+from tfseqrec.data import vocab as vocab_lib  # noqa: E402
+from tfseqrec.training import recformer as recformer_driver  # noqa: E402
+
+import machine  # noqa: E402  (benchmarks/machine.py)
+import text as text_bench  # noqa: E402  (benchmarks/text.py: its UniSRec transfer and evaluation)
+
+# target name: (interactions, item text, attribute set)
+TARGETS = {
+    "ml-100k": ("ml-100k/u.data", "ml-100k/u.item", "movielens"),
+    "amazon-scientific-text": ("amazon-scientific-text/Scientific.inter.json",
+                               "amazon-scientific-text/Scientific.item.json", "amazon"),
+}
+ZERO_SHOT = {"num_layers": 6, "pooling": "mean", "align_epochs": 0, "max_tokens": 256}
+
+
+def normalised_title(attrs):
+    return " ".join(str(attrs.get("title", "")).lower().split())
+
+
+def catalogue_overlap(source_text, target_text, vocabulary, targets):
+    """``(items, share of test targets)`` of the target whose title the source catalogue also has.
+
+    ``source_text``/``target_text``: ``{raw id: {"title": ...}}``; ``targets``: the
+    test cases' item ids in ``vocabulary``'s numbering (``NUM_RESERVED`` first).
+    """
+    titles = {normalised_title(a) for a in source_text.values()} - {""}
+    shared = np.zeros(vocabulary.size, bool)
+    for i, raw in enumerate(vocabulary.items):
+        attrs = target_text.get(raw)
+        shared[vocab_lib.NUM_RESERVED + i] = attrs is not None and normalised_title(attrs) in titles
+    return int(shared.sum()), float(shared[np.asarray(targets)].mean())
+
+
+def target_rows(name, root, source_model, source_text, zero_shot):
+    """The rows of one target: popularity, the transferred UniSRec, Recformer zero-shot."""
+    inter, item_path, attribute_set = TARGETS[name]
+    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, inter)))
+    item_text = readers.read_item_text(os.path.join(root, item_path))
+    attributes = text_lib.ATTRIBUTES[attribute_set]
+    counts = split.train.item_counts(vocabulary.size)
+    cold = counts[split.test.targets] == 0
+    results, seconds = {}, {}
+    results["popularity"] = text_bench.evaluate(text_bench.Popularity(counts), split.test, cold)
+    start = time.monotonic()
+    vectors, encoder, _ = text_bench.text_vectors(item_text, vocabulary, attributes)
+    results["unisrec-transfer"] = text_bench.evaluate(source_model.for_catalogue(vectors, encoder), split.test, cold)
+    seconds["unisrec-transfer"] = time.monotonic() - start
+    if zero_shot:
+        start = time.monotonic()
+        config = training.RecformerConfig.from_dict({"attributes": list(attributes), **ZERO_SHOT})
+        texts, _ = recformer_driver.item_texts(item_text, vocabulary, attributes)
+        keras.utils.set_random_seed(config.seed)
+        recommender = recformer_driver.build(config, vocabulary, texts)
+        recformer_driver.align(recommender, config)  # align_epochs 0: encodes the item table only
+        results["recformer-zero-shot"] = text_bench.evaluate(recommender, split.test, cold)
+        seconds["recformer-zero-shot"] = time.monotonic() - start
+    items, share = catalogue_overlap(source_text, item_text, vocabulary, split.test.targets)
+    about = {"users": len(cold), "items": vocabulary.num_items, "items_titled_as_in_ml1m": items,
+             "test_targets_titled_as_in_ml1m": share}
+    for row, r in results.items():
+        print(name, row, json.dumps(r), flush=True)
+    return {"results": results, "seconds": seconds, "about": about}
+
+
+def print_tables(targets, source_seconds, source_epochs):
+    for name, t in targets.items():
+        a = t["about"]
+        print(f"\n{name}: {a['users']} test cases, {a['items']} items; {a['items_titled_as_in_ml1m']} items and "
+              f"{a['test_targets_titled_as_in_ml1m']:.1%} of the test targets have a title ML-1M has\n")
+        print("| row | NDCG@10 | Recall@10 | MRR | / popularity NDCG@10 | reads the target's interactions |")
+        print("|---|---|---|---|---|---|")
+        floor = t["results"]["popularity"]["all"]["ndcg@10"]
+        for row, r in t["results"].items():
+            x = r["all"]
+            print(f"| {row} | {x['ndcg@10']:.4f} | {x['hr@10']:.4f} | {x['mrr']:.4f} | {x['ndcg@10'] / floor:.2f} | "
+                  f"{'yes' if row == 'popularity' else 'no'} |")
+    print(f"\nUniSRec trained on ML-1M: {source_epochs} epochs, {source_seconds:.0f} s (text encoding included)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    root = os.environ.get("TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    parser.add_argument("--data-root", default=root)
+    parser.add_argument("--minutes", type=float, default=10.0, help="UniSRec's training budget on ML-1M")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="UniSRec's epochs on ML-1M (default: as many as --minutes allows, at most 200)")
+    parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated of {list(TARGETS)}")
+    parser.add_argument("--no-zero-shot", action="store_true", help="leave out the Recformer zero-shot rows")
+    parser.add_argument("--json", default=None, help="also write the results here")
+    args = parser.parse_args()
+    chosen = args.targets.split(",")
+    unknown = sorted(set(chosen) - set(TARGETS))
+    if unknown:
+        parser.error(f"unknown targets {unknown}; known: {list(TARGETS)}")
+    started = machine.now()
+    start = time.monotonic()
+    ml1m = os.path.join(args.data_root, "ml-1m")
+    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(ml1m, "ml-1m.txt")))
+    source_text = text_bench.ml1m_texts(args.data_root)
+    vectors, encoder, _ = text_bench.text_vectors(source_text, vocabulary, text_lib.ATTRIBUTES["movielens"])
+    model, epochs = text_bench.fit_id_model("unisrec", split, vocabulary, args.minutes,
+                                            overrides={"epochs": args.epochs} if args.epochs else None,
+                                            text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
+    source_seconds = time.monotonic() - start
+    targets = {name: target_rows(name, args.data_root, model, source_text, not args.no_zero_shot)
+               for name in chosen}
+    print_tables(targets, source_seconds, epochs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"targets": targets, "source": {"data": "ml-1m", "epochs": epochs, "seconds": source_seconds,
+                                                      "config": text_bench.ID_CONFIG},
+                       "args": vars(args), "commit": machine.code_version(), "started": started,
+                       "ended": machine.now(), "environment": machine.environment()}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
