@@ -11,7 +11,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_WORKERS ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text env clean-env
+.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text bench-transfer env clean-env
 
 # Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
 # cache that `tfseqrec data download ml-1m` fills.
@@ -75,6 +75,11 @@ bench-text: env
 	.venv/bin/python benchmarks/text.py --minutes 20 --recformer-minutes 80 \
 	    --recformer-config '{"epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}' \
 	    --json runs/bench-text.json
+
+# UniSRec text only trained on ML-1M, and Recformer zero-shot, on ML-100K and Amazon Scientific.
+bench-transfer: env
+	mkdir -p runs
+	.venv/bin/python benchmarks/transfer.py --epochs 20 --minutes 60 --json runs/bench-transfer.json
 
 env:
 	scripts/ensure_env.sh primary

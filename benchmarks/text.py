@@ -10,7 +10,8 @@ full ranking over all items with the user's history filtered. Rows (``--models``
 - ``unisrec-id``: UniSRec with id embeddings added to the text vectors;
 - ``unisrec-transfer``: UniSRec text only, trained on ML-1M (titles and genres) and
   evaluated here without reading any Scientific interaction
-  (``UniSRec.for_catalogue``): a dataset never used in training;
+  (``UniSRec.for_catalogue``): a dataset never used in training (``benchmarks/transfer.py``
+  also moves it to ML-100K);
 - ``unisrec-pretrained``: ``unisrec`` started from ``tfseqrec pretrain --model unisrec``
   on ML-1M (titles and genres; ``--pretrain-minutes``), the paper's transfer;
 - ``recformer-zero-shot``: Recformer after ``[CLS]`` alignment on item text only;
