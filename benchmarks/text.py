@@ -103,15 +103,21 @@ def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=No
     return fitted, len(history.history["loss"])
 
 
-def ml1m_transfer(root, minutes, scientific_vectors, scientific_encoder):
-    """UniSRec trained on ML-1M text, moved to Scientific's items: ``(model, epochs, seconds)``."""
+def ml1m_unisrec(root, minutes, overrides=None):
+    """UniSRec text only trained on ML-1M's titles and genres: ``(model, epochs, seconds)``."""
     start = time.monotonic()
     ml1m = os.path.join(root, "ml-1m")
     split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(ml1m, "ml-1m.txt")))
     vectors, encoder, _ = text_vectors(ml1m_texts(root), vocabulary, text_lib.ATTRIBUTES["movielens"])
-    model, epochs = fit_id_model("unisrec", split, vocabulary, minutes, text_dim=vectors.shape[1],
-                                 text_embeddings=vectors, text_encoder=encoder)
-    return model.for_catalogue(scientific_vectors, scientific_encoder), epochs, time.monotonic() - start
+    model, epochs = fit_id_model("unisrec", split, vocabulary, minutes, overrides=overrides,
+                                 text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
+    return model, epochs, time.monotonic() - start
+
+
+def ml1m_transfer(root, minutes, scientific_vectors, scientific_encoder):
+    """UniSRec trained on ML-1M text, moved to Scientific's items: ``(model, epochs, seconds)``."""
+    model, epochs, seconds = ml1m_unisrec(root, minutes)
+    return model.for_catalogue(scientific_vectors, scientific_encoder), epochs, seconds
 
 
 def ml1m_texts(root):

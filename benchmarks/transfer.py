@@ -127,15 +127,9 @@ def main():
     if unknown:
         parser.error(f"unknown targets {unknown}; known: {list(TARGETS)}")
     started = machine.now()
-    start = time.monotonic()
-    ml1m = os.path.join(args.data_root, "ml-1m")
-    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(ml1m, "ml-1m.txt")))
+    model, epochs, source_seconds = text_bench.ml1m_unisrec(
+        args.data_root, args.minutes, overrides={"epochs": args.epochs} if args.epochs else None)
     source_text = text_bench.ml1m_texts(args.data_root)
-    vectors, encoder, _ = text_bench.text_vectors(source_text, vocabulary, text_lib.ATTRIBUTES["movielens"])
-    model, epochs = text_bench.fit_id_model("unisrec", split, vocabulary, args.minutes,
-                                            overrides={"epochs": args.epochs} if args.epochs else None,
-                                            text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
-    source_seconds = time.monotonic() - start
     targets = {name: target_rows(name, args.data_root, model, source_text, not args.no_zero_shot)
                for name in chosen}
     print_tables(targets, source_seconds, epochs)

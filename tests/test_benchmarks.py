@@ -85,7 +85,7 @@ def test_transfer_catalogue_overlap_by_title_by_hand():
     from tfseqrec.data.vocab import ItemVocabulary
 
     source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat  (1995)"}, "9": {"title": ""}}
-    # Target items a, b, c, d: a and b share a title with the source (case and spacing aside), c does not,
+    # Target items a to e: a and b share a title with the source (case and spacing aside), c does not,
     # d has no text, and an empty title matches nothing.
     target = {"a": {"title": "toy story (1995)"}, "b": {"title": "Heat (1995)"}, "c": {"title": "Casino (1995)"},
               "e": {"title": ""}}
