@@ -233,11 +233,11 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
         record("unisrec-transfer", model, start, n)
 
 
-def variants(unisrec_config):
-    """``--unisrec-config``'s override dicts: one (``{}`` when absent), or each of a list."""
-    if isinstance(unisrec_config, list):
-        return unisrec_config
-    return [unisrec_config or {}]
+def variants(config):
+    """``--unisrec-config``'s or ``--sasrec-config``'s override dicts: one (``{}`` when absent), or each of a list."""
+    if isinstance(config, list):
+        return config
+    return [config or {}]
 
 
 def variant_name(overrides):
@@ -294,7 +294,8 @@ def main():
                         help="pre-training budget on ML-1M of the *-pretrained rows")
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
     parser.add_argument("--sasrec-config", type=json.loads, default=None,
-                        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its name)")
+                        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its name); "
+                        "a list of them runs a SASRec row per entry, e.g. seeds")
     parser.add_argument("--unisrec-config", type=json.loads, default=None,
                         help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "
                         "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "
@@ -325,10 +326,10 @@ def main():
 
     if "popularity" in chosen:
         record("popularity", Popularity(counts), time.monotonic())
-    if "sasrec" in chosen:
+    for overrides in variants(args.sasrec_config) if "sasrec" in chosen else ():
         start = time.monotonic()
-        model, n = fit_id_model("sasrec", split, vocabulary, args.minutes, overrides=args.sasrec_config)
-        record("sasrec" + variant_name(args.sasrec_config or {}), model, start, n)
+        model, n = fit_id_model("sasrec", split, vocabulary, args.minutes, overrides=overrides)
+        record("sasrec" + variant_name(overrides), model, start, n)
     unisrec_rows(args, split, vocabulary, chosen, record)
     config = None
     if {"recformer-zero-shot", "recformer", "recformer-pretrained"} & set(chosen):
