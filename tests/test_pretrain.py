@@ -99,11 +99,15 @@ def unisrec_checkpoint(data, other, tmp_path_factory):
     return out_dir, json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, tmp_path):
+def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, other, tmp_path):
     checkpoint, out = unisrec_checkpoint
     assert out["datasets"] == 2 and out["epochs"] == 2 and np.isfinite(out["loss"])
     info = json.loads((checkpoint / "pretrain_config.json").read_text())
     assert [d["num_items"] for d in info["datasets"]] == [20, 15] and len(info["history"]) == 2
+    # Steps per epoch: a window per training position after each user's first, 16 a batch, the rest dropped.
+    lengths = [len(items) - 2 for path in (data / "Tiny.inter.json", other / "Other.inter.json")
+               for items in json.loads(path.read_text()).values()]
+    assert [row["steps"] for row in info["history"]] == [sum(n - 1 for n in lengths) // 16] * 2
     pretrained = keras.saving.load_model(checkpoint / "model.keras")
     assert pretrained.num_items == 35 and not pretrained.use_id_embeddings
     # --init-from copies everything but the item tables.
@@ -153,6 +157,16 @@ def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path, capsys):
                     str(data / "Tiny.item.json"), "--output", str(tmp_path / "ft2"), "--config",
                     json.dumps({**fine, "max_tokens": 64})])  # in process: it fails before training
     assert bad == 1 and "pre-trained with max_tokens 48; fine-tuning asks for 64" in capsys.readouterr().err
+
+
+def test_recformer_aligns_cls_only_from_minilm_with_cls_pooling():
+    from tfseqrec.training import recformer
+
+    options = kinds.get("recformer").options
+    assert recformer.aligns(options({}))
+    assert not recformer.aligns(options({"pooling": "mean"}))  # reads MiniLM's own sentence vector
+    assert not recformer.aligns(options({"init_from": "runs/pre"}))  # aligned when pre-trained
+    assert not recformer.aligns(options({"pretrained": False}))  # random weights: nothing to align to
 
 
 def test_pretrain_flags_are_checked(data, tmp_path, capsys):

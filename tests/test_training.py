@@ -181,6 +181,16 @@ def test_divergence_watch_stops_at_the_first_non_finite_batch():
     assert issubclass(training.RankingValidation, training.callbacks.DivergenceWatch)
 
 
+def test_time_limit_stops_at_an_epoch_end_or_within_the_epoch():
+    x, y = np.ones((8, 2), "float32"), np.ones((8, 1), "float32")
+    for within_epoch, steps in ((False, 4), (True, 1)):  # 4 batches of 2 an epoch
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        limit = training.TimeLimit(0.0, within_epoch=within_epoch)
+        history = model.fit(x, y, batch_size=2, epochs=3, callbacks=[limit], verbose=0)
+        assert int(model.optimizer.iterations) == steps and len(history.history["loss"]) == 1
+
+
 def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_root, tmp_path):
     config = dict(TINY, epochs=1, validation_users=100, seed=3)
     model, history, split, _ = training.train(data_root / "ml-100k", tmp_path, config, verbose=0)

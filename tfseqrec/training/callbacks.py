@@ -167,14 +167,29 @@ class BestModel(DivergenceWatch):
 
 
 class TimeLimit(keras.callbacks.Callback):
-    """Stops training at the end of the first epoch past ``seconds`` of fit time."""
+    """Stops training at the end of the first epoch past ``seconds`` of fit time.
 
-    def __init__(self, seconds):
+    With ``within_epoch``, at the end of the first step past them (the epoch's logs and
+    its ``on_epoch_end`` callbacks still come): for fits without validation, such as
+    pre-training, whose epochs can outlast the budget. One worker only: workers would
+    each stop at another step.
+    """
+
+    def __init__(self, seconds, within_epoch=False):
         super().__init__()
         self.seconds = seconds
+        self.within_epoch = within_epoch
 
     def on_train_begin(self, logs=None):
+        from tfseqrec.training import distribute
+
+        if self.within_epoch and distribute.is_multi_worker(self.model.distribute_strategy):
+            raise ValueError("TimeLimit(within_epoch=True) is for one worker; across workers it stops at epoch ends")
         self.start = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.within_epoch and time.monotonic() - self.start >= self.seconds:
+            self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
         from tfseqrec.training import distribute

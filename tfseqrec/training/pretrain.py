@@ -143,9 +143,20 @@ def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrit
 
 
 def _fit(task, ds, config, verbose):
-    callbacks = [TimeLimit(config.max_train_minutes * 60)] if config.max_train_minutes else []
+    """``task.fit`` for ``config.epochs``; ``max_train_minutes`` stops it at the first step past them.
+
+    Pre-training has no validation to wait for, and one epoch over every position of a
+    large dataset can outlast any budget. Returns a row per epoch: loss and steps.
+    """
+    steps = []
+    counter = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: steps.append(0),
+                                             on_train_batch_end=lambda batch, logs: steps.__setitem__(-1, steps[-1] + 1))
+    callbacks = [counter]
+    if config.max_train_minutes:
+        callbacks.append(TimeLimit(config.max_train_minutes * 60, within_epoch=True))
     history = task.fit(ds, epochs=config.epochs, callbacks=callbacks, verbose=verbose)
-    return [{"epoch": i + 1, "loss": float(loss)} for i, loss in enumerate(history.history["loss"])]
+    return [{"epoch": i + 1, "loss": float(loss), "steps": n} for i, (loss, n) in
+            enumerate(zip(history.history["loss"], steps))]
 
 
 def pretrain_unisrec(domains, config, work, verbose):
@@ -201,7 +212,8 @@ def pretrain_recformer(domains, config, work, verbose):
                                     pooling=config.pooling)
     model.build()
     recommender = recformer_lib.RecformerRecommender(model, item_tokens, item_types, tokenizer.cls_id, tokenizer)
-    recformer_driver.align(recommender, config, verbose=verbose)
+    if recformer_driver.aligns(config):
+        recformer_driver.align(recommender, config, verbose=verbose)
     histories, targets = recformer_driver.training_pairs(joined_sequences(domains), config.examples_per_user)
     width = recommender.item_width()
     ds = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1), targets))

@@ -171,6 +171,17 @@ def align(recommender, config, verbose="auto"):
     return history
 
 
+def aligns(config):
+    """Whether a run of ``config`` first aligns ``[CLS]`` (``align``) on the item text.
+
+    Only a ``[CLS]``-pooled model starting from all-MiniLM-L6-v2 does: mean pooling reads
+    the checkpoint's own sentence vector, and a ``tfseqrec pretrain`` checkpoint
+    (``init_from``) was aligned when it was pre-trained. Fine-tuning and pre-training
+    both ask here.
+    """
+    return config.pretrained and not config.init_from and config.pooling == "cls"
+
+
 def training_pairs(sequences, examples_per_user=1, rng=None):
     """``(histories, targets)`` of each sequence's next items.
 
@@ -334,8 +345,7 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         directory.write_item_text(work, raw_text, vocabulary)
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
             json.dump(info, f, indent=2)
-        # A pre-trained checkpoint was aligned before; mean pooling needs no [CLS].
-        aligned = config.pretrained and not config.init_from and config.pooling == "cls"
+        aligned = aligns(config)
         if aligned:
             align(recommender, config, verbose=verbose)
         rows = finetune(recommender, split, config, verbose=verbose, encode_items=not aligned)
