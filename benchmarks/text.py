@@ -31,6 +31,7 @@ Usage:
     python benchmarks/text.py --models sasrec,unisrec,unisrec-id --minutes 20
     python benchmarks/text.py --models recformer-zero-shot,recformer --recformer-minutes 120
     python benchmarks/text.py --report benchmarks/results/text-*.json   # stored runs in one table, no training
+    python benchmarks/text.py --report benchmarks/results/text-*.json --rows '["popularity", "sasrec"]'
 Data: $TFSEQREC_DATA/amazon-scientific-text and $TFSEQREC_DATA/ml-1m (default ../shared/data).
 """
 
@@ -263,8 +264,11 @@ def print_table(results, seconds, epochs, header):
               f"{wall} |")
 
 
-def report(paths):
-    """One table of the rows of stored runs (``--json`` files); a row name two runs share gets its file's name."""
+def report(paths, rows=None):
+    """One table of the rows of stored runs (``--json`` files); a row name two runs share gets its file's name.
+
+    ``rows``: the row names to print, in that order (all when ``None``); an unknown one is an error.
+    """
     results, seconds, epochs, runs = {}, {}, {}, []
     for path in paths:
         with open(path) as f:
@@ -278,6 +282,11 @@ def report(paths):
             if name in run.get("seconds", {}):
                 seconds[key] = run["seconds"][name]
             epochs[key] = run.get("epochs", {}).get(name)
+    if rows is not None:
+        unknown = [name for name in rows if name not in results]
+        if unknown:
+            raise ValueError(f"rows {unknown} are in none of the runs; their rows: {list(results)}")
+        results = {name: results[name] for name in rows}
     print_table(results, seconds, epochs, "Amazon Scientific leave-one-out, test split, full ranking, seen filtered; "
                 "stored runs:\n" + "\n".join(f"- {r}" for r in runs))
 
@@ -303,9 +312,12 @@ def main():
     parser.add_argument("--json", default=None, help="also write the results here")
     parser.add_argument("--report", nargs="+", metavar="JSON",
                         help="print one table of stored runs (--json files) and exit; nothing is trained")
+    parser.add_argument("--rows", type=json.loads, default=None,
+                        help="with --report: JSON list of the row names to print, in order (a name two runs "
+                        "share carries its file's name in brackets, as the full report prints it)")
     args = parser.parse_args()
     if args.report:
-        return report(args.report)
+        return report(args.report, args.rows)
     chosen = args.models.split(",")
     unknown = sorted(set(chosen) - set(MODELS))
     if unknown:

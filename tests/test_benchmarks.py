@@ -78,6 +78,11 @@ def test_text_report_joins_stored_runs_against_the_best_sasrec(tmp_path, capsys)
     assert lines["unisrec-id"][4:6] == ["1.10", "1.21"] and lines["unisrec-id"][8] == "0.25"
     assert lines["sasrec [hidden_dim=256]"][4:6] == ["0.75", "0.90"]
     assert lines["sasrec"][9:11] == ["12", "100 |"]
+    text.report([str(p) for p in paths], rows=["unisrec-id (b)", "sasrec"])
+    out = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [line.split(" | ")[0] for line in out[1:]] == ["| unisrec-id (b)", "| sasrec"]
+    with pytest.raises(ValueError, match=r"rows \['bert4rec'\] are in none of the runs"):
+        text.report([str(p) for p in paths], rows=["bert4rec"])
 
 
 def test_transfer_catalogue_overlap_by_title_by_hand():
