@@ -145,8 +145,8 @@ def pretrained(model, root, work, minutes, options):
     out = os.path.join(work, f"{model}-pretrained")
     rows = pretrain.pretrain(model, [dataset], out, {**options, "max_train_minutes": minutes, "epochs": 1000},
                              verbose=2)
-    print(f"{model} pre-training: {len(rows)} epochs, loss {rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f}",
-          flush=True)
+    print(f"{model} pre-training: {len(rows)} epochs ({sum(r['steps'] for r in rows)} steps), loss "
+          f"{rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f}", flush=True)
     return out, time.monotonic() - start
 
 
