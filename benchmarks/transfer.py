@@ -5,7 +5,9 @@ validation NDCG@10) and moved to each target's catalogue by its items' text
 (``UniSRec.for_catalogue``): no interaction of the target is read. Recformer zero-shot
 is all-MiniLM-L6-v2 mean-pooled over each history's text, with no training at all.
 Popularity ranks by the target's own training counts (it reads the target's
-interactions: the floor a transfer has to clear).
+interactions: the floor a transfer has to clear); ``ml1m-popularity`` (where titles
+overlap) ranks the target's items by ML-1M's training counts of the same title: the
+popularity a transfer could know without reading the target.
 
 Targets (leave-one-out, test split, full ranking, history filtered):
 
@@ -65,8 +67,30 @@ def catalogue_overlap(source_text, target_text, vocabulary, targets):
     return int(shared.sum()), float(shared[np.asarray(targets)].mean())
 
 
-def target_rows(name, root, source_model, source_text, zero_shot):
-    """The rows of one target: popularity, the transferred UniSRec, Recformer zero-shot."""
+def title_counts(source_text, vocabulary, counts):
+    """``{normalised title: training count}`` of a source catalogue (counts of items sharing a title add up)."""
+    out = {}
+    for i, raw in enumerate(vocabulary.items):
+        title = normalised_title(source_text.get(raw, {}))
+        if title:
+            out[title] = out.get(title, 0) + int(counts[vocab_lib.NUM_RESERVED + i])
+    return out
+
+
+def source_popularity(by_title, target_text, vocabulary):
+    """Training counts ``[vocabulary.size]`` of the target's items, read from the source by title (0: no match)."""
+    counts = np.zeros(vocabulary.size, np.int64)
+    for i, raw in enumerate(vocabulary.items):
+        counts[vocab_lib.NUM_RESERVED + i] = by_title.get(normalised_title(target_text.get(raw, {})), 0)
+    return counts
+
+
+def target_rows(name, root, source, zero_shot):
+    """The rows of one target: popularity, ML-1M's popularity by title, the transferred UniSRec, Recformer zero-shot.
+
+    ``source``: ``(UniSRec trained on ML-1M, ML-1M's item text, ML-1M's training counts by title)``.
+    """
+    source_model, source_text, source_counts = source
     inter, item_path, attribute_set = TARGETS[name]
     split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, inter)))
     item_text = readers.read_item_text(os.path.join(root, item_path))
@@ -75,6 +99,9 @@ def target_rows(name, root, source_model, source_text, zero_shot):
     cold = counts[split.test.targets] == 0
     results, seconds = {}, {}
     results["popularity"] = text_bench.evaluate(text_bench.Popularity(counts), split.test, cold)
+    by_source = source_popularity(source_counts, item_text, vocabulary)
+    if by_source.any():  # ranks by what ML-1M's users watched: reads no interaction of the target
+        results["ml1m-popularity"] = text_bench.evaluate(text_bench.Popularity(by_source), split.test, cold)
     start = time.monotonic()
     vectors, encoder, _ = text_bench.text_vectors(item_text, vocabulary, attributes)
     results["unisrec-transfer"] = text_bench.evaluate(source_model.for_catalogue(vectors, encoder), split.test, cold)
@@ -111,6 +138,12 @@ def print_tables(targets, source_seconds, source_epochs):
     print(f"\nUniSRec trained on ML-1M: {source_epochs} epochs, {source_seconds:.0f} s (text encoding included)")
 
 
+def ml1m_title_counts(root):
+    """ML-1M's training counts (``ml-1m.txt``'s split) by normalised title."""
+    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, "ml-1m", "ml-1m.txt")))
+    return title_counts(text_bench.ml1m_texts(root), vocabulary, split.train.item_counts(vocabulary.size))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.environ.get("TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
@@ -129,9 +162,8 @@ def main():
     started = machine.now()
     model, epochs, source_seconds = text_bench.ml1m_unisrec(
         args.data_root, args.minutes, overrides={"epochs": args.epochs} if args.epochs else None)
-    source_text = text_bench.ml1m_texts(args.data_root)
-    targets = {name: target_rows(name, args.data_root, model, source_text, not args.no_zero_shot)
-               for name in chosen}
+    source = (model, text_bench.ml1m_texts(args.data_root), ml1m_title_counts(args.data_root))
+    targets = {name: target_rows(name, args.data_root, source, not args.no_zero_shot) for name in chosen}
     print_tables(targets, source_seconds, epochs)
     if args.json:
         with open(args.json, "w") as f:

@@ -97,3 +97,21 @@ def test_transfer_catalogue_overlap_by_title_by_hand():
     vocabulary = ItemVocabulary(["a", "b", "c", "d", "e"])
     targets = vocabulary.lookup(["a", "c", "d", "b"])  # half of them shared
     assert transfer.catalogue_overlap(source, target, vocabulary, targets) == (2, 0.5)
+
+
+def test_transfer_source_popularity_by_title_by_hand():
+    transfer = _script("transfer")
+    from tfseqrec.data.vocab import NUM_RESERVED, ItemVocabulary
+
+    source_vocabulary = ItemVocabulary(["7", "8", "9", "10"])
+    source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat (1995)"}, "9": {"title": "heat  (1995)"},
+              "10": {"title": ""}}
+    counts = np.zeros(source_vocabulary.size, np.int64)
+    counts[NUM_RESERVED:] = [5, 2, 1, 9]  # 8 and 9 share a title: 3; an empty title counts for nothing
+    by_title = transfer.title_counts(source, source_vocabulary, counts)
+    assert by_title == {"toy story (1995)": 5, "heat (1995)": 3}
+    target = {"a": {"title": "HEAT (1995)"}, "b": {"title": "Casino (1995)"}, "c": {"title": "toy story (1995)"}}
+    vocabulary = ItemVocabulary(["a", "b", "c", "d"])  # d has no text
+    np.testing.assert_array_equal(transfer.source_popularity(by_title, target, vocabulary)[NUM_RESERVED:],
+                                  [3, 0, 5, 0])
+
