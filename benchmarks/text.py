@@ -235,7 +235,7 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
 
 
 def variants(config):
-    """``--unisrec-config``'s or ``--sasrec-config``'s override dicts: one (``{}`` when absent), or each of a list."""
+    """``--unisrec-config``'s or ``--sasrec-config``'s override dicts: one (``{}`` if absent), or a list's."""
     if isinstance(config, list):
         return config
     return [config or {}]
@@ -265,7 +265,7 @@ def print_table(results, seconds, epochs, header):
 
 
 def report(paths, rows=None):
-    """One table of the rows of stored runs (``--json`` files); a row name two runs share gets its file's name.
+    """One table of the rows of stored runs (``--json`` files); a row name two runs share gets its file's.
 
     ``rows``: the row names to print, in that order (all when ``None``); an unknown one is an error.
     """
@@ -303,7 +303,8 @@ def main():
                         help="pre-training budget on ML-1M of the *-pretrained rows")
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
     parser.add_argument("--sasrec-config", type=json.loads, default=None,
-                        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its name); "
+                        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its "
+                        "name); "
                         "a list of them runs a SASRec row per entry, e.g. seeds")
     parser.add_argument("--unisrec-config", type=json.loads, default=None,
                         help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "

@@ -68,7 +68,7 @@ def catalogue_overlap(source_text, target_text, vocabulary, targets):
 
 
 def title_counts(source_text, vocabulary, counts):
-    """``{normalised title: training count}`` of a source catalogue (counts of items sharing a title add up)."""
+    """``{normalised title: training count}`` of a source catalogue (items sharing a title add up)."""
     out = {}
     for i, raw in enumerate(vocabulary.items):
         title = normalised_title(source_text.get(raw, {}))
@@ -78,7 +78,7 @@ def title_counts(source_text, vocabulary, counts):
 
 
 def source_popularity(by_title, target_text, vocabulary):
-    """Training counts ``[vocabulary.size]`` of the target's items, read from the source by title (0: no match)."""
+    """Training counts ``[vocabulary.size]`` of the target's items, from the source by title (0: none)."""
     counts = np.zeros(vocabulary.size, np.int64)
     for i, raw in enumerate(vocabulary.items):
         counts[vocab_lib.NUM_RESERVED + i] = by_title.get(normalised_title(target_text.get(raw, {})), 0)
@@ -86,7 +86,7 @@ def source_popularity(by_title, target_text, vocabulary):
 
 
 def target_rows(name, root, source, zero_shot):
-    """The rows of one target: popularity, ML-1M's popularity by title, the transferred UniSRec, Recformer zero-shot.
+    """A target's rows: popularity, ML-1M's popularity by title, UniSRec transferred, Recformer zero-shot.
 
     ``source``: ``(UniSRec trained on ML-1M, ML-1M's item text, ML-1M's training counts by title)``.
     """

@@ -79,7 +79,8 @@ def test_text_report_joins_stored_runs_against_the_best_sasrec(tmp_path, capsys)
     assert lines["sasrec [hidden_dim=256]"][4:6] == ["0.75", "0.90"]
     assert lines["sasrec"][9:11] == ["12", "100 |"]
     text.report([str(p) for p in paths], rows=["unisrec-id (b)", "sasrec"])
-    out = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
+    out = [line for line in capsys.readouterr().out.splitlines()
+           if line.startswith("| ") and "---" not in line]
     assert [line.split(" | ")[0] for line in out[1:]] == ["| unisrec-id (b)", "| sasrec"]
     with pytest.raises(ValueError, match=r"rows \['bert4rec'\] are in none of the runs"):
         text.report([str(p) for p in paths], rows=["bert4rec"])
@@ -104,13 +105,14 @@ def test_transfer_source_popularity_by_title_by_hand():
     from tfseqrec.data.vocab import NUM_RESERVED, ItemVocabulary
 
     source_vocabulary = ItemVocabulary(["7", "8", "9", "10"])
-    source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat (1995)"}, "9": {"title": "heat  (1995)"},
-              "10": {"title": ""}}
+    source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat (1995)"},
+              "9": {"title": "heat  (1995)"}, "10": {"title": ""}}
     counts = np.zeros(source_vocabulary.size, np.int64)
     counts[NUM_RESERVED:] = [5, 2, 1, 9]  # 8 and 9 share a title: 3; an empty title counts for nothing
     by_title = transfer.title_counts(source, source_vocabulary, counts)
     assert by_title == {"toy story (1995)": 5, "heat (1995)": 3}
-    target = {"a": {"title": "HEAT (1995)"}, "b": {"title": "Casino (1995)"}, "c": {"title": "toy story (1995)"}}
+    target = {"a": {"title": "HEAT (1995)"}, "b": {"title": "Casino (1995)"},
+              "c": {"title": "toy story (1995)"}}
     vocabulary = ItemVocabulary(["a", "b", "c", "d"])  # d has no text
     np.testing.assert_array_equal(transfer.source_popularity(by_title, target, vocabulary)[NUM_RESERVED:],
                                   [3, 0, 5, 0])

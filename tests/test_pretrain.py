@@ -159,6 +159,13 @@ def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path, capsys):
     assert bad == 1 and "pre-trained with max_tokens 48; fine-tuning asks for 64" in capsys.readouterr().err
 
 
+def test_pretraining_budget_stops_at_the_first_step_past_it(data, tmp_path):
+    rows = pretrain.pretrain("unisrec", [(data / "Tiny.inter.json", data / "Tiny.item.json")], tmp_path / "p",
+                             {**UNISREC, "epochs": 3, "batch_size": 4, "max_train_minutes": 1e-6}, verbose=0)
+    # One step of the first epoch's 22 (90 windows, 4 a batch), and no other epoch.
+    assert [(row["epoch"], row["steps"]) for row in rows] == [(1, 1)]
+
+
 def test_recformer_aligns_cls_only_from_minilm_with_cls_pooling():
     from tfseqrec.training import recformer
 

@@ -139,8 +139,8 @@ def _add_pretrain(sub):
     p.add_argument("--config", help="JSON object or file of the model's options (flags override it)")
     flags = {f[0]: f[1:] for f in TRAIN_FLAGS}
     for name in PRETRAIN_FLAGS:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, type=_option_type(name, flags[name][0]),
-                       help=PRETRAIN_HELP.get(name, flags[name][1]))
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None,
+                       type=_option_type(name, flags[name][0]), help=PRETRAIN_HELP.get(name, flags[name][1]))
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     p.set_defaults(func=_pretrain)
 
@@ -255,8 +255,9 @@ TRAIN_FLAGS = [
 ]
 TRAIN_SWITCHES = ["bucket_boundaries", "mixed_precision", "jit_compile", "sparse_item_updates"]
 PRETRAIN_FLAGS = ["epochs", "learning_rate", "batch_size", "max_train_minutes", "seed"]
-PRETRAIN_HELP = {"max_train_minutes": "stop at the first training step past this much time (there is no "
-                                      "validation to wait for; one epoch of a large dataset can outlast any budget)",
+PRETRAIN_HELP = {"max_train_minutes": "stop at the first training step past this much time (there is "
+                                      "no validation to wait for; one epoch of a large dataset can "
+                                      "outlast any budget)",
                  "epochs": "passes over the datasets' training sequences (default: unisrec 200, recformer 4)",
                  "batch_size": "batch size (default: unisrec 128, recformer 32)",
                  "learning_rate": "learning rate (default: unisrec 2e-3, recformer 5e-5)"}

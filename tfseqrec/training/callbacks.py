@@ -184,7 +184,8 @@ class TimeLimit(keras.callbacks.Callback):
         from tfseqrec.training import distribute
 
         if self.within_epoch and distribute.is_multi_worker(self.model.distribute_strategy):
-            raise ValueError("TimeLimit(within_epoch=True) is for one worker; across workers it stops at epoch ends")
+            raise ValueError("TimeLimit(within_epoch=True) is for one worker; across workers it stops at "
+                             "epoch ends")
         self.start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
