@@ -215,6 +215,20 @@ class StepLimit(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class StepsPerEpoch(keras.callbacks.Callback):
+    """The training steps of each epoch in ``counts`` (a time budget may cut the last one short)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.counts.append(0)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.counts[-1] += 1
+
+
 class RankingValidation(DivergenceWatch):
     """Full-catalogue validation metrics after every epoch, into ``logs`` as ``val_*``.
 

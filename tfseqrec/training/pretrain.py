@@ -31,7 +31,7 @@ import tensorflow as tf
 from tfseqrec.data import readers, splits
 from tfseqrec.data import text as text_lib
 from tfseqrec.data import vocab as vocab_lib
-from tfseqrec.training.callbacks import TimeLimit
+from tfseqrec.training.callbacks import StepsPerEpoch, TimeLimit
 from tfseqrec.training.directory import output_directory
 
 CONFIG_FILE = "pretrain_config.json"
@@ -148,27 +148,13 @@ def _fit(task, ds, config, verbose):
     Pre-training has no validation to wait for, and one epoch over every position of a
     large dataset can outlast any budget. Returns a row per epoch: loss and steps.
     """
-    steps = _StepsPerEpoch()
+    steps = StepsPerEpoch()
     callbacks = [steps]
     if config.max_train_minutes:
         callbacks.append(TimeLimit(config.max_train_minutes * 60, within_epoch=True))
     history = task.fit(ds, epochs=config.epochs, callbacks=callbacks, verbose=verbose)
     return [{"epoch": i + 1, "loss": float(loss), "steps": n} for i, (loss, n) in
             enumerate(zip(history.history["loss"], steps.counts))]
-
-
-class _StepsPerEpoch(keras.callbacks.Callback):
-    """The training steps each epoch took (the last one may be cut short by a time budget)."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.counts.append(0)
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.counts[-1] += 1
 
 
 def pretrain_unisrec(domains, config, work, verbose):
