@@ -104,12 +104,20 @@ def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=No
     return fitted, len(history.history["loss"])
 
 
-def ml1m_unisrec(root, minutes, overrides=None):
-    """UniSRec text only trained on ML-1M's titles and genres: ``(model, epochs, seconds)``."""
+def ml1m(root):
+    """ML-1M's ``(split, vocabulary, item text)``: ``ml-1m.txt``'s split and ``ml1m_texts``."""
+    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, "ml-1m", "ml-1m.txt")))
+    return split, vocabulary, ml1m_texts(root)
+
+
+def ml1m_unisrec(root, minutes, overrides=None, data=None):
+    """UniSRec text only trained on ML-1M's titles and genres: ``(model, epochs, seconds)``.
+
+    ``data``: ``ml1m(root)``, when the caller has read it already.
+    """
     start = time.monotonic()
-    ml1m = os.path.join(root, "ml-1m")
-    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(ml1m, "ml-1m.txt")))
-    vectors, encoder, _ = text_vectors(ml1m_texts(root), vocabulary, text_lib.ATTRIBUTES["movielens"])
+    split, vocabulary, texts = data or ml1m(root)
+    vectors, encoder, _ = text_vectors(texts, vocabulary, text_lib.ATTRIBUTES["movielens"])
     model, epochs = fit_id_model("unisrec", split, vocabulary, minutes, overrides=overrides,
                                  text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
     return model, epochs, time.monotonic() - start
@@ -165,14 +173,17 @@ def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, hist
     )
     recommender = recformer_driver.build(config, vocabulary, texts)
     start = time.monotonic()
-    recformer_driver.align(recommender, config, verbose=2)
+    if recformer_driver.aligns(config):  # the library's rule, as `tfseqrec train` applies it
+        recformer_driver.align(recommender, config, verbose=2)
+    else:
+        recommender.refresh_item_embeddings()
     seconds["recformer-zero-shot"] = time.monotonic() - start
     if "recformer-zero-shot" in chosen:
         results["recformer-zero-shot"] = evaluate(recommender, split.test, cold)
         print("recformer-zero-shot", json.dumps(results["recformer-zero-shot"]), flush=True)
     if "recformer" in chosen:
         start = time.monotonic()
-        # align encoded the item table already
+        # the item table is encoded already (align ends by encoding it)
         rows = recformer_driver.finetune(recommender, split, config, verbose=2, encode_items=False)
         seconds["recformer"] = time.monotonic() - start + seconds["recformer-zero-shot"]
         results["recformer"], histories["recformer"] = evaluate(recommender, split.test, cold), rows
@@ -304,8 +315,7 @@ def main():
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
     parser.add_argument("--sasrec-config", type=json.loads, default=None,
                         help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its "
-                        "name); "
-                        "a list of them runs a SASRec row per entry, e.g. seeds")
+                        "name); a list of them runs a SASRec row per entry, e.g. seeds")
     parser.add_argument("--unisrec-config", type=json.loads, default=None,
                         help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "
                         "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "

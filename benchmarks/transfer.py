@@ -138,12 +138,6 @@ def print_tables(targets, source_seconds, source_epochs):
     print(f"\nUniSRec trained on ML-1M: {source_epochs} epochs, {source_seconds:.0f} s (text encoding included)")
 
 
-def ml1m_title_counts(root):
-    """ML-1M's training counts (``ml-1m.txt``'s split) by normalised title."""
-    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, "ml-1m", "ml-1m.txt")))
-    return title_counts(text_bench.ml1m_texts(root), vocabulary, split.train.item_counts(vocabulary.size))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.environ.get("TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
@@ -160,9 +154,12 @@ def main():
     if unknown:
         parser.error(f"unknown targets {unknown}; known: {list(TARGETS)}")
     started = machine.now()
-    model, epochs, source_seconds = text_bench.ml1m_unisrec(
-        args.data_root, args.minutes, overrides={"epochs": args.epochs} if args.epochs else None)
-    source = (model, text_bench.ml1m_texts(args.data_root), ml1m_title_counts(args.data_root))
+    start = time.monotonic()
+    split, vocabulary, texts = data = text_bench.ml1m(args.data_root)  # read once: training and counts
+    model, epochs, _ = text_bench.ml1m_unisrec(
+        args.data_root, args.minutes, overrides={"epochs": args.epochs} if args.epochs else None, data=data)
+    source_seconds = time.monotonic() - start
+    source = (model, texts, title_counts(texts, vocabulary, split.train.item_counts(vocabulary.size)))
     targets = {name: target_rows(name, args.data_root, source, not args.no_zero_shot) for name in chosen}
     print_tables(targets, source_seconds, epochs)
     if args.json:

@@ -116,4 +116,3 @@ def test_transfer_source_popularity_by_title_by_hand():
     vocabulary = ItemVocabulary(["a", "b", "c", "d"])  # d has no text
     np.testing.assert_array_equal(transfer.source_popularity(by_title, target, vocabulary)[NUM_RESERVED:],
                                   [3, 0, 5, 0])
-
