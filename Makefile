@@ -11,7 +11,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_WORKERS ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
-.PHONY: main stats test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text bench-transfer env clean-env
+.PHONY: main stats lint test test-primary test-latest bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text bench-transfer env clean-env
 
 # Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
 # cache that `tfseqrec data download ml-1m` fills.
@@ -30,8 +30,19 @@ main: env
 stats: env
 	.venv/bin/tfseqrec data stats $(TFSEQREC_DATA)/ml-1m/ml-1m.txt
 
-# The whole suite on the primary stack, then the library tests on the latest stack.
-test: test-primary test-latest
+# Formatting and lint first (seconds), then the whole suite on the primary stack, then
+# the library tests on the latest stack.
+test: lint test-primary test-latest
+
+# ruff in its own small environment, pinned in requirements/lint.txt.
+lint:
+	@if [ ! -x .venv-lint/bin/ruff ] || ! cmp -s requirements/lint.txt .venv-lint/.stamp; then \
+	  rm -rf .venv-lint && python3 -m venv .venv-lint && \
+	  .venv-lint/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/lint.txt \
+	    2> >(grep -v "^WARNING: Location 'file://" >&2) && \
+	  cp requirements/lint.txt .venv-lint/.stamp; fi
+	.venv-lint/bin/ruff format --check .
+	.venv-lint/bin/ruff check .
 
 test-primary: env
 	.venv/bin/python -m pytest $(PYTEST_FLAGS) tests

@@ -46,5 +46,7 @@ def environment():
     import keras
     import tensorflow as tf
 
-    return (f"{os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, Keras {keras.__version__}, "
-            f"Python {platform.python_version()}")
+    return (
+        f"{os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, Keras {keras.__version__}, "
+        f"Python {platform.python_version()}"
+    )

@@ -24,13 +24,12 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
+import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfseqrec.data import ClozeMasking, pipeline, splits, vocab  # noqa: E402
 from tfseqrec.models import BERT4Rec  # noqa: E402
-
-import machine  # noqa: E402  (benchmarks/machine.py)
 
 NUM_ITEMS = 3416  # ML-1M
 
@@ -82,7 +81,9 @@ def python_loop_masking(seqs, mask_prob, length, rnd):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--length", type=int, default=200)
     parser.add_argument("--mask-prob", type=float, default=0.2)
@@ -95,16 +96,21 @@ def main():
     x = tf.constant(ids)
     rows = []
 
-    for name, jit in (("ClozeMasking, tf.function (graph)", False), ("ClozeMasking, tf.function + XLA", True)):
+    for name, jit in (
+        ("ClozeMasking, tf.function (graph)", False),
+        ("ClozeMasking, tf.function + XLA", True),
+    ):
         layer = ClozeMasking(NUM_ITEMS, args.mask_prob, seed=0)
         fn = tf.function(lambda t, layer=layer: layer(t), jit_compile=jit)
-        seconds = timed(lambda: fn(x)[2].numpy(), args.seconds)
+        seconds = timed(lambda fn=fn: fn(x)[2].numpy(), args.seconds)
         rows.append((name, args.batch_size / seconds))
 
     # The whole input pipeline: windows sliced from a Sequences table, shuffled,
     # batched and masked, as `cloze_dataset` serves them to fit.
     num_seqs = 16 * args.batch_size
-    seqs = splits.Sequences.from_list([str(i) for i in range(num_seqs)], list(make_batch(rng, num_seqs, args.length)))
+    seqs = splits.Sequences.from_list(
+        [str(i) for i in range(num_seqs)], list(make_batch(rng, num_seqs, args.length))
+    )
     ds = pipeline.cloze_dataset(
         seqs, args.length, args.batch_size, masking=ClozeMasking(NUM_ITEMS, args.mask_prob, seed=0), seed=0
     ).repeat()
@@ -114,7 +120,9 @@ def main():
 
     rnd = random.Random(0)
     seq_lists = ids.tolist()
-    seconds = timed(lambda: python_loop_masking(seq_lists, args.mask_prob, args.length, rnd), args.seconds, warmup=1)
+    seconds = timed(
+        lambda: python_loop_masking(seq_lists, args.mask_prob, args.length, rnd), args.seconds, warmup=1
+    )
     loop_rate = args.batch_size / seconds
     rows.append(("per-item Python loop + collate (BertTrainDataset)", loop_rate))
 
@@ -122,8 +130,15 @@ def main():
     # unlabeled batch masks inside the compiled step; on (masked, labels, weights)
     # it trains on a batch masked beforehand.
     keras.utils.set_random_seed(0)
-    model = BERT4Rec(num_items=NUM_ITEMS, max_sequence_length=args.length, hidden_dim=64, num_layers=2,
-                     num_heads=2, mask_prob=args.mask_prob, seed=0)
+    model = BERT4Rec(
+        num_items=NUM_ITEMS,
+        max_sequence_length=args.length,
+        hidden_dim=64,
+        num_layers=2,
+        num_heads=2,
+        mask_prob=args.mask_prob,
+        seed=0,
+    )
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     step_ids = make_batch(rng, args.step_batch_size, args.length)
     x = {"item_ids": step_ids, "padding_mask": (step_ids != 0).astype(np.int32)}
@@ -136,8 +151,10 @@ def main():
     step_tensor = tf.constant(step_ids)
     mask_seconds = timed(lambda: mask_fn(step_tensor)[2].numpy(), args.seconds)
 
-    print(f"Cloze masking, batch {args.batch_size} x length {args.length}, {NUM_ITEMS} items, "
-          f"mask_prob {args.mask_prob}; {machine.environment()}")
+    print(
+        f"Cloze masking, batch {args.batch_size} x length {args.length}, {NUM_ITEMS} items, "
+        f"mask_prob {args.mask_prob}; {machine.environment()}"
+    )
     print()
     print(f"| {'method':<52} | {'sequences/s':>12} | {'vs loop':>8} |")
     print(f"|{'-' * 54}|{'-' * 14}|{'-' * 10}|")
@@ -145,8 +162,10 @@ def main():
         print(f"| {name:<52} | {rate:>12,.0f} | {rate / loop_rate:>7.1f}x |")
     share = mask_seconds / step_seconds
     print()
-    print(f"tfseqrec.models.BERT4Rec training step (batch {args.step_batch_size}, length {args.length}, hidden 64, "
-          f"2 blocks, 2 heads, full softmax on masked positions):")
+    print(
+        f"tfseqrec.models.BERT4Rec training step (batch {args.step_batch_size}, length {args.length}, hidden 64, "
+        f"2 blocks, 2 heads, full softmax on masked positions):"
+    )
     print(f"| {'measure':<52} | {'value':>12} |")
     print(f"|{'-' * 54}|{'-' * 14}|")
     print(f"| {'step with masking inside (ms)':<52} | {step_seconds * 1e3:>12.1f} |")

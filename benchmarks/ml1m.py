@@ -39,11 +39,10 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
+import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 
 from tfseqrec import evaluation, training  # noqa: E402
-
-import machine  # noqa: E402  (benchmarks/machine.py)
 
 # Each variant changes one thing against the defaults; "previous" is the
 # configuration before the reference-code changes, all of them at once.
@@ -66,7 +65,11 @@ ABLATIONS = {
         "BCE, any negative": {"loss": "bce", "negatives_exclude_history": False},
         "bfloat16": {"mixed_precision": True},
         "XLA": {"jit_compile": True},
-        "cosine decay over 100 epochs": {"learning_rate_schedule": "cosine", "epochs": 100, "warmup_epochs": 1},
+        "cosine decay over 100 epochs": {
+            "learning_rate_schedule": "cosine",
+            "epochs": 100,
+            "warmup_epochs": 1,
+        },
     },
     "bert4rec": {
         "default": {},
@@ -87,8 +90,10 @@ ABLATIONS = {
         "no relative position bias": {"relative_position_bias": False},
         "softmax attention": {"attention": "softmax"},
         "sampled softmax, 128 negatives per position (the paper's)": {"loss": "sampled_softmax"},
-        "sampled softmax, 128 negatives shared by the batch": {"loss": "sampled_softmax",
-                                                               "negatives_per_position": False},
+        "sampled softmax, 128 negatives shared by the batch": {
+            "loss": "sampled_softmax",
+            "negatives_per_position": False,
+        },
         "SASRec's size (64 wide, 2 layers)": {"hidden_dim": 64, "num_layers": 2},
     },
 }
@@ -158,14 +163,22 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
     start = time.perf_counter()
     model, history, split, vocabulary = training.train(data, out, config, callbacks=[timer], verbose=2)
     train_wall = time.perf_counter() - start
-    flops = training_flops_per_epoch(config, training.training_dataset(config, split.train), vocabulary.num_items)
+    flops = training_flops_per_epoch(
+        config, training.training_dataset(config, split.train), vocabulary.num_items
+    )
     results = {}
     for exclude in (True, False):
-        results[f"full_exclude_seen={exclude}"] = evaluation.evaluate(model, split.test, exclude_seen=exclude, progress=False)
+        results[f"full_exclude_seen={exclude}"] = evaluation.evaluate(
+            model, split.test, exclude_seen=exclude, progress=False
+        )
     for sampler in ("uniform", "popularity") if sampled else ():
         results[f"sampled_{sampler}"] = evaluation.evaluate(
-            model, split.test, sampled={"num_negatives": 100, "sampler": sampler}, item_counts=vocabulary.counts,
-            seed=seed, progress=False,
+            model,
+            split.test,
+            sampled={"num_negatives": 100, "sampler": sampler},
+            item_counts=vocabulary.counts,
+            seed=seed,
+            progress=False,
         )
     epoch_seconds = float(np.median(timer.seconds[1:] or timer.seconds))
     val = np.asarray(history.history["val_ndcg_10"])
@@ -201,31 +214,48 @@ def header(runs):
 
 
 def print_table(runs):
-    print("| model | seed | seen filtered | NDCG@10 | HR@10 | MRR | sampled NDCG@10 (100 uniform) | "
-          "sampled NDCG@10 (100 popularity) |")
+    print(
+        "| model | seed | seen filtered | NDCG@10 | HR@10 | MRR | sampled NDCG@10 (100 uniform) | "
+        "sampled NDCG@10 (100 popularity) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in runs:
         res = r["results"]
         for exclude in (True, False):
             full = res[f"full_exclude_seen={exclude}"]
-            sampled = (f"{res['sampled_uniform']['sampled_ndcg@10']:.4f}", f"{res['sampled_popularity']['sampled_ndcg@10']:.4f}") if exclude else ("", "")
-            print(f"| {r['model']} | {r['seed']} | {'yes' if exclude else 'no'} | {full['ndcg@10']:.4f} | {full['hr@10']:.4f} | "
-                  f"{full['mrr']:.4f} | {sampled[0]} | {sampled[1]} |")
+            sampled = (
+                (
+                    f"{res['sampled_uniform']['sampled_ndcg@10']:.4f}",
+                    f"{res['sampled_popularity']['sampled_ndcg@10']:.4f}",
+                )
+                if exclude
+                else ("", "")
+            )
+            print(
+                f"| {r['model']} | {r['seed']} | {'yes' if exclude else 'no'} | {full['ndcg@10']:.4f} | {full['hr@10']:.4f} | "
+                f"{full['mrr']:.4f} | {sampled[0]} | {sampled[1]} |"
+            )
     print()
-    print("| model | seed | epochs (best) | min to best | min to 98% of best | train wall (s) | s/epoch | "
-          f"peak RSS (GiB) | GFLOP/epoch | GFLOP/s | % of {machine.PEAK_GFLOPS:.0f} GFLOP/s |")
+    print(
+        "| model | seed | epochs (best) | min to best | min to 98% of best | train wall (s) | s/epoch | "
+        f"peak RSS (GiB) | GFLOP/epoch | GFLOP/s | % of {machine.PEAK_GFLOPS:.0f} GFLOP/s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
-        print(f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
-              f"{r['minutes_to_98pct_of_best']:.1f} | {r['train_wall_seconds']:.0f} | "
-              f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
-              f"{r['train_gflops']:.1f} | {100 * r['train_gflops'] / machine.PEAK_GFLOPS:.0f}% |")
+        print(
+            f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
+            f"{r['minutes_to_98pct_of_best']:.1f} | {r['train_wall_seconds']:.0f} | "
+            f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
+            f"{r['train_gflops']:.1f} | {100 * r['train_gflops'] / machine.PEAK_GFLOPS:.0f}% |"
+        )
 
 
 def print_seed_summary(runs):
     """Mean and spread (sample standard deviation, min-max) over seeds, per model."""
-    print("| model | seeds | NDCG@10 mean ± std (min-max) | HR@10 mean ± std (min-max) | best epoch (mean) | "
-          "min to best (mean) |")
+    print(
+        "| model | seeds | NDCG@10 mean ± std (min-max) | HR@10 mean ± std (min-max) | best epoch (mean) | "
+        "min to best (mean) |"
+    )
     print("|---|---|---|---|---|---|")
     for name in dict.fromkeys(r["model"] for r in runs):
         group = [r for r in runs if r["model"] == name]
@@ -235,38 +265,60 @@ def print_seed_summary(runs):
             std = v.std(ddof=1) if len(v) > 1 else 0.0
             cells.append(f"{v.mean():.4f} ± {std:.4f} ({v.min():.4f}-{v.max():.4f})")
         seeds = ", ".join(str(r["seed"]) for r in group)
-        print(f"| {name} | {seeds} | {cells[0]} | {cells[1]} | {np.mean([r['best_epoch'] for r in group]):.0f} | "
-              f"{np.mean([r['minutes_to_best'] for r in group]):.1f} |")
+        print(
+            f"| {name} | {seeds} | {cells[0]} | {cells[1]} | {np.mean([r['best_epoch'] for r in group]):.0f} | "
+            f"{np.mean([r['minutes_to_best'] for r in group]):.1f} |"
+        )
 
 
 def print_ablation(runs):
     """One row a variant; "val NDCG@10 at epoch N" (N: the fewest epochs of any run) compares
     variants by epochs rather than minutes, which a CPU shared for part of the runs skews."""
     common = min(len(r["val_ndcg@10"]) for r in runs)
-    print("| model | variant | best val NDCG@10 | test NDCG@10 | test HR@10 | epochs (best) | s/epoch | "
-          f"min to best | val NDCG@10 at epoch {common} |")
+    print(
+        "| model | variant | best val NDCG@10 | test NDCG@10 | test HR@10 | epochs (best) | s/epoch | "
+        f"min to best | val NDCG@10 at epoch {common} |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         full = r["results"]["full_exclude_seen=True"]
-        print(f"| {r['model']} | {r['variant']} | {r['best_val_ndcg@10']:.4f} | {full['ndcg@10']:.4f} | "
-              f"{full['hr@10']:.4f} | {r['epochs']} ({r['best_epoch']}) | {r['epoch_seconds_median']:.1f} | "
-              f"{r['minutes_to_best']:.1f} | {r['val_ndcg@10'][common - 1]:.4f} |")
+        print(
+            f"| {r['model']} | {r['variant']} | {r['best_val_ndcg@10']:.4f} | {full['ndcg@10']:.4f} | "
+            f"{full['hr@10']:.4f} | {r['epochs']} ({r['best_epoch']}) | {r['epoch_seconds_median']:.1f} | "
+            f"{r['minutes_to_best']:.1f} | {r['val_ndcg@10'][common - 1]:.4f} |"
+        )
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=["sasrec", "bert4rec", "hstu", "both"], default="sasrec",
-                        help="'both': SASRec then BERT4Rec")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model",
+        choices=["sasrec", "bert4rec", "hstu", "both"],
+        default="sasrec",
+        help="'both': SASRec then BERT4Rec",
+    )
     parser.add_argument("--minutes", type=float, default=30.0, help="training budget per model")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--config", default="{}", help="JSON overrides of the training options")
-    parser.add_argument("--ablation", help="variant names of ABLATIONS separated by commas without a space "
-                                           "(a name may hold ', '), or 'all'")
-    parser.add_argument("--data", default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-1m", "ml-1m.txt"))
+    parser.add_argument(
+        "--ablation",
+        help="variant names of ABLATIONS separated by commas without a space "
+        "(a name may hold ', '), or 'all'",
+    )
+    parser.add_argument(
+        "--data",
+        default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-1m", "ml-1m.txt"),
+    )
     parser.add_argument("--json", help="also write the results here (rewritten after every run)")
-    parser.add_argument("--report", nargs="+", metavar="JSON",
-                        help="train nothing: print the tables of runs stored by --json (several files, e.g. "
-                        "seeds run on different days, make one table)")
+    parser.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSON",
+        help="train nothing: print the tables of runs stored by --json (several files, e.g. "
+        "seeds run on different days, make one table)",
+    )
     args = parser.parse_args()
     if args.report:
         report([r for path in args.report for r in json.load(open(path))])
@@ -291,7 +343,9 @@ def main():
                 parser.error(f"unknown {name} ablation variants {unknown}; known: {list(variants)}")
             for variant in chosen:
                 for seed in args.seeds:
-                    result = run(name, args.data, args.minutes, seed, {**overrides, **variants[variant]}, sampled=False)
+                    result = run(
+                        name, args.data, args.minutes, seed, {**overrides, **variants[variant]}, sampled=False
+                    )
                     record({**result, "variant": variant})
     else:
         for name in names:
@@ -306,8 +360,10 @@ def report(runs):
     print("| model | seed | variant | code (commit) | started | ended |")
     print("|---|---|---|---|---|---|")
     for r in runs:
-        print(f"| {r['model']} | {r['seed']} | {r.get('variant', '')} | {r.get('commit', 'not recorded')} | "
-              f"{r.get('started', '')} | {r.get('ended', '')} |")
+        print(
+            f"| {r['model']} | {r['seed']} | {r.get('variant', '')} | {r.get('commit', 'not recorded')} | "
+            f"{r.get('started', '')} | {r.get('ended', '')} |"
+        )
     print()
     ablation = [r for r in runs if "variant" in r]
     if ablation:

@@ -28,12 +28,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
 
 from tfseqrec import ranking  # noqa: E402
 from tfseqrec.data import vocab  # noqa: E402
-
-from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
-
 
 
 def make_inputs(users, items, hidden, history, seed=0):
@@ -63,7 +61,9 @@ def time_row(name, fn, query, table, targets, seen, batch):
     fn(query[:batch], table, targets[:batch], seen[:batch])
     start = time.perf_counter()
     for i in range(0, len(query), batch):
-        fn(query[i : i + batch], table, targets[i : i + batch], seen[i : i + batch]).numpy()  # .numpy(): wait for it
+        fn(
+            query[i : i + batch], table, targets[i : i + batch], seen[i : i + batch]
+        ).numpy()  # .numpy(): wait for it
     seconds = time.perf_counter() - start
     return {"row": name, "seconds": seconds, "users_per_s": len(query) / seconds}
 
@@ -81,27 +81,55 @@ def main():
 
     query, table, targets, seen = make_inputs(args.users, args.items, args.hidden, args.history)
     query, table = tf.constant(query), tf.constant(table)
-    rank = tf.function(lambda q, t, y, h: ranking.rank_targets_by_query(q, t, y, h, chunk_items=args.chunk),
-                       reduce_retracing=True)
-    rows = [time_row("matmul only", lambda q, t, *_: matmul_only(q, t, args.chunk), query, table, targets, seen,
-                     args.batch),
-            time_row("rank", rank, query, table, targets, seen, args.batch)]
+    rank = tf.function(
+        lambda q, t, y, h: ranking.rank_targets_by_query(q, t, y, h, chunk_items=args.chunk),
+        reduce_retracing=True,
+    )
+    rows = [
+        time_row(
+            "matmul only",
+            lambda q, t, *_: matmul_only(q, t, args.chunk),
+            query,
+            table,
+            targets,
+            seen,
+            args.batch,
+        ),
+        time_row("rank", rank, query, table, targets, seen, args.batch),
+    ]
     bound = PEAK_GFLOPS * 1e9 / (2 * args.hidden * args.items)
     matmul_rate = rows[0]["users_per_s"]
     for row in rows:
-        row.update(share_of_bound=row["users_per_s"] / bound, share_of_matmul=row["users_per_s"] / matmul_rate)
-    print(f"{args.users:,} users x {args.items:,} items, hidden {args.hidden}, history {args.history}, "
-          f"batch {args.batch}, blocks of {args.chunk}; TensorFlow {tf.__version__}, {os.cpu_count()} CPUs\n")
-    print(f"| row | seconds | users/s | share of the {PEAK_GFLOPS:.0f} GFLOP/s bound ({bound:,.0f} users/s) "
-          "| share of matmul only |")
+        row.update(
+            share_of_bound=row["users_per_s"] / bound, share_of_matmul=row["users_per_s"] / matmul_rate
+        )
+    print(
+        f"{args.users:,} users x {args.items:,} items, hidden {args.hidden}, history {args.history}, "
+        f"batch {args.batch}, blocks of {args.chunk}; TensorFlow {tf.__version__}, {os.cpu_count()} CPUs\n"
+    )
+    print(
+        f"| row | seconds | users/s | share of the {PEAK_GFLOPS:.0f} GFLOP/s bound ({bound:,.0f} users/s) "
+        "| share of matmul only |"
+    )
     print("|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['row']} | {row['seconds']:.2f} | {row['users_per_s']:,.0f} | {100 * row['share_of_bound']:.0f}% "
-              f"| {100 * row['share_of_matmul']:.0f}% |")
+        print(
+            f"| {row['row']} | {row['seconds']:.2f} | {row['users_per_s']:,.0f} | {100 * row['share_of_bound']:.0f}% "
+            f"| {100 * row['share_of_matmul']:.0f}% |"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "tensorflow": tf.__version__, "python": platform.python_version(),
-                       "bound_users_per_s": bound, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "args": vars(args),
+                    "tensorflow": tf.__version__,
+                    "python": platform.python_version(),
+                    "bound_users_per_s": bound,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -30,12 +30,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
 
 from tfseqrec import export, serving, training  # noqa: E402
 from tfseqrec.data import readers, splits  # noqa: E402
-
-from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
-
 
 
 def forward_flops(model, length, num_items):
@@ -73,10 +71,14 @@ def time_calls(fn, args_list, warmup=20):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model-dir", help="a trained model directory (default: train SASRec for 1 epoch)")
-    parser.add_argument("--data", default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"),
-                                                       "ml-1m", "ml-1m.txt"))
+    parser.add_argument(
+        "--data",
+        default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-1m", "ml-1m.txt"),
+    )
     parser.add_argument("--history-length", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--requests", type=int, default=1000, help="batch-1 requests timed")
@@ -90,8 +92,9 @@ def main(argv=None):
     if model_dir is None:
         model_dir = os.path.join(work, "model")
         # Latency does not depend on how well the weights are trained.
-        training.train(args.data, model_dir, {"model": "sasrec", "epochs": 1, "max_sequence_length": 200},
-                       verbose=0)
+        training.train(
+            args.data, model_dir, {"model": "sasrec", "epochs": 1, "max_sequence_length": 200}, verbose=0
+        )
     model, vocabulary, _ = training.load(model_dir)
     path, _ = export.export_version(model, vocabulary, os.path.join(work, "saved_models", "bench"), k=args.k)
     predictor = serving.SavedModelPredictor(path)
@@ -101,7 +104,8 @@ def main(argv=None):
     single = [(serving.pad_histories([h]),) for h in users[: args.requests]]
     latency = time_calls(fn, single)
     batches = [
-        (serving.pad_histories(users[i * args.batch_size : (i + 1) * args.batch_size]),) for i in range(args.batches)
+        (serving.pad_histories(users[i * args.batch_size : (i + 1) * args.batch_size]),)
+        for i in range(args.batches)
     ]
     batch_seconds = time_calls(fn, batches, warmup=2)
 
@@ -124,21 +128,33 @@ def main(argv=None):
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
     }
-    print(f"Serving benchmark ({result['model']}, ML-1M vocabulary of {result['num_items']:,} items, "
-          f"history {args.history_length}, k = {args.k}; TF {tf.__version__} session loader, {os.cpu_count()} CPUs)")
+    print(
+        f"Serving benchmark ({result['model']}, ML-1M vocabulary of {result['num_items']:,} items, "
+        f"history {args.history_length}, k = {args.k}; TF {tf.__version__} session loader, {os.cpu_count()} CPUs)"
+    )
     print()
-    print(f"| batch | p50 (ms) | p99 (ms) | users/s | MFLOP/request | GFLOP/s | % of {PEAK_GFLOPS:.0f} GFLOP/s |")
+    print(
+        f"| batch | p50 (ms) | p99 (ms) | users/s | MFLOP/request | GFLOP/s | % of {PEAK_GFLOPS:.0f} GFLOP/s |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     p50, p99 = result["p50_ms_batch1"], result["p99_ms_batch1"]
-    print(f"| 1 | {p50:.2f} | {p99:.2f} | {1e3 / p50:,.0f} | {flops / 1e6:.1f} | {result['gflops_batch1']:.1f} | "
-          f"{100 * result['gflops_batch1'] / PEAK_GFLOPS:.0f}% |")
+    print(
+        f"| 1 | {p50:.2f} | {p99:.2f} | {1e3 / p50:,.0f} | {flops / 1e6:.1f} | {result['gflops_batch1']:.1f} | "
+        f"{100 * result['gflops_batch1'] / PEAK_GFLOPS:.0f}% |"
+    )
     b50 = 1e3 * float(np.median(batch_seconds))
     b99 = 1e3 * float(np.percentile(batch_seconds, 99))
-    print(f"| {args.batch_size} | {b50:.1f} | {b99:.1f} | {users_per_second:,.0f} | {flops / 1e6:.1f} | "
-          f"{result['gflops_batch']:.1f} | {100 * result['gflops_batch'] / PEAK_GFLOPS:.0f}% |")
+    print(
+        f"| {args.batch_size} | {b50:.1f} | {b99:.1f} | {users_per_second:,.0f} | {flops / 1e6:.1f} | "
+        f"{result['gflops_batch']:.1f} | {100 * result['gflops_batch'] / PEAK_GFLOPS:.0f}% |"
+    )
     print()
-    print("targets: p50 <= 5 ms at batch 1:", "met" if p50 <= 5 else "NOT met",
-          f"| >= 1,000 users/s at batch {args.batch_size}:", "met" if users_per_second >= 1000 else "NOT met")
+    print(
+        "targets: p50 <= 5 ms at batch 1:",
+        "met" if p50 <= 5 else "NOT met",
+        f"| >= 1,000 users/s at batch {args.batch_size}:",
+        "met" if users_per_second >= 1000 else "NOT met",
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -45,6 +45,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
+import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -55,13 +56,29 @@ from tfseqrec.data import vocab as vocab_lib  # noqa: E402
 from tfseqrec.models import SentenceEncoder  # noqa: E402
 from tfseqrec.training import recformer as recformer_driver  # noqa: E402
 
-import machine  # noqa: E402  (benchmarks/machine.py)
-
-MODELS = ("popularity", "sasrec", "unisrec", "unisrec-id", "unisrec-transfer", "unisrec-pretrained",
-          "recformer-zero-shot", "recformer", "recformer-pretrained")
+MODELS = (
+    "popularity",
+    "sasrec",
+    "unisrec",
+    "unisrec-id",
+    "unisrec-transfer",
+    "unisrec-pretrained",
+    "recformer-zero-shot",
+    "recformer",
+    "recformer-pretrained",
+)
 # SASRec and UniSRec alike (learning rate: the kinds' default, 2e-3 for both).
-ID_CONFIG = {"max_sequence_length": 50, "hidden_dim": 64, "num_layers": 2, "num_heads": 1, "dropout": 0.5,
-             "batch_size": 128, "epochs": 200, "patience": 10, "seed": 0}
+ID_CONFIG = {
+    "max_sequence_length": 50,
+    "hidden_dim": 64,
+    "num_layers": 2,
+    "num_heads": 1,
+    "dropout": 0.5,
+    "batch_size": 128,
+    "epochs": 200,
+    "patience": 10,
+    "seed": 0,
+}
 
 
 class Popularity:
@@ -91,12 +108,20 @@ def text_vectors(item_text, vocabulary, attributes):
     if missing:
         raise ValueError(f"{missing} items have no text")
     config = {"attributes": list(attributes), "max_attribute_tokens": 32, "num_layers": 6}
-    vectors = SentenceEncoder.from_pretrained(**config).encode(texts[vocab_lib.NUM_RESERVED :], progress=False)
+    vectors = SentenceEncoder.from_pretrained(**config).encode(
+        texts[vocab_lib.NUM_RESERVED :], progress=False
+    )
     return vectors, config, time.monotonic() - start
 
 
 def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=None, **model_kwargs):
-    config = {**ID_CONFIG, **(overrides or {}), "model": model, "max_train_minutes": minutes, "init_from": init_from}
+    config = {
+        **ID_CONFIG,
+        **(overrides or {}),
+        "model": model,
+        "max_train_minutes": minutes,
+        "init_from": init_from,
+    }
     if model == "unisrec" and model_kwargs.pop("use_id_embeddings", False):
         config["use_id_embeddings"] = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,8 +143,16 @@ def ml1m_unisrec(root, minutes, overrides=None, data=None):
     start = time.monotonic()
     split, vocabulary, texts = data or ml1m(root)
     vectors, encoder, _ = text_vectors(texts, vocabulary, text_lib.ATTRIBUTES["movielens"])
-    model, epochs = fit_id_model("unisrec", split, vocabulary, minutes, overrides=overrides,
-                                 text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
+    model, epochs = fit_id_model(
+        "unisrec",
+        split,
+        vocabulary,
+        minutes,
+        overrides=overrides,
+        text_dim=vectors.shape[1],
+        text_embeddings=vectors,
+        text_encoder=encoder,
+    )
     return model, epochs, time.monotonic() - start
 
 
@@ -151,18 +184,26 @@ def pretrained(model, root, work, minutes, options):
     start = time.monotonic()
     dataset = ml1m_item_text(root, os.path.join(work, "ml-1m.item.json"))
     out = os.path.join(work, f"{model}-pretrained")
-    rows = pretrain.pretrain(model, [dataset], out, {**options, "max_train_minutes": minutes, "epochs": 1000},
-                             verbose=2)
-    print(f"{model} pre-training: {len(rows)} epochs ({sum(r['steps'] for r in rows)} steps), loss "
-          f"{rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f}", flush=True)
+    rows = pretrain.pretrain(
+        model, [dataset], out, {**options, "max_train_minutes": minutes, "epochs": 1000}, verbose=2
+    )
+    print(
+        f"{model} pre-training: {len(rows)} epochs ({sum(r['steps'] for r in rows)} steps), loss "
+        f"{rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f}",
+        flush=True,
+    )
     return out, time.monotonic() - start
 
 
 def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, histories):
-    config = training.RecformerConfig.from_dict({
-        "attributes": list(text_lib.ATTRIBUTES["amazon"]), "num_layers": args.layers,
-        "max_train_minutes": args.recformer_minutes, **json.loads(args.recformer_config or "{}"),
-    })
+    config = training.RecformerConfig.from_dict(
+        {
+            "attributes": list(text_lib.ATTRIBUTES["amazon"]),
+            "num_layers": args.layers,
+            "max_train_minutes": args.recformer_minutes,
+            **json.loads(args.recformer_config or "{}"),
+        }
+    )
     if "recformer-pretrained" in chosen:
         recformer_pretrained(args, config, split, vocabulary, cold, results, seconds, histories)
         if not {"recformer-zero-shot", "recformer"} & set(chosen):
@@ -194,15 +235,29 @@ def recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, hist
 def recformer_pretrained(args, config, split, vocabulary, cold, results, seconds, histories):
     """The ``recformer-pretrained`` row: pre-training on ML-1M, then ``recformer``'s fine-tuning."""
     # The sizes and the vector of an input (pooling) are the fine-tuning's; so is alignment.
-    sizes = {name: getattr(config, name) for name in ("num_layers", "max_tokens", "max_sequence_length",
-                                                      "attention_window", "max_attribute_tokens", "batch_size",
-                                                      "pooling", "align_epochs")}
+    sizes = {
+        name: getattr(config, name)
+        for name in (
+            "num_layers",
+            "max_tokens",
+            "max_sequence_length",
+            "attention_window",
+            "max_attribute_tokens",
+            "batch_size",
+            "pooling",
+            "align_epochs",
+        )
+    }
     with tempfile.TemporaryDirectory() as work:
-        checkpoint, pretrain_seconds = pretrained("recformer", os.path.dirname(args.data), work,
-                                                  args.pretrain_minutes, sizes)
+        checkpoint, pretrain_seconds = pretrained(
+            "recformer", os.path.dirname(args.data), work, args.pretrain_minutes, sizes
+        )
         tuned = dataclasses.replace(config, init_from=checkpoint)
         texts, _ = recformer_driver.item_texts(
-            readers.read_item_text(os.path.join(args.data, "Scientific.item.json")), vocabulary, tuned.attributes)
+            readers.read_item_text(os.path.join(args.data, "Scientific.item.json")),
+            vocabulary,
+            tuned.attributes,
+        )
         keras.utils.set_random_seed(tuned.seed)
         recommender = recformer_driver.build(tuned, vocabulary, texts)
         start = time.monotonic()
@@ -223,21 +278,38 @@ def unisrec_rows(args, split, vocabulary, chosen, record):
     for name, ids in (("unisrec", False), ("unisrec-id", True)):
         for overrides in variants(args.unisrec_config) if name in chosen else ():
             start = time.monotonic() - encode_seconds
-            model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, overrides=overrides,
-                                    text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder,
-                                    use_id_embeddings=ids)
+            model, n = fit_id_model(
+                "unisrec",
+                split,
+                vocabulary,
+                args.minutes,
+                overrides=overrides,
+                text_dim=vectors.shape[1],
+                text_embeddings=vectors,
+                text_encoder=encoder,
+                use_id_embeddings=ids,
+            )
             record(name + variant_name(overrides), model, start, n)
     if "unisrec-pretrained" in chosen:
         with tempfile.TemporaryDirectory() as work:
             # Pre-trained at the fine-tuning's sizes (its overrides), for as long as --pretrain-minutes.
             overrides = {**ID_CONFIG, **variants(args.unisrec_config)[0]}
             options = {k: v for k, v in overrides.items() if k not in ("epochs", "patience")}
-            checkpoint, pretrain_seconds = pretrained("unisrec", os.path.dirname(args.data), work,
-                                                      args.pretrain_minutes, options)
+            checkpoint, pretrain_seconds = pretrained(
+                "unisrec", os.path.dirname(args.data), work, args.pretrain_minutes, options
+            )
             start = time.monotonic() - encode_seconds - pretrain_seconds
-            model, n = fit_id_model("unisrec", split, vocabulary, args.minutes, init_from=checkpoint,
-                                    overrides=variants(args.unisrec_config)[0],
-                                    text_dim=vectors.shape[1], text_embeddings=vectors, text_encoder=encoder)
+            model, n = fit_id_model(
+                "unisrec",
+                split,
+                vocabulary,
+                args.minutes,
+                init_from=checkpoint,
+                overrides=variants(args.unisrec_config)[0],
+                text_dim=vectors.shape[1],
+                text_embeddings=vectors,
+                text_encoder=encoder,
+            )
         record("unisrec-pretrained", model, start, n)
     if "unisrec-transfer" in chosen:
         start = time.monotonic() - encode_seconds
@@ -260,19 +332,23 @@ def variant_name(overrides):
 def print_table(results, seconds, epochs, header):
     """The rows of ``results``; ratios against the best SASRec row (by NDCG@10) among them."""
     print(f"\n{header}\n")
-    print("| model | NDCG@10 | Recall@10 | MRR | NDCG@10 / SASRec | Recall@10 / SASRec | cold NDCG@10 | "
-          "warm NDCG@10 | cold / warm | epochs | train wall (s) |")
+    print(
+        "| model | NDCG@10 | Recall@10 | MRR | NDCG@10 / SASRec | Recall@10 / SASRec | cold NDCG@10 | "
+        "warm NDCG@10 | cold / warm | epochs | train wall (s) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sasrec = [r["all"] for name, r in results.items() if name.startswith("sasrec")]
     base = max(sasrec, key=lambda a: a["ndcg@10"]) if sasrec else None
     for name, r in results.items():
         a = r["all"]
         ratio = r["cold"]["ndcg@10"] / r["warm"]["ndcg@10"] if r["warm"]["ndcg@10"] else float("nan")
-        vs = (f"{a['ndcg@10'] / base['ndcg@10']:.2f} | {a['hr@10'] / base['hr@10']:.2f}" if base else " | ")
+        vs = f"{a['ndcg@10'] / base['ndcg@10']:.2f} | {a['hr@10'] / base['hr@10']:.2f}" if base else " | "
         wall = f"{seconds[name]:.0f}" if name in seconds else ""
-        print(f"| {name} | {a['ndcg@10']:.4f} | {a['hr@10']:.4f} | {a['mrr']:.4f} | {vs} | "
-              f"{r['cold']['ndcg@10']:.4f} | {r['warm']['ndcg@10']:.4f} | {ratio:.2f} | {epochs.get(name) or ''} | "
-              f"{wall} |")
+        print(
+            f"| {name} | {a['ndcg@10']:.4f} | {a['hr@10']:.4f} | {a['mrr']:.4f} | {vs} | "
+            f"{r['cold']['ndcg@10']:.4f} | {r['warm']['ndcg@10']:.4f} | {ratio:.2f} | {epochs.get(name) or ''} | "
+            f"{wall} |"
+        )
 
 
 def report(paths, rows=None):
@@ -285,8 +361,10 @@ def report(paths, rows=None):
         with open(path) as f:
             run = json.load(f)
         stem = os.path.splitext(os.path.basename(path))[0]
-        runs.append(f"{stem}: commit {run.get('commit', 'not recorded')}, {run.get('started', '')} to "
-                    f"{run.get('ended', '')}")
+        runs.append(
+            f"{stem}: commit {run.get('commit', 'not recorded')}, {run.get('started', '')} to "
+            f"{run.get('ended', '')}"
+        )
         for name, row in run["results"].items():
             key = name if name not in results else f"{name} ({stem})"
             results[key] = row
@@ -298,34 +376,65 @@ def report(paths, rows=None):
         if unknown:
             raise ValueError(f"rows {unknown} are in none of the runs; their rows: {list(results)}")
         results = {name: results[name] for name in rows}
-    print_table(results, seconds, epochs, "Amazon Scientific leave-one-out, test split, full ranking, seen filtered; "
-                "stored runs:\n" + "\n".join(f"- {r}" for r in runs))
+    print_table(
+        results,
+        seconds,
+        epochs,
+        "Amazon Scientific leave-one-out, test split, full ranking, seen filtered; "
+        "stored runs:\n" + "\n".join(f"- {r}" for r in runs),
+    )
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    root = os.environ.get("TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    root = os.environ.get(
+        "TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+    )
     parser.add_argument("--data", default=os.path.join(root, "amazon-scientific-text"))
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated rows of {MODELS}")
-    parser.add_argument("--minutes", type=float, default=20.0, help="training budget of SASRec and each UniSRec")
+    parser.add_argument(
+        "--minutes", type=float, default=20.0, help="training budget of SASRec and each UniSRec"
+    )
     parser.add_argument("--recformer-minutes", type=float, default=120.0, help="Recformer fine-tuning budget")
     parser.add_argument("--layers", type=int, default=2, help="Recformer: MiniLM layers kept")
-    parser.add_argument("--pretrain-minutes", type=float, default=30.0,
-                        help="pre-training budget on ML-1M of the *-pretrained rows")
+    parser.add_argument(
+        "--pretrain-minutes",
+        type=float,
+        default=30.0,
+        help="pre-training budget on ML-1M of the *-pretrained rows",
+    )
     parser.add_argument("--recformer-config", default=None, help="JSON of RecformerConfig overrides")
-    parser.add_argument("--sasrec-config", type=json.loads, default=None,
-                        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its "
-                        "name); a list of them runs a SASRec row per entry, e.g. seeds")
-    parser.add_argument("--unisrec-config", type=json.loads, default=None,
-                        help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "
-                        "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "
-                        "its overrides in the row's name")
+    parser.add_argument(
+        "--sasrec-config",
+        type=json.loads,
+        default=None,
+        help="JSON of training-option overrides of ID_CONFIG for the SASRec row (in its "
+        "name); a list of them runs a SASRec row per entry, e.g. seeds",
+    )
+    parser.add_argument(
+        "--unisrec-config",
+        type=json.loads,
+        default=None,
+        help="JSON of training-option overrides of ID_CONFIG for the UniSRec rows, e.g. "
+        "'{\"hidden_dim\": 128}'; a list of them runs each UniSRec row once per entry, "
+        "its overrides in the row's name",
+    )
     parser.add_argument("--json", default=None, help="also write the results here")
-    parser.add_argument("--report", nargs="+", metavar="JSON",
-                        help="print one table of stored runs (--json files) and exit; nothing is trained")
-    parser.add_argument("--rows", type=json.loads, default=None,
-                        help="with --report: JSON list of the row names to print, in order (a name two runs "
-                        "share carries its file's name in brackets, as the full report prints it)")
+    parser.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSON",
+        help="print one table of stored runs (--json files) and exit; nothing is trained",
+    )
+    parser.add_argument(
+        "--rows",
+        type=json.loads,
+        default=None,
+        help="with --report: JSON list of the row names to print, in order (a name two runs "
+        "share carries its file's name in brackets, as the full report prints it)",
+    )
     args = parser.parse_args()
     if args.report:
         return report(args.report, args.rows)
@@ -334,7 +443,9 @@ def main():
     if unknown:
         parser.error(f"unknown models {unknown}; known: {list(MODELS)}")
 
-    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(args.data, "Scientific.inter.json")))
+    split, vocabulary, _ = splits.prepare(
+        readers.read_interactions(os.path.join(args.data, "Scientific.inter.json"))
+    )
     counts = split.train.item_counts(vocabulary.size)
     cold = counts[split.test.targets] == 0
     print(f"test cases {len(cold)}, cold (target never in training) {int(cold.sum())}", flush=True)
@@ -359,22 +470,40 @@ def main():
         config = recformer_rows(args, split, vocabulary, cold, results, seconds, chosen, histories)
         epochs.update({name: len(rows) for name, rows in histories.items()})
 
-    print_table(results, seconds, epochs, f"Amazon Scientific leave-one-out, test split ({len(cold)} cases, "
-                f"{int(cold.sum())} cold), full ranking over {vocabulary.num_items} items, seen filtered; "
-                f"{machine.environment()}")
+    print_table(
+        results,
+        seconds,
+        epochs,
+        f"Amazon Scientific leave-one-out, test split ({len(cold)} cases, "
+        f"{int(cold.sum())} cold), full ranking over {vocabulary.num_items} items, seen filtered; "
+        f"{machine.environment()}",
+    )
     print(f"\nSASRec and UniSRec: {json.dumps(ID_CONFIG)}, at most {args.minutes:g} minutes each.")
     if args.unisrec_config:
         print(f"UniSRec overrides: {json.dumps(args.unisrec_config)}")
     if config is not None:
-        print(f"Recformer: {config.num_layers} of 6 MiniLM layers, {config.max_tokens} tokens, "
-              f"{config.max_sequence_length} items per history, window {config.attention_window}, batch "
-              f"{config.batch_size}, lr {config.learning_rate}")
+        print(
+            f"Recformer: {config.num_layers} of 6 MiniLM layers, {config.max_tokens} tokens, "
+            f"{config.max_sequence_length} items per history, window {config.attention_window}, batch "
+            f"{config.batch_size}, lr {config.learning_rate}"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": results, "seconds": seconds, "epochs": epochs, "history": histories,
-                       "args": vars(args),
-                       "commit": machine.code_version(), "started": started, "ended": machine.now(),
-                       "environment": machine.environment()}, f, indent=2)
+            json.dump(
+                {
+                    "results": results,
+                    "seconds": seconds,
+                    "epochs": epochs,
+                    "history": histories,
+                    "args": vars(args),
+                    "commit": machine.code_version(),
+                    "started": started,
+                    "ended": machine.now(),
+                    "environment": machine.environment(),
+                },
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

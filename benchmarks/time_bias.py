@@ -32,34 +32,53 @@ VARIANTS = {"time bias (128 buckets)": 128, "no time bias": 0}
 
 def run(data, variant, seed, epochs):
     """One training run: its validation and test metrics, epochs and seconds per epoch."""
-    config = {"model": "hstu", "epochs": epochs, "patience": epochs, "seed": seed,
-              "num_time_buckets": VARIANTS[variant]}
+    config = {
+        "model": "hstu",
+        "epochs": epochs,
+        "patience": epochs,
+        "seed": seed,
+        "num_time_buckets": VARIANTS[variant],
+    }
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         model, history, split, _ = training.train(data, out, config, verbose=0)
         seconds = time.perf_counter() - start
     test = evaluation.evaluate(model, split.test, progress=False)
     val = history.history["val_ndcg_10"]
-    return {"variant": variant, "seed": seed, "num_time_buckets": VARIANTS[variant],
-            "val_ndcg@10": float(max(val)), "best_epoch": int(np.argmax(val)) + 1, "epochs": len(val),
-            "test_ndcg@10": test["ndcg@10"], "test_hr@10": test["hr@10"], "test_mrr": test["mrr"],
-            "seconds_per_epoch": seconds / len(val)}
+    return {
+        "variant": variant,
+        "seed": seed,
+        "num_time_buckets": VARIANTS[variant],
+        "val_ndcg@10": float(max(val)),
+        "best_epoch": int(np.argmax(val)) + 1,
+        "epochs": len(val),
+        "test_ndcg@10": test["ndcg@10"],
+        "test_hr@10": test["hr@10"],
+        "test_mrr": test["mrr"],
+        "seconds_per_epoch": seconds / len(val),
+    }
 
 
 def table(rows):
     """Markdown: one line per run, then mean ± std per variant."""
-    lines = ["| variant | seed | val NDCG@10 | test NDCG@10 | HR@10 | MRR | best epoch | s/epoch |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| variant | seed | val NDCG@10 | test NDCG@10 | HR@10 | MRR | best epoch | s/epoch |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['variant']} | {r['seed']} | {r['val_ndcg@10']:.4f} | {r['test_ndcg@10']:.4f} | "
-                     f"{r['test_hr@10']:.4f} | {r['test_mrr']:.4f} | {r['best_epoch']} of {r['epochs']} | "
-                     f"{r['seconds_per_epoch']:.1f} |")
+        lines.append(
+            f"| {r['variant']} | {r['seed']} | {r['val_ndcg@10']:.4f} | {r['test_ndcg@10']:.4f} | "
+            f"{r['test_hr@10']:.4f} | {r['test_mrr']:.4f} | {r['best_epoch']} of {r['epochs']} | "
+            f"{r['seconds_per_epoch']:.1f} |"
+        )
     for variant in VARIANTS:
         ndcg = [r["test_ndcg@10"] for r in rows if r["variant"] == variant]
         hr = [r["test_hr@10"] for r in rows if r["variant"] == variant]
         if ndcg:
-            lines.append(f"| {variant} | mean ± std | | {np.mean(ndcg):.4f} ± {np.std(ndcg):.4f} | "
-                         f"{np.mean(hr):.4f} ± {np.std(hr):.4f} | | | |")
+            lines.append(
+                f"| {variant} | mean ± std | | {np.mean(ndcg):.4f} ± {np.std(ndcg):.4f} | "
+                f"{np.mean(hr):.4f} ± {np.std(hr):.4f} | | | |"
+            )
     return "\n".join(lines)
 
 
@@ -76,8 +95,12 @@ def main():
         return
     data = os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-100k")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    ).stdout.strip()
     rows = []
     for seed in args.seeds:
         for variant in VARIANTS:
@@ -86,9 +109,17 @@ def main():
     print(table(rows))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"epochs": args.epochs, "commit": commit, "started": started,
-                       "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                       "runs": rows}, f, indent=2)
+            json.dump(
+                {
+                    "epochs": args.epochs,
+                    "commit": commit,
+                    "started": started,
+                    "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    "runs": rows,
+                },
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

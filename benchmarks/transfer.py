@@ -29,7 +29,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
+import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import text as text_bench  # noqa: E402  (benchmarks/text.py: its UniSRec transfer and evaluation)
 
 from tfseqrec import training  # noqa: E402
 from tfseqrec.data import readers, splits  # noqa: E402
@@ -37,14 +39,14 @@ from tfseqrec.data import text as text_lib  # noqa: E402
 from tfseqrec.data import vocab as vocab_lib  # noqa: E402
 from tfseqrec.training import recformer as recformer_driver  # noqa: E402
 
-import machine  # noqa: E402  (benchmarks/machine.py)
-import text as text_bench  # noqa: E402  (benchmarks/text.py: its UniSRec transfer and evaluation)
-
 # target name: (interactions, item text, attribute set)
 TARGETS = {
     "ml-100k": ("ml-100k/u.data", "ml-100k/u.item", "movielens"),
-    "amazon-scientific-text": ("amazon-scientific-text/Scientific.inter.json",
-                               "amazon-scientific-text/Scientific.item.json", "amazon"),
+    "amazon-scientific-text": (
+        "amazon-scientific-text/Scientific.inter.json",
+        "amazon-scientific-text/Scientific.item.json",
+        "amazon",
+    ),
 }
 ZERO_SHOT = {"num_layers": 6, "pooling": "mean", "align_epochs": 0, "max_tokens": 256}
 
@@ -104,7 +106,9 @@ def target_rows(name, root, source, zero_shot):
         results["ml1m-popularity"] = text_bench.evaluate(text_bench.Popularity(by_source), split.test, cold)
     start = time.monotonic()
     vectors, encoder, _ = text_bench.text_vectors(item_text, vocabulary, attributes)
-    results["unisrec-transfer"] = text_bench.evaluate(source_model.for_catalogue(vectors, encoder), split.test, cold)
+    results["unisrec-transfer"] = text_bench.evaluate(
+        source_model.for_catalogue(vectors, encoder), split.test, cold
+    )
     seconds["unisrec-transfer"] = time.monotonic() - start
     if zero_shot:
         start = time.monotonic()
@@ -116,8 +120,12 @@ def target_rows(name, root, source, zero_shot):
         results["recformer-zero-shot"] = text_bench.evaluate(recommender, split.test, cold)
         seconds["recformer-zero-shot"] = time.monotonic() - start
     items, share = catalogue_overlap(source_text, item_text, vocabulary, split.test.targets)
-    about = {"users": len(cold), "items": vocabulary.num_items, "items_titled_as_in_ml1m": items,
-             "test_targets_titled_as_in_ml1m": share}
+    about = {
+        "users": len(cold),
+        "items": vocabulary.num_items,
+        "items_titled_as_in_ml1m": items,
+        "test_targets_titled_as_in_ml1m": share,
+    }
     for row, r in results.items():
         print(name, row, json.dumps(r), flush=True)
     return {"results": results, "seconds": seconds, "about": about}
@@ -126,25 +134,39 @@ def target_rows(name, root, source, zero_shot):
 def print_tables(targets, source_seconds, source_epochs):
     for name, t in targets.items():
         a = t["about"]
-        print(f"\n{name}: {a['users']} test cases, {a['items']} items; {a['items_titled_as_in_ml1m']} items and "
-              f"{a['test_targets_titled_as_in_ml1m']:.1%} of the test targets have a title ML-1M has\n")
+        print(
+            f"\n{name}: {a['users']} test cases, {a['items']} items; {a['items_titled_as_in_ml1m']} items and "
+            f"{a['test_targets_titled_as_in_ml1m']:.1%} of the test targets have a title ML-1M has\n"
+        )
         print("| row | NDCG@10 | Recall@10 | MRR | / popularity NDCG@10 | reads the target's interactions |")
         print("|---|---|---|---|---|---|")
         floor = t["results"]["popularity"]["all"]["ndcg@10"]
         for row, r in t["results"].items():
             x = r["all"]
-            print(f"| {row} | {x['ndcg@10']:.4f} | {x['hr@10']:.4f} | {x['mrr']:.4f} | {x['ndcg@10'] / floor:.2f} | "
-                  f"{'yes' if row == 'popularity' else 'no'} |")
-    print(f"\nUniSRec trained on ML-1M: {source_epochs} epochs, {source_seconds:.0f} s (text encoding included)")
+            print(
+                f"| {row} | {x['ndcg@10']:.4f} | {x['hr@10']:.4f} | {x['mrr']:.4f} | {x['ndcg@10'] / floor:.2f} | "
+                f"{'yes' if row == 'popularity' else 'no'} |"
+            )
+    print(
+        f"\nUniSRec trained on ML-1M: {source_epochs} epochs, {source_seconds:.0f} s (text encoding included)"
+    )
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    root = os.environ.get("TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    root = os.environ.get(
+        "TFSEQREC_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+    )
     parser.add_argument("--data-root", default=root)
     parser.add_argument("--minutes", type=float, default=10.0, help="UniSRec's training budget on ML-1M")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help="UniSRec's epochs on ML-1M (default: as many as --minutes allows, at most 200)")
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="UniSRec's epochs on ML-1M (default: as many as --minutes allows, at most 200)",
+    )
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated of {list(TARGETS)}")
     parser.add_argument("--no-zero-shot", action="store_true", help="leave out the Recformer zero-shot rows")
     parser.add_argument("--json", default=None, help="also write the results here")
@@ -157,17 +179,32 @@ def main():
     start = time.monotonic()
     split, vocabulary, texts = data = text_bench.ml1m(args.data_root)  # read once: training and counts
     model, epochs, _ = text_bench.ml1m_unisrec(
-        args.data_root, args.minutes, overrides={"epochs": args.epochs} if args.epochs else None, data=data)
+        args.data_root, args.minutes, overrides={"epochs": args.epochs} if args.epochs else None, data=data
+    )
     source_seconds = time.monotonic() - start
     source = (model, texts, title_counts(texts, vocabulary, split.train.item_counts(vocabulary.size)))
     targets = {name: target_rows(name, args.data_root, source, not args.no_zero_shot) for name in chosen}
     print_tables(targets, source_seconds, epochs)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"targets": targets, "source": {"data": "ml-1m", "epochs": epochs, "seconds": source_seconds,
-                                                      "config": text_bench.ID_CONFIG},
-                       "args": vars(args), "commit": machine.code_version(), "started": started,
-                       "ended": machine.now(), "environment": machine.environment()}, f, indent=2)
+            json.dump(
+                {
+                    "targets": targets,
+                    "source": {
+                        "data": "ml-1m",
+                        "epochs": epochs,
+                        "seconds": source_seconds,
+                        "config": text_bench.ID_CONFIG,
+                    },
+                    "args": vars(args),
+                    "commit": machine.code_version(),
+                    "started": started,
+                    "ended": machine.now(),
+                    "environment": machine.environment(),
+                },
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,12 @@ def file_events(path, user_column, item_column, time_column):
             tf.io.gfile.copy(path, local)
         fmt = "tsv" if ".tsv" in os.path.basename(path) else "csv"
         events = readers.read_interactions(
-            local, format=fmt, user_col=user_column, item_col=item_column, time_col=time_column, progress=False
+            local,
+            format=fmt,
+            user_col=user_column,
+            item_col=item_column,
+            time_col=time_column,
+            progress=False,
         )
         for user, item, time in zip(events.users, events.items, events.timestamps.tolist()):
             feature = {

@@ -64,8 +64,18 @@ def create_pipeline(
         user_column, item_column, time_column: the CSV's column names.
         beam_pipeline_args: Beam options (default: the in-process DirectRunner).
     """
-    components = _components(data_root, serving_model_dir, custom_config, train_steps, threshold, min_improvement,
-                             metric, user_column, item_column, time_column)
+    components = _components(
+        data_root,
+        serving_model_dir,
+        custom_config,
+        train_steps,
+        threshold,
+        min_improvement,
+        metric,
+        user_column,
+        item_column,
+        time_column,
+    )
     return tfx.dsl.Pipeline(
         pipeline_name=pipeline_name,
         pipeline_root=os.fspath(pipeline_root),
@@ -77,12 +87,25 @@ def create_pipeline(
     )
 
 
-def _components(data_root, serving_model_dir, custom_config, train_steps, threshold, min_improvement, metric,
-                user_column, item_column, time_column):
+def _components(
+    data_root,
+    serving_model_dir,
+    custom_config,
+    train_steps,
+    threshold,
+    min_improvement,
+    metric,
+    user_column,
+    item_column,
+    time_column,
+):
     """The six components in pipeline order (see ``create_pipeline``)."""
     # Not CsvExampleGen: its type inference merges ids "007" and "7" (see event_example_gen).
     example_gen = EventExampleGen(
-        input_base=os.fspath(data_root), user_column=user_column, item_column=item_column, time_column=time_column
+        input_base=os.fspath(data_root),
+        user_column=user_column,
+        item_column=item_column,
+        time_column=time_column,
     )
     builder = SequenceBuilder(
         examples=example_gen.outputs["examples"],
@@ -142,10 +165,15 @@ def summary(metadata_path, pipeline_root):
     pushed = max(store.get_artifacts_by_type("PushedModel"), key=lambda a: a.id)
     props = pushed.custom_properties
     return {
-        "metrics": {k: v.double_value for k, v in sorted(evaluation.custom_properties.items())
-                    if v.HasField("double_value")},
+        "metrics": {
+            k: v.double_value
+            for k, v in sorted(evaluation.custom_properties.items())
+            if v.HasField("double_value")
+        },
         "pushed": bool(props["pushed"].int_value) if "pushed" in props else False,
-        "pushed_destination": props["pushed_destination"].string_value if "pushed_destination" in props else None,
+        "pushed_destination": props["pushed_destination"].string_value
+        if "pushed_destination" in props
+        else None,
         "pipeline_root": os.fspath(pipeline_root),
         "metadata_path": os.fspath(metadata_path),
     }

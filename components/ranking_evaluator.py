@@ -67,8 +67,10 @@ def rank_cases(export_dir, histories, targets, batch_size=256, timestamps=None):
     fn = loaded.signatures["rank_targets"]
     timed = "timestamps" in fn.structured_input_signature[1]
     if timed and timestamps is None:
-        raise ValueError(f"{export_dir} reads the items' event times (its rank_targets takes 'timestamps'), "
-                         "but the evaluation records carry none: write them from data with a time column")
+        raise ValueError(
+            f"{export_dir} reads the items' event times (its rank_targets takes 'timestamps'), "
+            "but the evaluation records carry none: write them from data with a time column"
+        )
     ranks, known = [], []
     for start in range(0, len(histories), batch_size):
         rows = histories[start : start + batch_size]
@@ -110,7 +112,11 @@ def blessing_refusals(metric, value, num_cases, threshold, baseline_value=None, 
         reasons.append(f"{metric} is {value} (not finite)")
     elif not value >= threshold:
         reasons.append(f"{metric} {value:.4f} is below the threshold {threshold:.4f}")
-    if baseline_value is not None and np.isfinite(baseline_value) and not value > baseline_value + min_improvement:
+    if (
+        baseline_value is not None
+        and np.isfinite(baseline_value)
+        and not value > baseline_value + min_improvement
+    ):
         reasons.append(
             f"{metric} {value:.4f} does not beat the last blessed model's {baseline_value:.4f}"
             + (f" by more than {min_improvement:.4f}" if min_improvement else "")
@@ -141,7 +147,12 @@ def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
         baseline = evaluate_export(serving_dir(baseline_model), histories, targets, batch_size, timestamps)
     value = candidate[metric]
     reasons = blessing_refusals(
-        metric, value, len(targets), threshold, None if baseline is None else baseline[metric], min_improvement
+        metric,
+        value,
+        len(targets),
+        threshold,
+        None if baseline is None else baseline[metric],
+        min_improvement,
     )
     blessed = not reasons
     report = {
@@ -161,7 +172,9 @@ def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
     if baseline is not None:
         evaluation.set_float_custom_property(f"baseline_{metric}", float(baseline[metric]))
 
-    with tf.io.gfile.GFile(os.path.join(blessing.uri, BLESSED_FILE if blessed else NOT_BLESSED_FILE), "w") as f:
+    with tf.io.gfile.GFile(
+        os.path.join(blessing.uri, BLESSED_FILE if blessed else NOT_BLESSED_FILE), "w"
+    ) as f:
         f.write("\n".join(reasons))
     blessing.set_int_custom_property("blessed", int(blessed))
     blessing.set_int_custom_property("current_model_id", model.id)

@@ -50,8 +50,10 @@ def feature_value(example, column):
     """The single value of ``column`` in a ``tf.train.Example`` (bytes, int or float)."""
     feature = example.features.feature.get(column)
     if feature is None:
-        raise InputError(f"column {column!r} is missing from the input examples "
-                         f"(they have {sorted(example.features.feature)})")
+        raise InputError(
+            f"column {column!r} is missing from the input examples "
+            f"(they have {sorted(example.features.feature)})"
+        )
     kind = feature.WhichOneof("kind")
     values = getattr(feature, kind).value if kind else []
     if len(values) != 1:
@@ -137,7 +139,9 @@ class SplitUser(beam.DoFn):
         yield beam.pvalue.TaggedOutput("train", _example(user, split.train, vocabulary))
         for name, cases in (("eval", split.valid), ("test", split.test)):
             if len(cases):
-                yield beam.pvalue.TaggedOutput(name, _example(user, cases.histories, vocabulary, cases.targets[0]))
+                yield beam.pvalue.TaggedOutput(
+                    name, _example(user, cases.histories, vocabulary, cases.targets[0])
+                )
 
 
 def _example(user, sequences, vocabulary, target_id=None):
@@ -179,7 +183,11 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     beam_pipeline: tfx.dsl.components.BeamComponentParameter[beam.Pipeline] = None,
 ):
     """Groups events by user into leave-one-out sequence splits and builds the vocabulary."""
-    if isinstance(min_sequence_length, bool) or not isinstance(min_sequence_length, int) or min_sequence_length < 3:
+    if (
+        isinstance(min_sequence_length, bool)
+        or not isinstance(min_sequence_length, int)
+        or min_sequence_length < 3
+    ):
         raise InputError(
             f"min_sequence_length must be an integer >= 3 (a training item, a validation and a test target), "
             f"got {min_sequence_length!r}"
@@ -188,7 +196,10 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     patterns = [os.path.join(artifact_utils.get_split_uri([examples], name), "*") for name in names]
     columns = (user_column, item_column, time_column)
     check_columns(patterns, columns)
-    paths = [os.path.join(vocabulary.uri, vocab_lib.VOCAB_FILENAME), os.path.join(sequences.uri, vocab_lib.VOCAB_FILENAME)]
+    paths = [
+        os.path.join(vocabulary.uri, vocab_lib.VOCAB_FILENAME),
+        os.path.join(sequences.uri, vocab_lib.VOCAB_FILENAME),
+    ]
     with beam_pipeline as pipeline:
         _build(pipeline, dict(zip(names, patterns)), columns, min_sequence_length, sequences.uri, paths)
     _record_outputs(sequences, vocabulary, user_column, patterns, paths[0])
@@ -197,7 +208,10 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
 def _build(pipeline, patterns, columns, min_length, sequences_uri, vocabulary_paths):
     """The Beam graph: read and parse events, group by user, count, write vocabulary and splits."""
     events = (
-        [pipeline | f"Read[{name}]" >> beam.io.ReadFromTFRecord(pattern) for name, pattern in patterns.items()]
+        [
+            pipeline | f"Read[{name}]" >> beam.io.ReadFromTFRecord(pattern)
+            for name, pattern in patterns.items()
+        ]
         | "Flatten" >> beam.Flatten()
         | "Parse" >> beam.Map(parse_event, *columns)
     )
@@ -224,7 +238,8 @@ def _build(pipeline, patterns, columns, min_length, sequences_uri, vocabulary_pa
         _ = (
             records[name]
             | f"Serialize[{name}]" >> beam.Map(lambda example: example.SerializeToString())
-            | f"Write[{name}]" >> beam.io.WriteToTFRecord(
+            | f"Write[{name}]"
+            >> beam.io.WriteToTFRecord(
                 os.path.join(sequences_uri, f"Split-{name}", "data_tfrecord"), file_name_suffix=".gz"
             )
         )
@@ -236,7 +251,9 @@ def _record_outputs(sequences, vocabulary, user_column, patterns, vocabulary_pat
         empty_users = int(f.read())
     tf.io.gfile.remove(os.path.join(sequences.uri, EMPTY_USERS_FILE))
     if empty_users:
-        raise InputError(f"{empty_users} input records have an empty {user_column!r}; every event needs a user")
+        raise InputError(
+            f"{empty_users} input records have an empty {user_column!r}; every event needs a user"
+        )
     with tf.io.gfile.GFile(vocabulary_path) as f:
         num_items = sum(1 for _ in f)
     if num_items == 0:
@@ -244,7 +261,11 @@ def _record_outputs(sequences, vocabulary, user_column, patterns, vocabulary_pat
     sequences.split_names = artifact_utils.encode_split_names(list(SPLITS))
     examples_utils.set_payload_format(sequences, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
     counts = {name: _count_records(os.path.join(sequences.uri, f"Split-{name}", "*")) for name in SPLITS}
-    summary = {"num_items": num_items, "num_users": counts["train"], **{f"{k}_records": v for k, v in counts.items()}}
+    summary = {
+        "num_items": num_items,
+        "num_users": counts["train"],
+        **{f"{k}_records": v for k, v in counts.items()},
+    }
     for key, value in summary.items():
         sequences.set_int_custom_property(key, value)
     vocabulary.set_int_custom_property("num_items", num_items)

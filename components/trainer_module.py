@@ -27,14 +27,16 @@ from tfx_bsl.public import tfxio
 
 from tfseqrec import export, kinds
 from tfseqrec.data import splits, tfrecord
-from tfseqrec.training import distribute
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.training import distribute
 
 # The sequence records' features, every one of variable length (sparse when read).
-SCHEMA = schema_pb2.Schema(feature=[
-    schema_pb2.Feature(name=name, type=schema_pb2.BYTES if spec.dtype == tf.string else schema_pb2.INT)
-    for name, spec in tfrecord.FEATURE_SPEC.items()
-])
+SCHEMA = schema_pb2.Schema(
+    feature=[
+        schema_pb2.Feature(name=name, type=schema_pb2.BYTES if spec.dtype == tf.string else schema_pb2.INT)
+        for name, spec in tfrecord.FEATURE_SPEC.items()
+    ]
+)
 
 
 def read_vocabulary(file_patterns):
@@ -49,7 +51,9 @@ def read_vocabulary(file_patterns):
         raise ValueError(f"{file_patterns[0]}: not a split of an Examples artifact (Split-*/...)")
     source = os.path.join(os.path.dirname(split_dir), vocab_lib.VOCAB_FILENAME)
     if not tf.io.gfile.exists(source):
-        raise FileNotFoundError(f"{source}: no vocabulary; are these Examples written by the SequenceBuilder?")
+        raise FileNotFoundError(
+            f"{source}: no vocabulary; are these Examples written by the SequenceBuilder?"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         local = os.path.join(tmp, vocab_lib.VOCAB_FILENAME)
         tf.io.gfile.copy(source, local)
@@ -89,9 +93,15 @@ def run_fn(fn_args):
     run_dir = distribute.worker_output_dir(fn_args.model_run_dir, strategy)
     serving_dir = distribute.worker_output_dir(fn_args.serving_model_dir, strategy)
     model = kind.fit(
-        splits.Split(train, valid, None, {}), vocabulary, run_dir, options, verbose=2,
-        data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)}, max_steps=steps,
-        item_text=_local_copy(item_text, run_dir) if item_text else None, strategy=strategy,
+        splits.Split(train, valid, None, {}),
+        vocabulary,
+        run_dir,
+        options,
+        verbose=2,
+        data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)},
+        max_steps=steps,
+        item_text=_local_copy(item_text, run_dir) if item_text else None,
+        strategy=strategy,
     )
     export.save(model, vocabulary, serving_dir, k=k)
     for own, chief in ((run_dir, fn_args.model_run_dir), (serving_dir, fn_args.serving_model_dir)):

@@ -15,7 +15,9 @@ collect_ignore_glob = [] if HAS_TFX else ["reliability/test_tfx_*.py"]
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: slower end-to-end test on real data (still runs in CI)")
-    config.addinivalue_line("markers", "tfx: needs the primary stack (TFX 1.16); tests under tests/components get it")
+    config.addinivalue_line(
+        "markers", "tfx: needs the primary stack (TFX 1.16); tests under tests/components get it"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -39,8 +41,11 @@ THINGS = ["pipette", "beaker", "flask", "magnet", "scale", "funnel"]
 
 
 def _item(i):
-    return {"title": f"{COLOURS[i % 5]} {THINGS[i % 6]} {i}", "brand": ["acme", "lab co"][i % 2],
-            "categories": "Industrial & Scientific,Lab," + THINGS[i % 6]}
+    return {
+        "title": f"{COLOURS[i % 5]} {THINGS[i % 6]} {i}",
+        "brand": ["acme", "lab co"][i % 2],
+        "categories": "Industrial & Scientific,Lab," + THINGS[i % 6],
+    }
 
 
 @pytest.fixture(scope="session")

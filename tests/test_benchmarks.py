@@ -44,7 +44,10 @@ def test_ml1m_flop_count_runs_for_every_kind(kind):
     config = training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=2))
     flops = ml1m.training_flops_per_epoch(config, [_batch(2, 5)], num_items=7)
     one_layer = ml1m.training_flops_per_epoch(
-        training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=1)), [_batch(2, 5)], num_items=7)
+        training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=1)),
+        [_batch(2, 5)],
+        num_items=7,
+    )
     assert flops > one_layer > 0
 
 
@@ -60,27 +63,37 @@ def test_text_report_joins_stored_runs_against_the_best_sasrec(tmp_path, capsys)
     text = _script("text")
 
     def row(ndcg, recall, cold=0.0, warm=None):
-        return {"all": {"ndcg@10": ndcg, "hr@10": recall, "mrr": ndcg},
-                "cold": {"ndcg@10": cold, "hr@10": 0.0, "mrr": 0.0},
-                "warm": {"ndcg@10": warm or ndcg, "hr@10": recall, "mrr": ndcg}}
+        return {
+            "all": {"ndcg@10": ndcg, "hr@10": recall, "mrr": ndcg},
+            "cold": {"ndcg@10": cold, "hr@10": 0.0, "mrr": 0.0},
+            "warm": {"ndcg@10": warm or ndcg, "hr@10": recall, "mrr": ndcg},
+        }
 
-    first = {"results": {"sasrec": row(0.08, 0.10), "unisrec-id": row(0.088, 0.121, cold=0.02, warm=0.08)},
-             "seconds": {"sasrec": 100.0}, "epochs": {"sasrec": 12}, "commit": "abc"}
+    first = {
+        "results": {"sasrec": row(0.08, 0.10), "unisrec-id": row(0.088, 0.121, cold=0.02, warm=0.08)},
+        "seconds": {"sasrec": 100.0},
+        "epochs": {"sasrec": 12},
+        "commit": "abc",
+    }
     second = {"results": {"sasrec [hidden_dim=256]": row(0.06, 0.09), "unisrec-id": row(0.04, 0.05)}}
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
     for path, run in zip(paths, (first, second)):
         path.write_text(json.dumps(run))
     text.report([str(p) for p in paths])
-    lines = {line.split(" | ")[0][2:]: line.split(" | ") for line in capsys.readouterr().out.splitlines()
-             if line.startswith("| ") and not line.startswith("| model")}
+    lines = {
+        line.split(" | ")[0][2:]: line.split(" | ")
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| ") and not line.startswith("| model")
+    }
     assert set(lines) == {"sasrec", "unisrec-id", "sasrec [hidden_dim=256]", "unisrec-id (b)"}
     # Against the best SASRec (0.08 / 0.10): 0.088 / 0.08 = 1.10, 0.121 / 0.10 = 1.21; cold / warm 0.25.
     assert lines["unisrec-id"][4:6] == ["1.10", "1.21"] and lines["unisrec-id"][8] == "0.25"
     assert lines["sasrec [hidden_dim=256]"][4:6] == ["0.75", "0.90"]
     assert lines["sasrec"][9:11] == ["12", "100 |"]
     text.report([str(p) for p in paths], rows=["unisrec-id (b)", "sasrec"])
-    out = [line for line in capsys.readouterr().out.splitlines()
-           if line.startswith("| ") and "---" not in line]
+    out = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line
+    ]
     assert [line.split(" | ")[0] for line in out[1:]] == ["| unisrec-id (b)", "| sasrec"]
     with pytest.raises(ValueError, match=r"rows \['bert4rec'\] are in none of the runs"):
         text.report([str(p) for p in paths], rows=["bert4rec"])
@@ -93,8 +106,12 @@ def test_transfer_catalogue_overlap_by_title_by_hand():
     source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat  (1995)"}, "9": {"title": ""}}
     # Target items a to e: a and b share a title with the source (case and spacing aside), c does not,
     # d has no text, and an empty title matches nothing.
-    target = {"a": {"title": "toy story (1995)"}, "b": {"title": "Heat (1995)"}, "c": {"title": "Casino (1995)"},
-              "e": {"title": ""}}
+    target = {
+        "a": {"title": "toy story (1995)"},
+        "b": {"title": "Heat (1995)"},
+        "c": {"title": "Casino (1995)"},
+        "e": {"title": ""},
+    }
     vocabulary = ItemVocabulary(["a", "b", "c", "d", "e"])
     targets = vocabulary.lookup(["a", "c", "d", "b"])  # half of them shared
     assert transfer.catalogue_overlap(source, target, vocabulary, targets) == (2, 0.5)
@@ -105,14 +122,22 @@ def test_transfer_source_popularity_by_title_by_hand():
     from tfseqrec.data.vocab import NUM_RESERVED, ItemVocabulary
 
     source_vocabulary = ItemVocabulary(["7", "8", "9", "10"])
-    source = {"7": {"title": "Toy Story (1995)"}, "8": {"title": "Heat (1995)"},
-              "9": {"title": "heat  (1995)"}, "10": {"title": ""}}
+    source = {
+        "7": {"title": "Toy Story (1995)"},
+        "8": {"title": "Heat (1995)"},
+        "9": {"title": "heat  (1995)"},
+        "10": {"title": ""},
+    }
     counts = np.zeros(source_vocabulary.size, np.int64)
     counts[NUM_RESERVED:] = [5, 2, 1, 9]  # 8 and 9 share a title: 3; an empty title counts for nothing
     by_title = transfer.title_counts(source, source_vocabulary, counts)
     assert by_title == {"toy story (1995)": 5, "heat (1995)": 3}
-    target = {"a": {"title": "HEAT (1995)"}, "b": {"title": "Casino (1995)"},
-              "c": {"title": "toy story (1995)"}}
+    target = {
+        "a": {"title": "HEAT (1995)"},
+        "b": {"title": "Casino (1995)"},
+        "c": {"title": "toy story (1995)"},
+    }
     vocabulary = ItemVocabulary(["a", "b", "c", "d"])  # d has no text
-    np.testing.assert_array_equal(transfer.source_popularity(by_title, target, vocabulary)[NUM_RESERVED:],
-                                  [3, 0, 5, 0])
+    np.testing.assert_array_equal(
+        transfer.source_popularity(by_title, target, vocabulary)[NUM_RESERVED:], [3, 0, 5, 0]
+    )

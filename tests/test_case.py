@@ -28,8 +28,15 @@ class TestCase(tf.test.TestCase):
         self.assertEqual(config, revived.get_config())
         return clone
 
-    def run_layer_test(self, cls, init_kwargs, input_data, expected_output_shape, call_kwargs=None,
-                       expected_partial_output=None):
+    def run_layer_test(
+        self,
+        cls,
+        init_kwargs,
+        input_data,
+        expected_output_shape,
+        call_kwargs=None,
+        expected_partial_output=None,
+    ):
         """The checks every public layer passes (keras-hub's ``run_layer_test``).
 
         1. Config: ``get_config`` -> ``from_config`` and a JSON round trip.
@@ -50,7 +57,9 @@ class TestCase(tf.test.TestCase):
         call_kwargs = call_kwargs or {}
         layer = cls(**init_kwargs)
         self.run_serialization_test(layer)
-        revived = keras.saving.deserialize_keras_object(json.loads(json.dumps(keras.saving.serialize_keras_object(layer))))
+        revived = keras.saving.deserialize_keras_object(
+            json.loads(json.dumps(keras.saving.serialize_keras_object(layer)))
+        )
         self.assertEqual(layer.get_config(), revived.get_config())
 
         inputs, kw_inputs = _symbolic(input_data), {k: _symbolic(v, k) for k, v in call_kwargs.items()}
@@ -85,7 +94,13 @@ class TestCase(tf.test.TestCase):
         model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=False)
         before = [np.array(w) for w in layer.trainable_weights]
         target = np.random.default_rng(0).normal(size=expected_output_shape).astype("float32")
-        history = model.fit([input_data, call_kwargs] if call_kwargs else input_data, target, epochs=1, batch_size=len(target), verbose=0)
+        history = model.fit(
+            [input_data, call_kwargs] if call_kwargs else input_data,
+            target,
+            epochs=1,
+            batch_size=len(target),
+            verbose=0,
+        )
         self.assertTrue(np.isfinite(history.history["loss"][0]))
         self.assertTrue(before, "the layer has no trainable weights")
         for old, weight in zip(before, layer.trainable_weights):
@@ -130,6 +145,18 @@ def train_text_model(model, data, output, config):
     """``(output, test metrics)`` of ``tfseqrec train --model MODEL`` on the tiny text dataset ``data``."""
     from tests.test_cli import _tfseqrec
 
-    out = _tfseqrec("train", "--model", model, "--data", data / "Tiny.inter.json", "--item-text",
-                    data / "Tiny.item.json", "--output", output, "--config", json.dumps(config), "--quiet")
+    out = _tfseqrec(
+        "train",
+        "--model",
+        model,
+        "--data",
+        data / "Tiny.inter.json",
+        "--item-text",
+        data / "Tiny.item.json",
+        "--output",
+        output,
+        "--config",
+        json.dumps(config),
+        "--quiet",
+    )
     return output, json.loads(out.stdout.strip().splitlines()[-1])

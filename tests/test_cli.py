@@ -49,7 +49,9 @@ def test_data_stats_csv_with_named_columns(tmp_path):
     path = tmp_path / "log.csv"
     path.write_text("uid,iid,ts\na,x,3\na,y,1\na,z,2\nb,x,1\n")
     out = json.loads(
-        _tfseqrec("data", "stats", path, "--user-col", "uid", "--item-col", "iid", "--time-col", "ts", "--json").stdout
+        _tfseqrec(
+            "data", "stats", path, "--user-col", "uid", "--item-col", "iid", "--time-col", "ts", "--json"
+        ).stdout
     )
     assert out["num_users"] == 2 and out["splits"]["train_only_users"] == 1
 
@@ -74,14 +76,30 @@ def test_data_tfrecord_round_trip(data_root, tmp_path):
 
 def test_data_item_text_maps_ml1m_ids_to_movie_titles(data_root, tmp_path):
     m = data_root / "ml-1m"
-    out = json.loads(_tfseqrec("data", "item-text", m / "movies.dat", "--id-map", m / "sas_to_original_items.txt",
-                               "--output", tmp_path / "ml-1m.item.json").stdout)
-    assert out["items"] == 3416 and out["mapped_ids_without_text"] == 0 and out["attributes"] == ["genres", "title"]
+    out = json.loads(
+        _tfseqrec(
+            "data",
+            "item-text",
+            m / "movies.dat",
+            "--id-map",
+            m / "sas_to_original_items.txt",
+            "--output",
+            tmp_path / "ml-1m.item.json",
+        ).stdout
+    )
+    assert (
+        out["items"] == 3416
+        and out["mapped_ids_without_text"] == 0
+        and out["attributes"] == ["genres", "title"]
+    )
     text = json.loads((tmp_path / "ml-1m.item.json").read_text())
     # The map's first line: an ml-1m.txt item and its movies.dat id.
     original = (m / "sas_to_original_items.txt").read_text().split("\n")[0].split()
-    movie = [line for line in (m / "movies.dat").read_text(encoding="latin-1").splitlines()
-             if line.split("::")[0] == original[1]][0].split("::")
+    movie = [
+        line
+        for line in (m / "movies.dat").read_text(encoding="latin-1").splitlines()
+        if line.split("::")[0] == original[1]
+    ][0].split("::")
     assert text[original[0]] == {"title": movie[1], "genres": movie[2].replace("|", ", ")}
     bad = _tfseqrec("data", "item-text", m / "movies.dat", "--output", tmp_path / "x.json", check=False)
     assert bad.returncode == 1 and "must end in .item.json" in bad.stderr
@@ -94,7 +112,9 @@ TINY_TRAIN = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 20, "--
 def trained(data_root, tmp_path_factory):
     """One small BERT4Rec trained through the CLI, shared by the tests below."""
     out = tmp_path_factory.mktemp("cli_model")
-    result = _tfseqrec("train", "--model", "bert4rec", "--data", data_root / "ml-100k", "--output", out, *TINY_TRAIN)
+    result = _tfseqrec(
+        "train", "--model", "bert4rec", "--data", data_root / "ml-100k", "--output", out, *TINY_TRAIN
+    )
     return out, json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -102,7 +122,9 @@ def test_train_prints_test_metrics_and_writes_the_model_dir(trained):
     out, result = trained
     assert result["num_users"] == 943 and result["epochs"] == 1
     assert {"ndcg@10", "hr@10", "mrr"} <= set(result)
-    assert {"model.keras", "item_vocab.tsv", "train_config.json", "history.csv", "logs"} <= set(os.listdir(out))
+    assert {"model.keras", "item_vocab.tsv", "train_config.json", "history.csv", "logs"} <= set(
+        os.listdir(out)
+    )
 
 
 def test_evaluate_json_with_and_without_seen_items(trained, data_root):
@@ -111,8 +133,20 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
     with_seen = json.loads(_tfseqrec("evaluate", "--model-dir", out, "--data", data_root / "ml-100k").stdout)
     assert keys <= set(with_seen) and with_seen["num_users"] == 943 and with_seen["exclude_seen"]
     without = json.loads(
-        _tfseqrec("evaluate", "--model-dir", out, "--data", data_root / "ml-100k", "--no-exclude-seen",
-                  "--split", "valid", "--sampled-negatives", 100, "--sampler", "popularity").stdout
+        _tfseqrec(
+            "evaluate",
+            "--model-dir",
+            out,
+            "--data",
+            data_root / "ml-100k",
+            "--no-exclude-seen",
+            "--split",
+            "valid",
+            "--sampled-negatives",
+            100,
+            "--sampler",
+            "popularity",
+        ).stdout
     )
     assert not without["exclude_seen"] and without["split"] == "valid"
     assert without["sampled"] == {"num_negatives": 100, "sampler": "popularity"}
@@ -121,7 +155,9 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
 
 def test_recommend_prints_raw_ids(trained):
     out, _ = trained
-    lines = _tfseqrec("recommend", "--model-dir", out, "--history", "50 172 133", "--k", 5).stdout.splitlines()
+    lines = _tfseqrec(
+        "recommend", "--model-dir", out, "--history", "50 172 133", "--k", 5
+    ).stdout.splitlines()
     assert len(lines) == 5
     ranks, items, scores = zip(*(line.split("\t") for line in lines))
     assert ranks == ("1", "2", "3", "4", "5")
@@ -142,7 +178,9 @@ def test_plot_writes_pngs(trained, tmp_path):
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("relative", ["ml-1m/ml-1m.txt", "ml-1m/ml-1m_full_sequences.txt.gz", "amazon-scientific-text"])
+@pytest.mark.parametrize(
+    "relative", ["ml-1m/ml-1m.txt", "ml-1m/ml-1m_full_sequences.txt.gz", "amazon-scientific-text"]
+)
 def test_train_sasrec_on_every_other_dataset(data_root, tmp_path, relative):
     result = _tfseqrec("train", "--data", data_root / relative, "--output", tmp_path, *TINY_TRAIN)
     metrics = json.loads(result.stdout.strip().splitlines()[-1])
@@ -150,18 +188,51 @@ def test_train_sasrec_on_every_other_dataset(data_root, tmp_path, relative):
 
 
 def test_train_bad_config_is_a_clear_error(data_root, tmp_path):
-    result = _tfseqrec("train", "--data", data_root / "ml-100k", "--output", tmp_path, "--config", '{"hiden_dim": 8}',
-                       check=False)
+    result = _tfseqrec(
+        "train",
+        "--data",
+        data_root / "ml-100k",
+        "--output",
+        tmp_path,
+        "--config",
+        '{"hiden_dim": 8}',
+        check=False,
+    )
     assert result.returncode == 1 and "unknown training options ['hiden_dim']" in result.stderr
 
 
 def test_data_synthetic_writes_a_log_that_stats_reads(tmp_path):
-    out = json.loads(_tfseqrec("data", "synthetic", "--events", 3000, "--items", 400, "--users", 50, "--seed", 4,
-                               "--output", tmp_path / "log.csv").stdout)
+    out = json.loads(
+        _tfseqrec(
+            "data",
+            "synthetic",
+            "--events",
+            3000,
+            "--items",
+            400,
+            "--users",
+            50,
+            "--seed",
+            4,
+            "--output",
+            tmp_path / "log.csv",
+        ).stdout
+    )
     assert (out["events"], out["users"], out["catalogue"]) == (3000, 50, 400)
     stats = json.loads(_tfseqrec("data", "stats", tmp_path / "log.csv", "--json").stdout)
     assert stats["has_timestamps"] and stats["num_interactions"] == 3000 and stats["num_users"] == 50
     assert stats["num_items"] == out["items_used"]
-    bad = _tfseqrec("data", "synthetic", "--events", 10, "--items", 5, "--users", 9, "--output", tmp_path / "b.csv",
-                    check=False)
+    bad = _tfseqrec(
+        "data",
+        "synthetic",
+        "--events",
+        10,
+        "--items",
+        5,
+        "--users",
+        9,
+        "--output",
+        tmp_path / "b.csv",
+        check=False,
+    )
     assert bad.returncode != 0 and "9 users of at least 5 events need 45 events" in bad.stderr

@@ -37,7 +37,9 @@ def _modules_with_examples():
 
 
 def test_examples_are_found():
-    assert {"tfseqrec.kinds", "tfseqrec.losses", "tfseqrec.models.recformer.tasks"} <= set(_modules_with_examples())
+    assert {"tfseqrec.kinds", "tfseqrec.losses", "tfseqrec.models.recformer.tasks"} <= set(
+        _modules_with_examples()
+    )
 
 
 @pytest.mark.parametrize("module", _modules_with_examples())

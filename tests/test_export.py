@@ -24,7 +24,9 @@ def exported(request, data_root, tmp_path_factory):
     """A model trained and exported through the CLI: ``(model_dir, base, path, export JSON)``."""
     root = tmp_path_factory.mktemp(request.param)
     model_dir, base = root / "model", root / "saved_models" / "ml100k"
-    _tfseqrec("train", "--model", request.param, "--data", data_root / "ml-100k", "--output", model_dir, *TINY)
+    _tfseqrec(
+        "train", "--model", request.param, "--data", data_root / "ml-100k", "--output", model_dir, *TINY
+    )
     out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--k", 5).stdout)
     return model_dir, base, out["path"], out
 
@@ -80,7 +82,9 @@ def test_export_writes_a_tf_serving_version_directory(exported):
 def test_next_export_gets_the_next_version_and_never_overwrites(exported, tmp_path):
     model_dir, _, _, _ = exported
     base = tmp_path / "m"
-    first = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--version", 3, "--no-warmup").stdout)
+    first = json.loads(
+        _tfseqrec("export", "--model-dir", model_dir, "--output", base, "--version", 3, "--no-warmup").stdout
+    )
     second = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", base, "--no-warmup").stdout)
     assert (first["version"], second["version"]) == (3, 4)
     again = _tfseqrec("export", "--model-dir", model_dir, "--output", base, "--version", 3, check=False)
@@ -106,9 +110,22 @@ def test_saved_model_cli_show_lists_the_signatures(exported):
 def test_saved_model_cli_run_answers(exported, in_memory):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     result = subprocess.run(
-        [cli, "run", "--dir", exported[2], "--tag_set", "serve", "--signature_def", "recommend_ids",
-         "--input_exprs", "history=[[50, 172, 133]]"],
-        capture_output=True, text=True, check=True, timeout=120,
+        [
+            cli,
+            "run",
+            "--dir",
+            exported[2],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "recommend_ids",
+            "--input_exprs",
+            "history=[[50, 172, 133]]",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     expected, _ = _top_k(*in_memory, [HISTORIES[0]])
     ids = result.stdout.split("Result for output key item_ids:")[1].split("Result for output key")[0]
@@ -124,8 +141,14 @@ def test_fresh_process_tf_saved_model_load(exported, in_memory):
         "print(json.dumps([v.decode() for v in out['item_ids'][0].numpy()]))\n"
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", script, exported[2]], capture_output=True, text=True, check=True,
-                            env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script, exported[2]],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=120,
+    )
     expected, _ = _top_k(*in_memory, [HISTORIES[0]])
     assert json.loads(result.stdout.strip().splitlines()[-1]) == expected[0]
 
@@ -176,7 +199,9 @@ def test_recommend_top_k_asks_for_another_k(predictor, in_memory):
     assert [[v.decode() for v in row] for row in out["item_ids"]] == expected_ids
     everything = predictor.run("recommend_top_k", {"history": history, "k": np.array([10**6, 1], np.int32)})
     assert everything["item_ids"].shape == (2, vocabulary.num_items)
-    assert predictor.run("recommend_top_k", {"history": history, "k": np.array([0, -3], np.int32)})["scores"].shape == (2, 0)
+    assert predictor.run("recommend_top_k", {"history": history, "k": np.array([0, -3], np.int32)})[
+        "scores"
+    ].shape == (2, 0)
 
 
 def test_rank_targets_keeps_a_seen_target_and_agrees_with_the_top_k(predictor, in_memory):
@@ -188,8 +213,10 @@ def test_rank_targets_keeps_a_seen_target_and_agrees_with_the_top_k(predictor, i
     # An unseen target: its place in the served list (random-free scores have no ties here).
     unseen = [row[3] for row in listed]
     # A seen target ("172", in history 0) is not listed by the top-k, but rank_targets ranks it.
-    request = {"history": serving.pad_histories(HISTORIES + HISTORIES[:1] + [HISTORIES[0]]),
-               "target": np.array(unseen + ["172", "no-such-item"], dtype=object)}
+    request = {
+        "history": serving.pad_histories(HISTORIES + HISTORIES[:1] + [HISTORIES[0]]),
+        "target": np.array(unseen + ["172", "no-such-item"], dtype=object),
+    }
     out = predictor.run("rank_targets", request)
     assert out["rank"][:3].tolist() == [3, 3, 3]
     assert out["known"].tolist() == [True, True, True, True, False]
@@ -212,7 +239,8 @@ def evaluation_rank(scores, target, history):
 def test_predict_examples_reads_the_tfrecord_schema(predictor, in_memory):
     _, vocabulary = in_memory
     records = [
-        tfrecord.make_example(f"user-{i}", vocabulary.lookup(h), h).SerializeToString() for i, h in enumerate(HISTORIES)
+        tfrecord.make_example(f"user-{i}", vocabulary.lookup(h), h).SerializeToString()
+        for i, h in enumerate(HISTORIES)
     ]
     out = predictor.run("predict_examples", {"examples": np.array(records, dtype=object)})
     assert [u.decode() for u in out["user_id"]] == ["user-0", "user-1", "user-2"]
@@ -304,4 +332,6 @@ def test_served_blocks_equal_the_whole_score_matrix(kind, monkeypatch, tmp_path)
         np.testing.assert_array_equal(columns, want.indices)
         one = served.top_k(ids[:1], k)  # a single history: 8-column blocks
         np.testing.assert_array_equal(one[1], want.indices[:1])
-    np.testing.assert_array_equal(tf.function(served.rank)(ids, targets), ranking.rank_targets(scores, targets, history))
+    np.testing.assert_array_equal(
+        tf.function(served.rank)(ids, targets), ranking.rank_targets(scores, targets, history)
+    )

@@ -27,8 +27,14 @@ TIMES = [[880_000_000, 880_003_600, 880_007_200], [880_000_000 + 5**i for i in r
 def trained(data_root, tmp_path_factory):
     """A tiny HSTU on ml-100k, whose event times turn the time bias on: ``(model_dir, split)``."""
     model_dir = tmp_path_factory.mktemp("hstu_timed") / "model"
-    config = {"model": "hstu", "epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": MAX_LEN,
-              "batch_size": 256}
+    config = {
+        "model": "hstu",
+        "epochs": 1,
+        "hidden_dim": 8,
+        "num_layers": 1,
+        "max_sequence_length": MAX_LEN,
+        "batch_size": 256,
+    }
     _, _, split, _ = id_models.train(data_root / "ml-100k", model_dir, config, verbose=0)
     return model_dir, split
 
@@ -78,16 +84,19 @@ def test_every_history_signature_takes_timestamps(exported, trained, tmp_path, c
     assert sorted(signatures) == sorted(export.SIGNATURES)
     for name in HISTORY_SIGNATURES:
         assert signatures[name]["inputs"]["timestamps"] == "int64", name
-    assert signatures["serving_default"] == {"inputs": {"history": "string", "timestamps": "int64"},
-                                             "outputs": {"item_ids": "string", "scores": "float32"}}
+    assert signatures["serving_default"] == {
+        "inputs": {"history": "string", "timestamps": "int64"},
+        "outputs": {"item_ids": "string", "scores": "float32"},
+    }
     timed = {"history": "string", "timestamps": "int64"}
     assert signatures["recommend_top_k"]["inputs"] == {**timed, "k": "int32"}
     assert signatures["rank_targets"]["inputs"] == {**timed, "target": "string"}
     assert signatures["predict_examples"]["inputs"] == {"examples": "string"}
     # The tool TF Serving users read signatures with.
     tool = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    text = subprocess.run([tool, "show", "--all", "--dir", exported], capture_output=True, text=True,
-                          check=True, timeout=120).stdout
+    text = subprocess.run(
+        [tool, "show", "--all", "--dir", exported], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     default = text.split("signature_def['serving_default']")[1].split("signature_def[")[0]
     assert "inputs['timestamps'] tensor_info:\n        dtype: DT_INT64\n        shape: (-1, -1)" in default
     # `tfseqrec export` of the model directory writes the same signatures.
@@ -162,8 +171,10 @@ def test_recommend_top_k_and_rank_targets(predictor, in_memory):
 
 def test_predict_examples_reads_the_records_timestamps(predictor, in_memory):
     _, vocabulary = in_memory
-    records = [tfrecord.make_example(f"user-{i}", vocabulary.lookup(h), h, timestamps=t).SerializeToString()
-               for i, (h, t) in enumerate(zip(HISTORIES, TIMES))]
+    records = [
+        tfrecord.make_example(f"user-{i}", vocabulary.lookup(h), h, timestamps=t).SerializeToString()
+        for i, (h, t) in enumerate(zip(HISTORIES, TIMES))
+    ]
     out = predictor.run("predict_examples", {"examples": np.array(records, dtype=object)})
     assert [u.decode() for u in out["user_id"]] == ["user-0", "user-1", "user-2"]
     assert _decoded(out["item_ids"]) == _top_k(*in_memory, HISTORIES, TIMES)[0]
@@ -179,8 +190,14 @@ def test_requests_without_timestamps_or_shaped_unlike_the_history_fail(predictor
     with pytest.raises(tf.errors.InvalidArgumentError, match="timestamps must have the shape of history"):
         predictor.run("serving_default", {"history": history, "timestamps": history_times[:, :2]})
     with pytest.raises(tf.errors.InvalidArgumentError, match="timestamps must have the shape of history"):
-        predictor.run("rank_targets", {"history": history, "timestamps": serving.pad_timestamps(TIMES[:2]),
-                                       "target": np.array(["1", "2", "3"], dtype=object)})
+        predictor.run(
+            "rank_targets",
+            {
+                "history": history,
+                "timestamps": serving.pad_timestamps(TIMES[:2]),
+                "target": np.array(["1", "2", "3"], dtype=object),
+            },
+        )
     with pytest.raises(ValueError, match="3 items but 2 timestamps"):
         serving.predict_request(HISTORIES, "m", timestamps=[TIMES[0][:2], TIMES[1], TIMES[2]])
     # A fresh process's tf.saved_model.load, as TF Serving's Python users call it.
@@ -200,8 +217,11 @@ def test_grpc_and_rest_requests_carry_timestamps(predictor, in_memory):
         assert serving.rest_reply(predictor.predict_json(body)).item_ids == expected_ids
     top = serving.rest_request(HISTORIES, "recommend_top_k", k=8, timestamps=TIMES)
     # Laid out as the histories: right-padded to the longest (7 items).
-    assert top["instances"][0] == {"history": HISTORIES[0] + [""] * 4, "timestamps": TIMES[0] + [0] * 4,
-                                   "k": 8}
+    assert top["instances"][0] == {
+        "history": HISTORIES[0] + [""] * 4,
+        "timestamps": TIMES[0] + [0] * 4,
+        "k": 8,
+    }
     assert [len(r) for r in serving.rest_reply(predictor.predict_json(top)).item_ids] == [8, 8, 8]
 
 
@@ -228,8 +248,20 @@ def test_warmup_records_carry_timestamps_and_are_answered(exported, predictor):
 
 def test_cli_recommend_takes_timestamps(trained, in_memory, monkeypatch, capsys):
     history, times = "50 172 nope 133", "880000000 880003600 1 880007200"
-    out = json.loads(_tfseqrec("recommend", "--model-dir", trained[0], "--history", history,
-                               "--timestamps", times, "--k", 5, "--json").stdout)
+    out = json.loads(
+        _tfseqrec(
+            "recommend",
+            "--model-dir",
+            trained[0],
+            "--history",
+            history,
+            "--timestamps",
+            times,
+            "--k",
+            5,
+            "--json",
+        ).stdout
+    )
     expected_ids, expected_scores = _top_k(*in_memory, [history.split()], [[int(t) for t in times.split()]])
     assert out["item_ids"] == expected_ids[0]
     np.testing.assert_allclose(out["scores"], expected_scores[0], atol=1e-5, rtol=1e-5)
@@ -247,17 +279,37 @@ def test_cli_recommend_takes_timestamps(trained, in_memory, monkeypatch, capsys)
 
 
 def test_cli_plot_draws_attention_over_a_users_timed_history(trained, tmp_path, capsys):
-    assert cli.main(["plot", "--model-dir", str(trained[0]), "--output", str(tmp_path)]) == 0  # the first user
+    assert (
+        cli.main(["plot", "--model-dir", str(trained[0]), "--output", str(tmp_path)]) == 0
+    )  # the first user
     assert os.path.getsize(tmp_path / "attention.png") > 0
-    assert cli.main(["plot", "--model-dir", str(trained[0]), "--output", str(tmp_path), "--history", "50 172"]) == 1
+    assert (
+        cli.main(["plot", "--model-dir", str(trained[0]), "--output", str(tmp_path), "--history", "50 172"])
+        == 1
+    )
     assert "give --timestamps" in capsys.readouterr().err
-    assert cli.main(["plot", "--model-dir", str(trained[0]), "--output", str(tmp_path), "--history", "50 172",
-                     "--timestamps", "880000000 880003600"]) == 0
+    assert (
+        cli.main(
+            [
+                "plot",
+                "--model-dir",
+                str(trained[0]),
+                "--output",
+                str(tmp_path),
+                "--history",
+                "50 172",
+                "--timestamps",
+                "880000000 880003600",
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.tfx
-def test_cli_evaluate_and_the_ranking_evaluator_agree(trained, in_memory, exported, data_root, tmp_path,
-                                                      capsys):
+def test_cli_evaluate_and_the_ranking_evaluator_agree(
+    trained, in_memory, exported, data_root, tmp_path, capsys
+):
     from components import ranking_evaluator
 
     assert cli.main(["evaluate", "--model-dir", str(trained[0]), "--data", str(data_root / "ml-100k")]) == 0
@@ -283,7 +335,9 @@ def test_an_hstu_without_time_bias_serves_histories_alone(in_memory, tmp_path):
     model = HSTU(vocabulary.num_items, max_sequence_length=MAX_LEN, hidden_dim=8, num_layers=1)  # untrained
     path, _ = export.export_version(model, vocabulary, tmp_path / "untimed", k=5, warmup=False)
     assert export.saved_signatures(path)["serving_default"]["inputs"] == {"history": "string"}
-    out = serving.SavedModelPredictor(path).run("serving_default", {"history": serving.pad_histories(HISTORIES)})
+    out = serving.SavedModelPredictor(path).run(
+        "serving_default", {"history": serving.pad_histories(HISTORIES)}
+    )
     top, scores = model.recommend([[int(i) for i in vocabulary.lookup(h) if i >= 3] for h in HISTORIES], k=5)
     assert _decoded(out["item_ids"]) == [vocabulary.to_raw(row) for row in top]
     np.testing.assert_allclose(out["scores"], scores, atol=1e-5, rtol=1e-5)  # cosine / 0.05: up to 20

@@ -44,7 +44,11 @@ def _kind_tests(tree):
                 found.append(f"line {node.lineno}: compares with a model name")
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("hasattr", "getattr"):
             args = node.args
-            if len(args) >= 2 and isinstance(args[1], ast.Constant) and args[1].value in ("tokenizer", "masking"):
+            if (
+                len(args) >= 2
+                and isinstance(args[1], ast.Constant)
+                and args[1].value in ("tokenizer", "masking")
+            ):
                 found.append(f"line {node.lineno}: {node.func.id}(..., {args[1].value!r})")
     return found
 

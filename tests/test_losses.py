@@ -46,13 +46,17 @@ class LossesTest(test_case.TestCase):
             expected.append(np.log(np.exp(row).sum()) - logits[n, positives[n]])
         loss = losses.FullSoftmaxCrossEntropy(exclude_history=True)
         got = loss.from_embeddings(
-            tf.constant(hidden, tf.float32), tf.constant(positives), tf.constant(table, tf.float32),
+            tf.constant(hidden, tf.float32),
+            tf.constant(positives),
+            tf.constant(table, tf.float32),
             history=(tf.constant(rows), tf.constant(seen)),
         )
         self.assertAllClose(got, np.mean(expected), atol=1e-5)
         # Without the flag the history is ignored: the plain full softmax.
         plain = losses.FullSoftmaxCrossEntropy().from_embeddings(
-            tf.constant(hidden, tf.float32), tf.constant(positives), tf.constant(table, tf.float32),
+            tf.constant(hidden, tf.float32),
+            tf.constant(positives),
+            tf.constant(table, tf.float32),
             history=(tf.constant(rows), tf.constant(seen)),
         )
         full = np.log(np.exp(logits).sum(axis=1)) - logits[np.arange(5), positives]
@@ -86,9 +90,12 @@ class LossesTest(test_case.TestCase):
         table = tf.constant(rng.normal(size=(50, 4)), tf.float32)
         positives = tf.constant([1, 2, 3, 4, 5])
         with_q = losses.SampledSoftmaxCrossEntropy(num_negatives=20, sampler="uniform", seed=3)
-        without = losses.SampledSoftmaxCrossEntropy(num_negatives=20, sampler="uniform", logq_correction=False, seed=3)
+        without = losses.SampledSoftmaxCrossEntropy(
+            num_negatives=20, sampler="uniform", logq_correction=False, seed=3
+        )
         self.assertAllClose(
-            with_q.from_embeddings(hidden, positives, table), without.from_embeddings(hidden, positives, table)
+            with_q.from_embeddings(hidden, positives, table),
+            without.from_embeddings(hidden, positives, table),
         )
 
     def test_log_uniform_sampler_is_a_distribution(self):
@@ -103,7 +110,9 @@ class LossesTest(test_case.TestCase):
     def test_sampled_softmax_masks_accidental_hits(self):
         table = tf.constant([[1.0], [2.0]])
         hidden = tf.constant([[1.0]])
-        loss = losses.SampledSoftmaxCrossEntropy(num_negatives=50, sampler="uniform", logq_correction=False, seed=0)
+        loss = losses.SampledSoftmaxCrossEntropy(
+            num_negatives=50, sampler="uniform", logq_correction=False, seed=0
+        )
         # Item 1 is the positive; every draw of item 1 among negatives is ignored, so the
         # softmax is over {pos: 2} and the draws of item 0 (logit 1).
         value = float(loss.from_embeddings(hidden, tf.constant([1]), table))
@@ -119,10 +128,15 @@ class LossesTest(test_case.TestCase):
         positives = np.array([0, 5, 7, 29])
 
         def loss_object():
-            return losses.SampledSoftmaxCrossEntropy(num_negatives=12, sampler="log_uniform", per_position=True, seed=4)
+            return losses.SampledSoftmaxCrossEntropy(
+                num_negatives=12, sampler="log_uniform", per_position=True, seed=4
+            )
 
-        value = float(loss_object().from_embeddings(tf.constant(hidden, tf.float32), tf.constant(positives),
-                                                    tf.constant(table, tf.float32)))
+        value = float(
+            loss_object().from_embeddings(
+                tf.constant(hidden, tf.float32), tf.constant(positives), tf.constant(table, tf.float32)
+            )
+        )
         negatives, _ = loss_object().sample(30, 4)  # the same seed: the same draws
         negatives = negatives.numpy()
         self.assertEqual(negatives.shape, (4, 12))
@@ -174,7 +188,9 @@ def test_sasrec_bce_training_excludes_history_items():
     """Through the model: a BCE step builds the history of each row from the batch."""
     from tfseqrec.models import SASRec
 
-    model = SASRec(num_items=6, max_sequence_length=4, hidden_dim=8, loss=losses.BinaryCrossEntropy(num_negatives=3))
+    model = SASRec(
+        num_items=6, max_sequence_length=4, hidden_dim=8, loss=losses.BinaryCrossEntropy(num_negatives=3)
+    )
     x = {"item_ids": tf.constant([[3, 4, 5, 6]]), "padding_mask": tf.ones((1, 4), "int32")}
     rows, seen = model._history(x, tf.constant([[4, 5, 6, 7]]), tf.constant([[True] * 4]))
     np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, True, False]])

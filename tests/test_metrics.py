@@ -38,7 +38,9 @@ class RankingMetricsTest(test_case.TestCase):
         ranks = np.array([0, 1, 4, 9, 10, 100])
         out = evaluation.metrics_from_ranks(ranks, ks=(10,))
         self.assertAllClose(out["hr@10"], 4 / 6)
-        self.assertAllClose(out["ndcg@10"], np.mean([1, 1 / math.log2(3), 1 / math.log2(6), 1 / math.log2(11), 0, 0]))
+        self.assertAllClose(
+            out["ndcg@10"], np.mean([1, 1 / math.log2(3), 1 / math.log2(6), 1 / math.log2(11), 0, 0])
+        )
         self.assertAllClose(out["mrr"], np.mean(1 / (ranks + 1)))
         # The streaming Keras metrics on scores that put each target at those ranks
         # (the target, id 3, scores 0; `rank` other items score 1, the rest -1).
@@ -47,7 +49,11 @@ class RankingMetricsTest(test_case.TestCase):
         for row, rank in enumerate(ranks):
             scores[row, 1 : 1 + rank] = 1.0
         y_true = np.full(len(ranks), 3)
-        for name, metric in (("hr@10", metrics.HitRate(k=10)), ("ndcg@10", metrics.NDCG(k=10)), ("mrr", metrics.MRR())):
+        for name, metric in (
+            ("hr@10", metrics.HitRate(k=10)),
+            ("ndcg@10", metrics.NDCG(k=10)),
+            ("mrr", metrics.MRR()),
+        ):
             metric.update_state(y_true[:3], scores[:3])  # streamed over two batches
             metric.update_state(y_true[3:], scores[3:])
             self.assertAllClose(metric.result(), out[name], atol=1e-6)
@@ -109,7 +115,9 @@ def test_evaluate_batches_and_sampled_negatives_avoid_history():
     rng = np.random.default_rng(0)
     num_items, n = 30, 50
     seqs = [list(rng.choice(np.arange(3, 3 + num_items), size=5, replace=False)) for _ in range(n)]
-    cases = splits.Cases(splits.Sequences.from_list(range(n), [s[:-1] for s in seqs]), np.array([s[-1] for s in seqs]))
+    cases = splits.Cases(
+        splits.Sequences.from_list(range(n), [s[:-1] for s in seqs]), np.array([s[-1] for s in seqs])
+    )
     table = rng.normal(size=(n, num_items))
 
     class Rows(_FixedScores):
@@ -124,8 +132,12 @@ def test_evaluate_batches_and_sampled_negatives_avoid_history():
 
     model = Rows()
     out = evaluation.evaluate(
-        model, cases, batch_size=16, sampled={"num_negatives": 10, "sampler": "popularity"},
-        item_counts=np.arange(num_items, 0, -1), progress=False,
+        model,
+        cases,
+        batch_size=16,
+        sampled={"num_negatives": 10, "sampler": "popularity"},
+        item_counts=np.arange(num_items, 0, -1),
+        progress=False,
     )
     assert model.offset == n
     assert 0 <= out["sampled_ndcg@10"] <= 1 and out["sampled_hr@10"] >= out["hr@10"]

@@ -18,8 +18,15 @@ import tfseqrec.models  # noqa: F401 (registers the model classes that load_mode
 from tfseqrec.data import synthetic
 
 # dropout 0: a replica's dropout masks are drawn for its half of the batch, not the whole
-CONFIG = {"epochs": 2, "batch_size": 16, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8,
-          "dropout": 0.0, "seed": 3}
+CONFIG = {
+    "epochs": 2,
+    "batch_size": 16,
+    "hidden_dim": 8,
+    "num_layers": 1,
+    "max_sequence_length": 8,
+    "dropout": 0.0,
+    "seed": 3,
+}
 
 
 def _free_ports(n):
@@ -33,8 +40,22 @@ def _free_ports(n):
 
 
 def _train_command(data, output, *extra):
-    return [sys.executable, "-m", "tfseqrec.cli", "train", "--model", "sasrec", "--data", str(data),
-            "--output", str(output), "--config", json.dumps(CONFIG), "--quiet", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "tfseqrec.cli",
+        "train",
+        "--model",
+        "sasrec",
+        "--data",
+        str(data),
+        "--output",
+        str(output),
+        "--config",
+        json.dumps(CONFIG),
+        "--quiet",
+        *extra,
+    ]
 
 
 def _env(tf_config=None):
@@ -57,15 +78,18 @@ def test_two_workers_train_the_single_worker_model(tmp_path):
         subprocess.Popen(
             _train_command(data, tmp_path / "cluster", "--strategy", "multi_worker"),
             env=_env({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for index in range(2)
     ]
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     for index, (process, output) in enumerate(zip(processes, outputs)):
         assert process.returncode == 0, f"worker {index}:\n{output[-3000:]}"
-    single = subprocess.run(_train_command(data, tmp_path / "single"), env=_env(), capture_output=True, text=True,
-                            timeout=600)
+    single = subprocess.run(
+        _train_command(data, tmp_path / "single"), env=_env(), capture_output=True, text=True, timeout=600
+    )
     assert single.returncode == 0, single.stderr[-3000:]
 
     # The chief (worker 0) wrote the model directory; worker 1's copy is gone.
@@ -74,7 +98,9 @@ def test_two_workers_train_the_single_worker_model(tmp_path):
     alone = keras.saving.load_model(tmp_path / "single" / "model.keras")
     assert len(cluster.weights) == len(alone.weights)
     for mine, theirs in zip(cluster.weights, alone.weights):
-        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-5, err_msg=mine.path)
+        np.testing.assert_allclose(
+            np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-5, err_msg=mine.path
+        )
     # The same epochs, losses and validation metrics, logged as scalars.
     rows, single_rows = _history(tmp_path / "cluster"), _history(tmp_path / "single")
     assert len(rows) == len(single_rows) == CONFIG["epochs"]

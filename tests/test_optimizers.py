@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from tfseqrec import losses
 from tfseqrec.models import HSTU, SASRec
-from tfseqrec.training import TrainConfig, id_models
 from tfseqrec.optimizers import RowSparseAdam
+from tfseqrec.training import TrainConfig, id_models
 
 
 def _lazy_adam(w, steps, lr=0.01, b1=0.9, b2=0.999, eps=1e-7):
@@ -28,7 +28,9 @@ def _lazy_adam(w, steps, lr=0.01, b1=0.9, b2=0.999, eps=1e-7):
 def test_row_sparse_adam_equals_lazy_adam_by_hand():
     rng = np.random.default_rng(0)
     w0 = rng.normal(size=(6, 3)).astype(np.float32)
-    steps = [(rng.integers(0, 6, 4), rng.normal(size=(4, 3)).astype(np.float32)) for _ in range(5)]  # repeats rows
+    steps = [
+        (rng.integers(0, 6, 4), rng.normal(size=(4, 3)).astype(np.float32)) for _ in range(5)
+    ]  # repeats rows
     table, opt = keras.Variable(w0), RowSparseAdam(learning_rate=0.01)
     for index, values in steps:
         opt.apply([tf.IndexedSlices(tf.constant(values), tf.constant(index), tf.constant([6, 3]))], [table])
@@ -63,7 +65,9 @@ def test_sampled_training_touches_only_the_rows_it_reads(cls):
     assert isinstance(grad, tf.IndexedSlices)
     # ItemRows reads the same table the scores use (HSTU: normalised rows).
     rows, _ = model.output_rows()
-    np.testing.assert_allclose(rows.rows(tf.constant([0, 7])), tf.gather(model.output_table()[0], [0, 7]), atol=1e-6)
+    np.testing.assert_allclose(
+        rows.rows(tf.constant([0, 7])), tf.gather(model.output_table()[0], [0, 7]), atol=1e-6
+    )
     before = model.item_embedding.embeddings.numpy()
     model.fit(x, y, epochs=1, verbose=0)
     moved = np.flatnonzero(np.any(model.item_embedding.embeddings.numpy() != before, axis=1))

@@ -119,8 +119,10 @@ class RankingOracleTest(test_case.TestCase):
         width = max(len(h) for h in histories)
         dense = tf.constant([h + [0] * (width - len(h)) for h in histories], tf.int32)
         fn = tf.function(ranking.rank_targets, jit_compile=True)
-        self.assertAllEqual(fn(tf.constant(scores), tf.constant(targets, tf.int32), dense),
-                            ranking.rank_targets(scores, targets, dense))
+        self.assertAllEqual(
+            fn(tf.constant(scores), tf.constant(targets, tf.int32), dense),
+            ranking.rank_targets(scores, targets, dense),
+        )
 
     def test_rank_targets_by_query_equals_the_oracle_at_every_chunk_size(self):
         # Small integers: every score is exact whatever the order of the sums, so the
@@ -136,8 +138,9 @@ class RankingOracleTest(test_case.TestCase):
         ragged = tf.ragged.constant(histories, dtype=tf.int64)
         for b in (None, bias):
             with np.errstate(invalid="ignore"):
-                scores = (query.astype(np.float64) @ table.T.astype(np.float64) + (0 if b is None else b)).astype(
-                    np.float32)
+                scores = (
+                    query.astype(np.float64) @ table.T.astype(np.float64) + (0 if b is None else b)
+                ).astype(np.float32)
             expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(batch)]
             unfiltered = [oracle_rank(scores[i], targets[i], [], exclude=False) for i in range(batch)]
             for chunk in (1, 3, 4, 11, 4096):
@@ -151,7 +154,9 @@ class RankingOracleTest(test_case.TestCase):
         for width in (256, 300, 128 * 3, 5):
             flags = rng.random((6, width)) < 0.5
             flags[0], flags[1] = True, False  # a full row: every group sums 128, the uint8 limit is 255
-            self.assertAllEqual(ranking.count_true(tf.constant(flags)), flags.sum(axis=1), msg=f"width {width}")
+            self.assertAllEqual(
+                ranking.count_true(tf.constant(flags)), flags.sum(axis=1), msg=f"width {width}"
+            )
 
     def test_rank_targets_by_query_counts_full_groups_as_the_oracle(self):
         # 300 items in blocks of 128: two grouped blocks, then one of 44 columns; one
@@ -165,8 +170,9 @@ class RankingOracleTest(test_case.TestCase):
         histories = [list(rng.integers(0, R + num_items, size=rng.integers(0, 20))) for _ in range(batch)]
         scores = (query.astype(np.float64) @ table.T.astype(np.float64)).astype(np.float32)
         expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(batch)]
-        got = ranking.rank_targets_by_query(query, table, targets, tf.ragged.constant(histories, dtype=tf.int64),
-                                            chunk_items=128)
+        got = ranking.rank_targets_by_query(
+            query, table, targets, tf.ragged.constant(histories, dtype=tf.int64), chunk_items=128
+        )
         self.assertAllEqual(got, expected)
         self.assertEqual(int(got[0]), 0)
 
@@ -194,7 +200,9 @@ class RankingOracleTest(test_case.TestCase):
         scores = (query.astype(np.float64) @ table.T.astype(np.float64)).astype(np.float32)
         block_scores, _ = ranking.query_blocks(query, table)
         for k, chunk in ((1, 1), (4, 3), (10, 4), (25, 4096)):
-            values, columns = ranking.top_k_in_blocks(block_scores, 10, 16, k, tf.ragged.constant(histories), chunk)
+            values, columns = ranking.top_k_in_blocks(
+                block_scores, 10, 16, k, tf.ragged.constant(histories), chunk
+            )
             for row in range(16):
                 want_values, want_columns = oracle_top_k(scores[row], k, histories[row])
                 self.assertAllClose(values[row], want_values, rtol=1e-6)
@@ -240,8 +248,9 @@ def test_evaluate_equals_the_oracle_on_repeats_ties_nan_and_unknown_targets():
     histories = [[h for h in hist if h != 0] for hist in histories]  # Sequences hold no padding
     cases = splits.Cases(splits.Sequences.from_list(range(40), histories), targets)
     out = evaluation.evaluate(_FixedScores(scores), cases, batch_size=16, progress=False)
-    expected = oracle_metrics([oracle_rank(scores[i], targets[i], histories[i]) for i in range(40)],
-                              evaluation.DEFAULT_KS)
+    expected = oracle_metrics(
+        [oracle_rank(scores[i], targets[i], histories[i]) for i in range(40)], evaluation.DEFAULT_KS
+    )
     for key, value in expected.items():
         assert out[key] == pytest.approx(value, abs=1e-12), key
     assert out["num_users"] == 40 and out["num_unknown_targets"] == 4
@@ -269,16 +278,23 @@ def test_evaluate_of_a_model_equals_the_oracle_on_its_score_matrix(kind):
         model.score(np.zeros((1, 4), np.int32))
         model.output_bias.assign(rng.normal(size=num_items).astype(np.float32))
     scores = model.score(pipeline.pad_left(cases.histories, 4)).numpy()
-    out = evaluation.evaluate(model, cases, batch_size=16, progress=False,
-                              sampled={"num_negatives": 5, "sampler": "uniform"})
-    expected = oracle_metrics([oracle_rank(scores[i], targets[i], histories[i]) for i in range(37)],
-                              evaluation.DEFAULT_KS)
+    out = evaluation.evaluate(
+        model, cases, batch_size=16, progress=False, sampled={"num_negatives": 5, "sampler": "uniform"}
+    )
+    expected = oracle_metrics(
+        [oracle_rank(scores[i], targets[i], histories[i]) for i in range(37)], evaluation.DEFAULT_KS
+    )
     for key, value in expected.items():
         assert out[key] == pytest.approx(value, abs=1e-6), key
     assert out["num_unknown_targets"] == 1
     # The sampled metrics read single columns; from the whole matrix they are the same.
-    whole = evaluation.evaluate(_FixedScores(scores), cases, batch_size=16, progress=False,
-                                sampled={"num_negatives": 5, "sampler": "uniform"})
+    whole = evaluation.evaluate(
+        _FixedScores(scores),
+        cases,
+        batch_size=16,
+        progress=False,
+        sampled={"num_negatives": 5, "sampler": "uniform"},
+    )
     for key, value in whole.items():
         assert out[key] == pytest.approx(value, abs=1e-6), key
 

@@ -12,13 +12,25 @@ import tensorflow as tf
 from tests.test_case import train_text_model
 from tests.test_cli import _tfseqrec
 from tfseqrec import export, kinds, serving, training
-from tfseqrec.models import RecformerRecommender
-from tfseqrec.training import recformer as recformer_training
 from tfseqrec.data import readers, splits
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.models import RecformerRecommender
+from tfseqrec.training import recformer as recformer_training
 
-CONFIG = {"num_layers": 1, "max_tokens": 48, "max_sequence_length": 4, "attention_window": 16, "max_attribute_tokens": 6,
-          "epochs": 1, "stage2_epochs": 1, "align_epochs": 1, "batch_size": 8, "validation_batch_size": 16}
+CONFIG = {
+    "num_layers": 1,
+    "max_tokens": 48,
+    "max_sequence_length": 4,
+    "attention_window": 16,
+    "max_attribute_tokens": 6,
+    "epochs": 1,
+    "stage2_epochs": 1,
+    "align_epochs": 1,
+    "batch_size": 8,
+    "validation_batch_size": 16,
+}
+
+
 @pytest.fixture(scope="module")
 def trained(data, tmp_path_factory):
     return train_text_model("recformer", data, tmp_path_factory.mktemp("recformer") / "model", CONFIG)
@@ -59,17 +71,39 @@ def test_loaded_model_evaluates_as_trained(trained, loaded, data):
 
 
 def test_recommend_cli_returns_unseen_raw_ids(trained):
-    out = json.loads(_tfseqrec("recommend", "--model-dir", trained[0], "--history", "1 2 3", "--k", 4, "--json").stdout)
+    out = json.loads(
+        _tfseqrec("recommend", "--model-dir", trained[0], "--history", "1 2 3", "--k", 4, "--json").stdout
+    )
     assert len(out["item_ids"]) == 4 and not {"1", "2", "3"} & set(out["item_ids"])
     assert out["scores"] == sorted(out["scores"], reverse=True)
 
 
 def test_other_model_flags_are_refused_for_recformer(data, tmp_path):
-    result = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--item-text",
-                       data / "Tiny.item.json", "--output", tmp_path / "m", "--hidden-dim", 8, check=False)
+    result = _tfseqrec(
+        "train",
+        "--model",
+        "recformer",
+        "--data",
+        data / "Tiny.inter.json",
+        "--item-text",
+        data / "Tiny.item.json",
+        "--output",
+        tmp_path / "m",
+        "--hidden-dim",
+        8,
+        check=False,
+    )
     assert result.returncode == 1 and "--hidden-dim is not an option of recformer" in result.stderr
-    result = _tfseqrec("train", "--model", "recformer", "--data", data / "Tiny.inter.json", "--output",
-                       tmp_path / "m", check=False)
+    result = _tfseqrec(
+        "train",
+        "--model",
+        "recformer",
+        "--data",
+        data / "Tiny.inter.json",
+        "--output",
+        tmp_path / "m",
+        check=False,
+    )
     assert result.returncode == 1 and "--item-text" in result.stderr
 
 
@@ -78,8 +112,9 @@ def test_alignment_spreads_the_cls_vectors_without_interactions(data):
         {**CONFIG, "attributes": ["title", "brand", "categories"], "align_epochs": 20}
     )
     vocabulary = vocab_lib.ItemVocabulary([str(i) for i in range(20)])
-    texts, _ = recformer_training.item_texts(readers.read_item_text(data / "Tiny.item.json"), vocabulary,
-                                             config.attributes)
+    texts, _ = recformer_training.item_texts(
+        readers.read_item_text(data / "Tiny.item.json"), vocabulary, config.attributes
+    )
     recommender = recformer_training.build(config, vocabulary, texts)
 
     def mean_cosine():
@@ -103,12 +138,15 @@ def test_no_alignment_still_encodes_the_item_table(data):
         {**CONFIG, "attributes": ["title", "brand", "categories"], "align_epochs": 0, "pooling": "mean"}
     )
     vocabulary = vocab_lib.ItemVocabulary([str(i) for i in range(20)])
-    texts, _ = recformer_training.item_texts(readers.read_item_text(data / "Tiny.item.json"), vocabulary,
-                                             config.attributes)
+    texts, _ = recformer_training.item_texts(
+        readers.read_item_text(data / "Tiny.item.json"), vocabulary, config.attributes
+    )
     recommender = recformer_training.build(config, vocabulary, texts)
     assert recformer_training.align(recommender, config, verbose=0) is None
     ids = np.arange(vocab_lib.NUM_RESERVED, vocab_lib.NUM_RESERVED + 20)
-    np.testing.assert_allclose(recommender.model.item_embeddings.numpy(), recommender.encode_items(ids), atol=1e-5)
+    np.testing.assert_allclose(
+        recommender.model.item_embeddings.numpy(), recommender.encode_items(ids), atol=1e-5
+    )
     assert np.linalg.norm(recommender.model.item_embeddings.numpy(), axis=1).min() > 0
 
 
@@ -135,10 +173,13 @@ def test_export_has_id_and_text_signatures(exported):
     _, out = exported
     assert set(out["signatures"]) == set(export.SIGNATURES) | set(export.TEXT_SIGNATURES)
     assert out["signatures"]["recommend_texts"] == {
-        "inputs": {"history_text": "string"}, "outputs": {"item_ids": "string", "scores": "float32"}
+        "inputs": {"history_text": "string"},
+        "outputs": {"item_ids": "string", "scores": "float32"},
     }
-    assert out["signatures"]["encode_items"] == {"inputs": {"item_text": "string"},
-                                                  "outputs": {"embeddings": "float32"}}
+    assert out["signatures"]["encode_items"] == {
+        "inputs": {"item_text": "string"},
+        "outputs": {"embeddings": "float32"},
+    }
 
 
 def test_session_loader_answers_ids_and_texts_as_the_model_does(exported, loaded, data):
@@ -165,7 +206,9 @@ def test_session_loader_answers_ids_and_texts_as_the_model_does(exported, loaded
 
 def test_text_history_padding_and_empty_requests_never_error(exported):
     predictor = serving.SavedModelPredictor(os.path.join(exported[0], "1"))
-    padded = np.array([[["red pipette 1", "acme", ""], ["", "", ""]], [["", "", ""], ["", "", ""]]], dtype=object)
+    padded = np.array(
+        [[["red pipette 1", "acme", ""], ["", "", ""]], [["", "", ""], ["", "", ""]]], dtype=object
+    )
     out = predictor.run("recommend_texts", {"history_text": padded})
     assert out["item_ids"].shape == (2, 5) and np.isfinite(out["scores"]).all()
     popular = predictor.run("serving_default", {"history": np.array([[""]], dtype=object)})
@@ -206,16 +249,29 @@ def test_text_request_builds_what_the_signatures_take(exported):
     request = serving.text_request([[["red pipette 1", "acme"], "blue flask"]], "recformer", 3)
     assert tf.make_ndarray(request.inputs["history_text"]).shape == (1, 2, 3)
     assert serving.predict_reply(predictor.predict(request)).item_ids[0]
-    request = serving.text_request([["blue flask"], ["red pipette 1", "acme", "Lab"]], "recformer", 3,
-                                   signature_name="encode_items")
+    request = serving.text_request(
+        [["blue flask"], ["red pipette 1", "acme", "Lab"]], "recformer", 3, signature_name="encode_items"
+    )
     vectors = tf.make_ndarray(predictor.predict(request).outputs["embeddings"])
     assert vectors.shape[0] == 2 and np.isfinite(vectors).all()
 
 
 def test_export_with_new_item_text_serves_the_new_items(trained, exported, data):
     base, _ = exported
-    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--no-warmup", "--item-text",
-                               data / "New.item.json").stdout)
+    out = json.loads(
+        _tfseqrec(
+            "export",
+            "--model-dir",
+            trained[0],
+            "--output",
+            base,
+            "--k",
+            5,
+            "--no-warmup",
+            "--item-text",
+            data / "New.item.json",
+        ).stdout
+    )
     assert out["version"] == 2 and out["num_items"] == 21 and out["added_items"] == 1
     predictor = serving.SavedModelPredictor(out["path"])
     history = {"history": np.array([["1"]], dtype=object), "k": np.array([20], np.int32)}
@@ -231,8 +287,14 @@ def test_fresh_process_loads_the_recformer_export(exported):
         "print(json.dumps([v.decode() for v in out['item_ids'][0].numpy()]))\n"
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", script, os.path.join(exported[0], "1")], capture_output=True,
-                            text=True, check=True, env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", script, os.path.join(exported[0], "1")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=300,
+    )
     items = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(items) == 5 and not {"1", "2"} & set(items)
 
@@ -248,7 +310,9 @@ def test_training_targets_are_drawn_afresh_and_batches_grouped_by_width(loaded, 
     recommender, vocabulary, info = loaded
     split, _, _ = splits.prepare(readers.read_interactions(data / "Tiny.inter.json"), vocabulary=vocabulary)
     assert recommender.pad_multiple == CONFIG["attention_window"] // 2
-    config = training.RecformerConfig.from_dict({**info["config"], "training_targets": "random", "batch_size": 4})
+    config = training.RecformerConfig.from_dict(
+        {**info["config"], "training_targets": "random", "batch_size": 4}
+    )
 
     def epoch(ds):
         rows, widths = [], []
@@ -256,7 +320,9 @@ def test_training_targets_are_drawn_afresh_and_batches_grouped_by_width(loaded, 
             widths.append(int(x["token_ids"].shape[1]))
             real = x["padding_mask"].numpy().sum(1)
             assert widths[-1] % recommender.pad_multiple == 0 or widths[-1] == CONFIG["max_tokens"]
-            assert real.max() <= widths[-1] and real.min() > widths[-1] - recommender.pad_multiple  # one bucket
+            assert (
+                real.max() <= widths[-1] and real.min() > widths[-1] - recommender.pad_multiple
+            )  # one bucket
             rows += [(tuple(r), int(t)) for r, t in zip(x["token_ids"].numpy()[:, :1], y.numpy())]
         return [t for _, t in rows], widths
 
@@ -274,8 +340,9 @@ def test_training_targets_are_drawn_afresh_and_batches_grouped_by_width(loaded, 
 def test_linear_schedule_runs_one_optimiser_over_both_stages(trained, data):
     recommender, vocabulary, info = recformer_training.load(trained[0])  # a copy: `loaded` stays as trained
     split, _, _ = splits.prepare(readers.read_interactions(data / "Tiny.inter.json"), vocabulary=vocabulary)
-    config = training.RecformerConfig.from_dict({**info["config"], "learning_rate_schedule": "linear",
-                                                 "warmup_share": 0.25, "learning_rate": 1e-3})
+    config = training.RecformerConfig.from_dict(
+        {**info["config"], "learning_rate_schedule": "linear", "warmup_share": 0.25, "learning_rate": 1e-3}
+    )
     rows = recformer_training.finetune(recommender, split, config, verbose=0)
     batches = sum(1 for _ in recformer_training.training_dataset(recommender, split.train, config))
     optimizer, steps = recommender.model.optimizer, int(recommender.model.optimizer.iterations)
@@ -289,9 +356,13 @@ def test_linear_schedule_runs_one_optimiser_over_both_stages(trained, data):
 
 def test_text_report_counts_items_that_share_their_text():
     config = training.RecformerConfig(attributes=["title", "categories"], common_value_share=0.9)
-    texts = np.array([["", ""]] * vocab_lib.NUM_RESERVED + [["pen", "Lab,Pens"], ["pen", "Lab,Pens"], ["ink", "Lab"]],
-                     dtype=object)
-    tokens = tf.ragged.constant([[]] * vocab_lib.NUM_RESERVED + [[5, 6], [5, 6], [7]], dtype=tf.int64, ragged_rank=1)
+    texts = np.array(
+        [["", ""]] * vocab_lib.NUM_RESERVED + [["pen", "Lab,Pens"], ["pen", "Lab,Pens"], ["ink", "Lab"]],
+        dtype=object,
+    )
+    tokens = tf.ragged.constant(
+        [[]] * vocab_lib.NUM_RESERVED + [[5, 6], [5, 6], [7]], dtype=tf.int64, ragged_rank=1
+    )
     report = recformer_training.text_report(config, texts, tokens)
     assert report["items_sharing_their_text"] == 2 and report["dropped_values"] == {"categories": ["Lab"]}
     assert report["tokens_per_item"] == {"mean": pytest.approx(5 / 3), "max": 2}
@@ -299,20 +370,32 @@ def test_text_report_counts_items_that_share_their_text():
 
 def test_cached_lower_layers_train_export_and_serve_text_as_in_process(data, tmp_path):
     # No alignment stage: test_alignment_spreads_the_cls_vectors_without_interactions has it.
-    config = {**CONFIG, "num_layers": 2, "cached_layers": 1, "epochs": 1, "stage2_epochs": 0, "align_epochs": 0}
+    config = {
+        **CONFIG,
+        "num_layers": 2,
+        "cached_layers": 1,
+        "epochs": 1,
+        "stage2_epochs": 0,
+        "align_epochs": 0,
+    }
     model_dir, result = train_text_model("recformer", data, tmp_path / "model", config)
     recommender, vocabulary, info = recformer_training.load(model_dir)
     assert info["config"]["cached_layers"] == 1 and recommender.state_cache is not None
     assert 0.0 <= result["ndcg@10"] <= 1.0
-    out = json.loads(_tfseqrec("export", "--model-dir", model_dir, "--output", tmp_path / "served", "--k", 5,
-                                "--no-warmup").stdout)
+    out = json.loads(
+        _tfseqrec(
+            "export", "--model-dir", model_dir, "--output", tmp_path / "served", "--k", 5, "--no-warmup"
+        ).stdout
+    )
     # The export computes item states per request: no catalogue-sized table in the SavedModel.
     assert tuple(recommender.state_cache[1].shape) not in _graph_constant_shapes(out["path"])
     predictor = serving.SavedModelPredictor(out["path"])
     ids = [[int(i) for i in vocabulary.lookup(["1", "2", "3"])]]
     top, scores = recommender.recommend(ids, k=5, exclude_seen=False)
     raw_text = readers.read_item_text(data / "Tiny.item.json")
-    text = np.array([[[raw_text[i][a] for a in info["config"]["attributes"]] for i in ("1", "2", "3")]], dtype=object)
+    text = np.array(
+        [[[raw_text[i][a] for a in info["config"]["attributes"]] for i in ("1", "2", "3")]], dtype=object
+    )
     by_text = predictor.run("recommend_texts", {"history_text": text})
     assert [v.decode() for v in by_text["item_ids"][0]] == vocabulary.to_raw(top[0])
     np.testing.assert_allclose(by_text["scores"][0], scores[0], atol=1e-4)
@@ -328,13 +411,17 @@ def _graph_constant_shapes(saved_model_dir):
     shapes = set()
     for graph in proto.meta_graphs:
         nodes = list(graph.graph_def.node) + [n for f in graph.graph_def.library.function for n in f.node_def]
-        shapes |= {tuple(d.size for d in n.attr["value"].tensor.tensor_shape.dim) for n in nodes if n.op == "Const"}
+        shapes |= {
+            tuple(d.size for d in n.attr["value"].tensor.tensor_shape.dim) for n in nodes if n.op == "Const"
+        }
     return shapes
 
 
 def test_default_attributes_follow_what_the_items_carry(tmp_path):
     amazon = tmp_path / "Shop.item.json"
-    amazon.write_text(json.dumps({"1": {"title": "pen", "description": "a pen", "brand": "acme", "categories": "Lab"}}))
+    amazon.write_text(
+        json.dumps({"1": {"title": "pen", "description": "a pen", "brand": "acme", "categories": "Lab"}})
+    )
     movies = tmp_path / "ml.item.json"  # what 'tfseqrec data item-text movies.dat' writes
     movies.write_text(json.dumps({"1": {"title": "Heat (1995)", "genres": "Action, Crime"}}))
     titles = tmp_path / "titles.item.json"

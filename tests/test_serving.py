@@ -26,7 +26,9 @@ def test_pad_histories_to_a_fixed_width_keeps_the_newest_items():
 
 
 def test_predict_request_proto():
-    request = serving.predict_request([["1", "2"], ["3"]], "ml1m", signature_name="recommend_top_k", version=4, k=20)
+    request = serving.predict_request(
+        [["1", "2"], ["3"]], "ml1m", signature_name="recommend_top_k", version=4, k=20
+    )
     assert (request.model_spec.name, request.model_spec.signature_name) == ("ml1m", "recommend_top_k")
     assert request.model_spec.version.value == 4
     assert tf.make_ndarray(request.inputs["history"]).tolist() == [[b"1", b"2"], [b"3", b""]]

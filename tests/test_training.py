@@ -14,7 +14,13 @@ import pytest
 from tfseqrec import kinds, losses, training
 from tfseqrec.data import splits
 
-TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
+TINY = {
+    "max_sequence_length": 20,
+    "hidden_dim": 8,
+    "batch_size": 64,
+    "validation_batch_size": 512,
+    "epochs": 3,
+}
 
 
 class _Kill(keras.callbacks.Callback):
@@ -63,7 +69,9 @@ def test_bert4rec_run_with_mixed_precision_and_xla(data_root, tmp_path):
 def test_config_rejects_unknown_options():
     with pytest.raises(ValueError, match="unknown training options"):
         training.TrainConfig.from_dict({"hiden_dim": 8})
-    with pytest.raises(ValueError, match=r"model must be one of \['bert4rec', 'hstu', 'sasrec', 'unisrec'\], got 'gru4rec'"):
+    with pytest.raises(
+        ValueError, match=r"model must be one of \['bert4rec', 'hstu', 'sasrec', 'unisrec'\], got 'gru4rec'"
+    ):
         training.TrainConfig(model="gru4rec")
     with pytest.raises(ValueError, match="got 'recformer'"):  # a kind with its own options and driver
         training.TrainConfig(model="recformer")
@@ -124,7 +132,9 @@ def test_mirrored_strategy_matches_single_device(tmp_path):
         """
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["replicas"] == 2
@@ -149,7 +159,9 @@ def test_loss_normalizer_is_the_mean_target_count_of_a_batch():
 
 
 def test_cosine_learning_rate_warms_up_then_decays_to_zero():
-    config = training.TrainConfig(learning_rate=1e-3, learning_rate_schedule="cosine", epochs=10, warmup_epochs=1)
+    config = training.TrainConfig(
+        learning_rate=1e-3, learning_rate_schedule="cosine", epochs=10, warmup_epochs=1
+    )
     schedule = training.learning_rate(config, total_steps=100)  # 10 steps an epoch
     at = lambda step: float(schedule(step))  # noqa: E731
     np.testing.assert_allclose([at(0), at(5), at(10)], [0.0, 5e-4, 1e-3], atol=1e-9)
@@ -158,11 +170,16 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
     # Constant: the kind's default unless given.
     assert training.learning_rate(training.TrainConfig(), 100) == 2e-3
     assert training.learning_rate(training.TrainConfig(model="bert4rec", warmup_epochs=0), 100) == 4e-3
-    assert training.TrainConfig(model="bert4rec").warmup_epochs == 5 and training.TrainConfig().warmup_epochs == 0
+    assert (
+        training.TrainConfig(model="bert4rec").warmup_epochs == 5
+        and training.TrainConfig().warmup_epochs == 0
+    )
     assert training.learning_rate(training.TrainConfig(learning_rate=5e-4), 100) == 5e-4
     # Constant after a warm-up of one epoch (10 steps).
     warm = training.learning_rate(training.TrainConfig(learning_rate=4e-3, epochs=10, warmup_epochs=1), 100)
-    np.testing.assert_allclose([float(warm(s)) for s in (0, 5, 10, 99, 500)], [0, 2e-3, 4e-3, 4e-3, 4e-3], atol=1e-9)
+    np.testing.assert_allclose(
+        [float(warm(s)) for s in (0, 5, 10, 99, 500)], [0, 2e-3, 4e-3, 4e-3, 4e-3], atol=1e-9
+    )
     with pytest.raises(ValueError, match="learning_rate_schedule"):
         training.learning_rate(training.TrainConfig(learning_rate_schedule="step"), 100)
 
@@ -204,20 +221,25 @@ def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_ro
     assert json.load(open(tmp_path / "train_config.json"))["config"]["validation_users"] == 100
 
 
-
 def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypatch):
     from tfseqrec.data import synthetic
     from tfseqrec.training import distribute
 
     data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
     config = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "dropout": 0.0}
-    model, _, epochs = kinds.get("sasrec").train(data, tmp_path / "mirrored", config, verbose=0, strategy="mirrored")
+    model, _, epochs = kinds.get("sasrec").train(
+        data, tmp_path / "mirrored", config, verbose=0, strategy="mirrored"
+    )
     assert epochs == 1 and os.path.exists(tmp_path / "mirrored" / "model.keras")
     assert type(model.distribute_strategy).__name__ == "MirroredStrategy"
-    assert not distribute.is_multi_worker(model.distribute_strategy) and distribute.is_chief(model.distribute_strategy)
+    assert not distribute.is_multi_worker(model.distribute_strategy) and distribute.is_chief(
+        model.distribute_strategy
+    )
     assert distribute.worker_output_dir("runs/m", model.distribute_strategy) == "runs/m"
     # Two workers training for real: tests/test_multi_worker.py.
-    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}')
+    monkeypatch.setenv(
+        "TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 3}}'
+    )
     with pytest.raises(ValueError, match="TF_CONFIG's task worker 3 is not in its cluster"):
         distribute.make_strategy("multi_worker")
     monkeypatch.setenv("TF_CONFIG", "{not json")
@@ -230,23 +252,43 @@ def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypa
 
 def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
     sasrec, hstu = training.TrainConfig(), training.TrainConfig(model="hstu")
-    assert (sasrec.hidden_dim, sasrec.num_layers, sasrec.loss, sasrec.num_negatives) == (64, 2, "softmax", None)
-    assert (hstu.hidden_dim, hstu.num_layers, hstu.num_heads, hstu.loss, hstu.num_negatives, hstu.temperature) == (
-        50, 8, 2, "softmax", None, 0.05)
+    assert (sasrec.hidden_dim, sasrec.num_layers, sasrec.loss, sasrec.num_negatives) == (
+        64,
+        2,
+        "softmax",
+        None,
+    )
+    assert (
+        hstu.hidden_dim,
+        hstu.num_layers,
+        hstu.num_heads,
+        hstu.loss,
+        hstu.num_negatives,
+        hstu.temperature,
+    ) == (50, 8, 2, "softmax", None, 0.05)
     full = training.build_model(training.TrainConfig(model="hstu", num_layers=1, hidden_dim=8), 10)
     assert full.loss_fn.get_config() == losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config()
     # The paper's sampled softmax, with the kind's 128 negatives.
     config = training.TrainConfig(model="hstu", loss="sampled_softmax", num_layers=1, hidden_dim=8)
     sampled = training.build_model(config, 10)
-    assert isinstance(sampled.loss_fn, losses.SampledSoftmaxCrossEntropy) and sampled.loss_fn.num_negatives == 128
-    assert sampled.loss_fn.per_position and config.negatives_per_position  # the reference draws them per position
-    shared = training.build_model(training.TrainConfig(loss="sampled_softmax", num_negatives=8, num_layers=1,
-                                                       hidden_dim=8), 10)
+    assert (
+        isinstance(sampled.loss_fn, losses.SampledSoftmaxCrossEntropy)
+        and sampled.loss_fn.num_negatives == 128
+    )
+    assert (
+        sampled.loss_fn.per_position and config.negatives_per_position
+    )  # the reference draws them per position
+    shared = training.build_model(
+        training.TrainConfig(loss="sampled_softmax", num_negatives=8, num_layers=1, hidden_dim=8), 10
+    )
     assert not shared.loss_fn.per_position
-    with pytest.raises(ValueError, match="negatives_per_position applies to the sampled_softmax loss, not 'bce'"):
+    with pytest.raises(
+        ValueError, match="negatives_per_position applies to the sampled_softmax loss, not 'bce'"
+    ):
         training.build_model(training.TrainConfig(loss="bce", negatives_per_position=True, hidden_dim=8), 10)
-    assert training.build_model(training.TrainConfig(num_layers=1, hidden_dim=8), 10).loss_fn.get_config() == (
-        losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config())
+    assert training.build_model(
+        training.TrainConfig(num_layers=1, hidden_dim=8), 10
+    ).loss_fn.get_config() == (losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config())
 
 
 def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, capsys):
@@ -256,7 +298,9 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
     data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
     config = {"model": "hstu", "epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8}
     model, split, _ = kinds.get("hstu").train(data, tmp_path / "timed", config, verbose=2)
-    assert "hstu: the data has event times: relative time bias over 128 log buckets" in capsys.readouterr().out
+    assert (
+        "hstu: the data has event times: relative time bias over 128 log buckets" in capsys.readouterr().out
+    )
     assert model.uses_timestamps and model.num_time_buckets == 128
     assert json.load(open(tmp_path / "timed" / "train_config.json"))["config"]["num_time_buckets"] == 128
     assert np.abs(model.blocks[0].time_bias.numpy()).max() > 0  # trained: the inputs carried times
@@ -272,11 +316,20 @@ def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():
     hstu = kinds.get("hstu")
     assert hstu.with_time_bias(training.TrainConfig(model="hstu"), timed)[0].num_time_buckets == 128
     config, note = hstu.with_time_bias(training.TrainConfig(model="hstu"), plain)
-    assert config.num_time_buckets == 0 and note == "hstu: no time bias (the data has no event times); relative " \
-                                                     "position bias only"
-    assert hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), timed)[0].num_time_buckets == 16
+    assert (
+        config.num_time_buckets == 0
+        and note == "hstu: no time bias (the data has no event times); relative position bias only"
+    )
+    assert (
+        hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), timed)[
+            0
+        ].num_time_buckets
+        == 16
+    )
     with pytest.raises(ValueError, match="num_time_buckets=16 needs event times, and the data has none"):
         hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), plain)
-    with pytest.raises(ValueError, match="num_time_buckets applies to models with a time bias \\(hstu\\), not sasrec"):
+    with pytest.raises(
+        ValueError, match="num_time_buckets applies to models with a time bias \\(hstu\\), not sasrec"
+    ):
         kinds.get("sasrec").with_time_bias(training.TrainConfig(num_time_buckets=16), timed)
     assert kinds.get("sasrec").with_time_bias(training.TrainConfig(), timed) == (training.TrainConfig(), None)

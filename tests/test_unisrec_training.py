@@ -42,7 +42,9 @@ def _text(data, raw_ids):
 def test_cli_trains_over_text_vectors_and_the_directory_reloads(trained, loaded, data):
     model_dir, result = trained
     assert result["num_users"] == 30 and result["epochs"] == 3 and 0.0 <= result["ndcg@10"] <= 1.0
-    assert {"model.keras", "item_vocab.tsv", "item_text.json", "train_config.json"} <= set(os.listdir(model_dir))
+    assert {"model.keras", "item_vocab.tsv", "item_text.json", "train_config.json"} <= set(
+        os.listdir(model_dir)
+    )
     model, vocabulary, info = loaded
     assert isinstance(model, UniSRec) and kinds.for_model(model).name == "unisrec"
     assert info["config"]["attributes"] == ATTRIBUTES and info["item_text"].endswith("Tiny.item.json")
@@ -57,8 +59,16 @@ def test_cli_trains_over_text_vectors_and_the_directory_reloads(trained, loaded,
 
 
 def test_unisrec_refuses_to_train_without_item_text(data, tmp_path):
-    result = _tfseqrec("train", "--model", "unisrec", "--data", data / "Tiny.inter.json", "--output",
-                       tmp_path / "m", check=False)
+    result = _tfseqrec(
+        "train",
+        "--model",
+        "unisrec",
+        "--data",
+        data / "Tiny.inter.json",
+        "--output",
+        tmp_path / "m",
+        check=False,
+    )
     assert result.returncode == 1 and "--item-text" in result.stderr
 
 
@@ -85,7 +95,9 @@ def test_text_signatures_answer_as_the_id_signatures(exported, loaded, data):
 
 def test_text_padding_and_empty_requests_never_error(exported):
     predictor = serving.SavedModelPredictor(exported[1]["path"])
-    padded = np.array([[["", "", ""], ["red pipette 1", "acme", ""]], [["", "", ""], ["", "", ""]]], dtype=object)
+    padded = np.array(
+        [[["", "", ""], ["red pipette 1", "acme", ""]], [["", "", ""], ["", "", ""]]], dtype=object
+    )
     out = predictor.run("recommend_texts", {"history_text": padded})
     assert out["item_ids"].shape == (2, 5) and np.isfinite(out["scores"]).all()
     popular = predictor.run("serving_default", {"history": np.array([[""]], dtype=object)})
@@ -109,15 +121,29 @@ def test_warmup_records_answer(exported):
 
 def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, exported, loaded, data):
     base, _ = exported
-    out = json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", 5, "--no-warmup", "--item-text",
-                               data / "New.item.json").stdout)
+    out = json.loads(
+        _tfseqrec(
+            "export",
+            "--model-dir",
+            trained[0],
+            "--output",
+            base,
+            "--k",
+            5,
+            "--no-warmup",
+            "--item-text",
+            data / "New.item.json",
+        ).stdout
+    )
     assert out["version"] == 2 and out["num_items"] == 21 and out["added_items"] == 1
     predictor = serving.SavedModelPredictor(out["path"])
     history = {"history": np.array([["1"]], dtype=object), "k": np.array([20], np.int32)}
     served = predictor.run("recommend_top_k", history)
     assert {v.decode() for v in served["item_ids"][0]} == {str(i) for i in range(21)} - {"1"}
     # The new item's score is its encoded text's cosine with the history: as if it had been there.
-    new_text = np.array([[readers.read_item_text(data / "New.item.json")["20"][a] for a in ATTRIBUTES]], dtype=object)
+    new_text = np.array(
+        [[readers.read_item_text(data / "New.item.json")["20"][a] for a in ATTRIBUTES]], dtype=object
+    )
     vector = predictor.run("encode_items", {"item_text": new_text})["embeddings"][0]
     model, vocabulary, _ = loaded
     hidden = np.asarray(model(np.array([[int(vocabulary.lookup(["1"])[0])]])))[0, -1]

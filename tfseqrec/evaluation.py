@@ -30,7 +30,6 @@ from tfseqrec import ranking
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
 
-
 # Score matrices of at most this many entries (128 MiB of float32), for models ranked on
 # their whole score matrix: with a million items a batch is 32 users.
 MAX_SCORES_PER_BATCH = 2**25
@@ -45,8 +44,17 @@ BLOCK_RANKED_BATCH_SIZE = 1024
 SCORE_MATRIX_BATCH_SIZE = 256
 
 
-def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=None, sampled=None, item_counts=None, seed=0,
-             progress=None):
+def evaluate(
+    model,
+    cases,
+    ks=DEFAULT_KS,
+    exclude_seen=True,
+    batch_size=None,
+    sampled=None,
+    item_counts=None,
+    seed=0,
+    progress=None,
+):
     """Full-catalogue ranking metrics of ``model`` on ``cases``.
 
     Args:
@@ -89,18 +97,24 @@ def evaluate(model, cases, ks=DEFAULT_KS, exclude_seen=True, batch_size=None, sa
         rows = np.arange(start, min(start + batch_size, n))
         batch = cases.histories.select(rows)
         seen = tf.RaggedTensor.from_row_splits(batch.values, batch.row_splits) if exclude_seen else None
-        ranks[rows], known, columns = scorer.rank(model_inputs(model, batch), tf.constant(targets[rows]), seen)
+        ranks[rows], known, columns = scorer.rank(
+            model_inputs(model, batch), tf.constant(targets[rows]), seen
+        )
         unknown += int((~known).sum())
         if sampled:
-            sampled_ranks[rows] = _sampled_ranks(columns, batch, targets[rows], known, sampled, item_counts,
-                                                 scorer.num_items, rng)
+            sampled_ranks[rows] = _sampled_ranks(
+                columns, batch, targets[rows], known, sampled, item_counts, scorer.num_items, rng
+            )
         bar.update(1)
     bar.close()
     out = metrics_from_ranks(ranks, ks)
     out.update(num_users=int(n), num_unknown_targets=unknown, exclude_seen=bool(exclude_seen))
     if sampled:
         out.update(metrics_from_ranks(sampled_ranks, ks, prefix="sampled_"))
-        out["sampled"] = {"num_negatives": int(sampled["num_negatives"]), "sampler": sampled.get("sampler", "uniform")}
+        out["sampled"] = {
+            "num_negatives": int(sampled["num_negatives"]),
+            "sampler": sampled.get("sampler", "uniform"),
+        }
     return out
 
 
@@ -140,8 +154,11 @@ class _FullScores:
         scores = tf.cast(self.score(inputs), tf.float32)
         self.num_items = scores.shape[1]
         known = ranking.known_targets(targets, self.num_items).numpy()
-        return _rank_targets(scores, targets, seen).numpy(), known, lambda index: np.take_along_axis(
-            scores.numpy(), index, axis=1)
+        return (
+            _rank_targets(scores, targets, seen).numpy(),
+            known,
+            lambda index: np.take_along_axis(scores.numpy(), index, axis=1),
+        )
 
 
 class _FactoredScores:

@@ -57,16 +57,35 @@ class ModelKind:
         """The kind's options dataclass of a dict (unknown keys are an error)."""
         return self.config_class.from_dict(dict(values))
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
-              **read_kwargs):
+    def train(
+        self,
+        data_path,
+        output_dir,
+        options,
+        item_text=None,
+        verbose="auto",
+        overwrite=False,
+        strategy=None,
+        **read_kwargs,
+    ):
         """Trains on ``data_path``'s leave-one-out split; ``(model, split, epochs)``.
 
         ``strategy``: a ``tf.distribute`` strategy or its name (``training.distribute``).
         """
         raise NotImplementedError
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
-            strategy=None):
+    def fit(
+        self,
+        split,
+        vocabulary,
+        output_dir,
+        options,
+        verbose="auto",
+        data=None,
+        max_steps=None,
+        item_text=None,
+        strategy=None,
+    ):
         """Trains on a prepared split (the TFX trainer's path); returns the model.
 
         ``item_text``: the items' text file, for kinds that read it. ``strategy``: as
@@ -88,8 +107,10 @@ class ModelKind:
 
     def add_items(self, model, vocabulary, info, raw_text):
         """``(model, vocabulary, added)`` with the items of ``raw_text`` it lacks."""
-        raise ValueError(f"{self.name} reads item ids only; new items need retraining (--item-text is for "
-                         f"{', '.join(k.name for k in KINDS.values() if k.needs_item_text)})")
+        raise ValueError(
+            f"{self.name} reads item ids only; new items need retraining (--item-text is for "
+            f"{', '.join(k.name for k in KINDS.values() if k.needs_item_text)})"
+        )
 
 
 class IdModelKind(ModelKind):
@@ -141,7 +162,9 @@ class IdModelKind(ModelKind):
             if getattr(config, name) is not None:
                 kwargs[name] = getattr(config, name)
         if self.cloze:
-            kwargs.update(mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed)
+            kwargs.update(
+                mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed
+            )
         return getattr(models, self.model_class)(**kwargs)
 
     def initialize(self, model, checkpoint):
@@ -170,15 +193,22 @@ class IdModelKind(ModelKind):
         has_times = sequences.timestamps is not None
         if "num_time_buckets" not in self.model_options:
             if wanted:
-                raise ValueError(f"num_time_buckets applies to models with a time bias (hstu), not {self.name}")
+                raise ValueError(
+                    f"num_time_buckets applies to models with a time bias (hstu), not {self.name}"
+                )
             return config, None
         if wanted and not has_times:
-            raise ValueError(f"num_time_buckets={wanted} needs event times, and the data has none (the SASRec "
-                             "text format, or a CSV without a time column)")
+            raise ValueError(
+                f"num_time_buckets={wanted} needs event times, and the data has none (the SASRec "
+                "text format, or a CSV without a time column)"
+            )
         buckets = (DEFAULT_TIME_BUCKETS if has_times else 0) if wanted is None else wanted
         config = dataclasses.replace(config, num_time_buckets=buckets)
         if buckets:
-            return config, f"{self.name}: the data has event times: relative time bias over {buckets} log buckets"
+            return (
+                config,
+                f"{self.name}: the data has event times: relative time bias over {buckets} log buckets",
+            )
         reason = "the data has no event times" if not has_times else "num_time_buckets=0"
         return config, f"{self.name}: no time bias ({reason}); relative position bias only"
 
@@ -187,12 +217,23 @@ class IdModelKind(ModelKind):
         from tfseqrec.data import pipeline
 
         if self.cloze:
-            return pipeline.cloze_dataset(sequences, config.max_sequence_length, config.batch_size, seed=config.seed,
-                                          window_stride=config.window_stride,
-                                          bucket_boundaries=config.bucket_boundaries)
-        return pipeline.causal_dataset(sequences, config.max_sequence_length, config.batch_size, seed=config.seed,
-                                       window_stride=config.window_stride, bucket_boundaries=config.bucket_boundaries,
-                                       timestamps=bool(config.num_time_buckets))
+            return pipeline.cloze_dataset(
+                sequences,
+                config.max_sequence_length,
+                config.batch_size,
+                seed=config.seed,
+                window_stride=config.window_stride,
+                bucket_boundaries=config.bucket_boundaries,
+            )
+        return pipeline.causal_dataset(
+            sequences,
+            config.max_sequence_length,
+            config.batch_size,
+            seed=config.seed,
+            window_stride=config.window_stride,
+            bucket_boundaries=config.bucket_boundaries,
+            timestamps=bool(config.num_time_buckets),
+        )
 
     def targets_per_window(self, config, sequences):
         """Expected training targets of each window of ``sequences`` (the loss normaliser's input)."""
@@ -206,26 +247,65 @@ class IdModelKind(ModelKind):
             # mask_prob of the items, at least one; or only the last item.
             p = config.last_item_only_prob
             return (1 - p) * np.maximum(config.mask_prob * items, 1) + p
-        windows, _ = pipeline.sliding_windows(sequences, config.max_sequence_length + 1, config.window_stride,
-                                              min_length=2)
+        windows, _ = pipeline.sliding_windows(
+            sequences, config.max_sequence_length + 1, config.window_stride, min_length=2
+        )
         return (windows[:, :-1] != vocab.PAD_ID).sum(axis=1)
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
-              **read_kwargs):
+    def train(
+        self,
+        data_path,
+        output_dir,
+        options,
+        item_text=None,
+        verbose="auto",
+        overwrite=False,
+        strategy=None,
+        **read_kwargs,
+    ):
         from tfseqrec.training import id_models
 
-        model, history, split, _ = id_models.train(data_path, output_dir, self.options(options), verbose=verbose,
-                                                   overwrite=overwrite, item_text=item_text, strategy=strategy,
-                                                   **read_kwargs)
+        model, history, split, _ = id_models.train(
+            data_path,
+            output_dir,
+            self.options(options),
+            verbose=verbose,
+            overwrite=overwrite,
+            item_text=item_text,
+            strategy=strategy,
+            **read_kwargs,
+        )
         return model, split, len(history.history.get("loss", []))
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
-            strategy=None):
+    def fit(
+        self,
+        split,
+        vocabulary,
+        output_dir,
+        options,
+        verbose="auto",
+        data=None,
+        max_steps=None,
+        item_text=None,
+        strategy=None,
+    ):
         from tfseqrec.training import id_models
 
-        config, model_kwargs = self.model_inputs(self.options(options), vocabulary, item_text, output_dir, verbose)
-        model, _ = id_models.fit(split, vocabulary, output_dir, config, strategy, verbose=verbose, data=data,
-                                 log_dir=output_dir, max_steps=max_steps, model_kwargs=model_kwargs)
+        config, model_kwargs = self.model_inputs(
+            self.options(options), vocabulary, item_text, output_dir, verbose
+        )
+        model, _ = id_models.fit(
+            split,
+            vocabulary,
+            output_dir,
+            config,
+            strategy,
+            verbose=verbose,
+            data=data,
+            log_dir=output_dir,
+            max_steps=max_steps,
+            model_kwargs=model_kwargs,
+        )
         return model
 
     def load(self, model_dir):
@@ -265,9 +345,22 @@ class UniSRecKind(IdModelKind):
         return pretrain.pretrain_unisrec(domains, config, output_dir, verbose)
 
     def __init__(self, **kwargs):
-        super().__init__("unisrec", "UniSRec", (
-            "normalized_residual", "initializer_range", "position_origin", "num_experts", "adaptor_dropout",
-            "use_id_embeddings", "id_dropout", "temperature"), cloze=False, **kwargs)
+        super().__init__(
+            "unisrec",
+            "UniSRec",
+            (
+                "normalized_residual",
+                "initializer_range",
+                "position_origin",
+                "num_experts",
+                "adaptor_dropout",
+                "use_id_embeddings",
+                "id_dropout",
+                "temperature",
+            ),
+            cloze=False,
+            **kwargs,
+        )
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
@@ -285,18 +378,31 @@ class UniSRecKind(IdModelKind):
 
         model.set_trained_items(train.item_counts(vocab.NUM_RESERVED + model.num_items))
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
-              **read_kwargs):
+    def train(
+        self,
+        data_path,
+        output_dir,
+        options,
+        item_text=None,
+        verbose="auto",
+        overwrite=False,
+        strategy=None,
+        **read_kwargs,
+    ):
         if item_text is None:
             raise ValueError("unisrec needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         options = dict(options)
         options["attributes"] = self.with_attributes(self.options(options), item_text).attributes
-        return super().train(data_path, output_dir, options, item_text, verbose, overwrite, strategy, **read_kwargs)
+        return super().train(
+            data_path, output_dir, options, item_text, verbose, overwrite, strategy, **read_kwargs
+        )
 
     def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
         if item_text is None:
-            raise ValueError(f"{self.name} reads the items' text: give its file (in the TFX pipeline, "
-                             "custom_config={'item_text': PATH})")
+            raise ValueError(
+                f"{self.name} reads the items' text: give its file (in the TFX pipeline, "
+                "custom_config={'item_text': PATH})"
+            )
         config = self.with_attributes(config, item_text)
         os.makedirs(output_dir, exist_ok=True)
         return config, self.item_inputs(config, vocabulary, item_text, output_dir, verbose)
@@ -320,11 +426,16 @@ class UniSRecKind(IdModelKind):
         raw_text = readers.read_item_text(item_text)
         texts, missing = item_texts(raw_text, vocabulary, config.attributes)
         if missing:
-            raise ValueError(f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
-                             f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})")
+            raise ValueError(
+                f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
+                f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})"
+            )
         directory.write_item_text(output_dir, raw_text, vocabulary)
-        encoder_config = {"attributes": list(config.attributes), "max_attribute_tokens": config.max_attribute_tokens,
-                          "num_layers": 6}
+        encoder_config = {
+            "attributes": list(config.attributes),
+            "max_attribute_tokens": config.max_attribute_tokens,
+            "num_layers": 6,
+        }
         encoder = SentenceEncoder.from_pretrained(**encoder_config)
         vectors = encoder.encode(texts[vocab.NUM_RESERVED :], progress=None if verbose == "auto" else False)
         return {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
@@ -347,8 +458,9 @@ class UniSRecKind(IdModelKind):
 
         if model.text_encoder is None:
             return super().serving_module(model, vocabulary, vocabulary_path, k)
-        return UniSRecTextRecommender(model, vocabulary, vocabulary_path, SentenceEncoder.from_pretrained(
-            **model.text_encoder), k=k)
+        return UniSRecTextRecommender(
+            model, vocabulary, vocabulary_path, SentenceEncoder.from_pretrained(**model.text_encoder), k=k
+        )
 
     def add_items(self, model, vocabulary, info, raw_text):
         """New items by their text alone: vectors from the model's sentence encoder, no retraining."""
@@ -356,8 +468,10 @@ class UniSRecKind(IdModelKind):
         from tfseqrec.training.recformer import item_texts
 
         if model.text_encoder is None:
-            raise ValueError("this UniSRec does not record how its text vectors were made (text_encoder); "
-                             "it cannot encode new items")
+            raise ValueError(
+                "this UniSRec does not record how its text vectors were made (text_encoder); "
+                "it cannot encode new items"
+            )
         grown, added = vocabulary.with_items(raw_text)
         if not added:
             return model, vocabulary, []
@@ -387,8 +501,17 @@ class RecformerKind(ModelKind):
 
         return RecformerConfig
 
-    def train(self, data_path, output_dir, options, item_text=None, verbose="auto", overwrite=False, strategy=None,
-              **read_kwargs):
+    def train(
+        self,
+        data_path,
+        output_dir,
+        options,
+        item_text=None,
+        verbose="auto",
+        overwrite=False,
+        strategy=None,
+        **read_kwargs,
+    ):
         from tfseqrec.data import readers, splits
         from tfseqrec.training import recformer
 
@@ -398,15 +521,34 @@ class RecformerKind(ModelKind):
             raise ValueError("recformer needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path, **read_kwargs))
         recommender, rows, split, _ = recformer.train(
-            data_path, item_text, output_dir, self.options(options), verbose=verbose, split=split,
-            vocabulary=vocabulary, report=report, overwrite=overwrite,
+            data_path,
+            item_text,
+            output_dir,
+            self.options(options),
+            verbose=verbose,
+            split=split,
+            vocabulary=vocabulary,
+            report=report,
+            overwrite=overwrite,
         )
         return recommender, split, len(rows)
 
-    def fit(self, split, vocabulary, output_dir, options, verbose="auto", data=None, max_steps=None, item_text=None,
-            strategy=None):
-        raise ValueError("recformer reads item text, which the TFX pipeline's id sequences do not carry; "
-                         "train it with 'tfseqrec train --model recformer --item-text ...'")
+    def fit(
+        self,
+        split,
+        vocabulary,
+        output_dir,
+        options,
+        verbose="auto",
+        data=None,
+        max_steps=None,
+        item_text=None,
+        strategy=None,
+    ):
+        raise ValueError(
+            "recformer reads item text, which the TFX pipeline's id sequences do not carry; "
+            "train it with 'tfseqrec train --model recformer --item-text ...'"
+        )
 
     def load(self, model_dir):
         from tfseqrec.training import recformer
@@ -437,29 +579,65 @@ KINDS = {
     kind.name: kind
     for kind in (
         # SASRec on ML-1M, 30 minutes, seed 0: best validation NDCG@10 0.1961 at 2e-3 against 0.1918 at 1e-3.
-        IdModelKind("sasrec", "SASRec", ("normalized_residual", "initializer_range", "position_origin"), cloze=False,
-                    defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0}),
+        IdModelKind(
+            "sasrec",
+            "SASRec",
+            ("normalized_residual", "initializer_range", "position_origin"),
+            cloze=False,
+            defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0},
+        ),
         # BERT4Rec on ML-1M, 10 minutes, seed 0: best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3, 0.0807 at 1e-3.
         # Without a warm-up, 4e-3 left seeds 1 and 2 near chance for 12 and 25+ epochs; 5 epochs of warm-up lift
         # seed 2 to 0.1250 in 10 minutes (0.0202 without).
-        IdModelKind("bert4rec", "BERT4Rec",
-                    ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"), cloze=True,
-                    defaults={**ID_MODEL_DEFAULTS, "learning_rate": 4e-3, "warmup_epochs": 5.0}),
+        IdModelKind(
+            "bert4rec",
+            "BERT4Rec",
+            ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"),
+            cloze=True,
+            defaults={**ID_MODEL_DEFAULTS, "learning_rate": 4e-3, "warmup_epochs": 5.0},
+        ),
         # UniSRec: SASRec's training defaults (its encoder is SASRec's).
-        UniSRecKind(defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0,
-                              "use_id_embeddings": False, "id_dropout": 0.0, "temperature": 0.07}),
+        UniSRecKind(
+            defaults={
+                **ID_MODEL_DEFAULTS,
+                "learning_rate": 2e-3,
+                "warmup_epochs": 0.0,
+                "use_id_embeddings": False,
+                "id_dropout": 0.0,
+                "temperature": 0.07,
+            }
+        ),
         # HSTU: the sizes of the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024). Its sampled
         # softmax (128 negatives per position, as the reference draws them) learns less per epoch than the full
         # softmax on ML-1M (GPU probe: 0.161 against 0.188 after 40 epochs): full by default, the reference's
         # when --loss sampled_softmax (for catalogues too large to score whole). Adam at 2e-3,
         # not the reference's 1e-3: pointwise attention sits at popularity level for ~10 epochs at 1e-3 and ~5 at
         # 2e-3; validation NDCG@10 after 40 epochs 0.19 against 0.16 (a GPU probe; README, "HSTU").
-        IdModelKind("hstu", "HSTU", ("attention_dim", "linear_dim", "relative_position_bias", "attention",
-                                     "num_time_buckets", "temperature", "position_origin"), cloze=False,
-                    defaults={"hidden_dim": 50, "num_layers": 8, "num_heads": 2, "loss": "softmax",
-                              "num_negatives": 128, "negatives_per_position": True, "temperature": 0.05,
-                              "learning_rate": 2e-3,
-                              "warmup_epochs": 0.0}),
+        IdModelKind(
+            "hstu",
+            "HSTU",
+            (
+                "attention_dim",
+                "linear_dim",
+                "relative_position_bias",
+                "attention",
+                "num_time_buckets",
+                "temperature",
+                "position_origin",
+            ),
+            cloze=False,
+            defaults={
+                "hidden_dim": 50,
+                "num_layers": 8,
+                "num_heads": 2,
+                "loss": "softmax",
+                "num_negatives": 128,
+                "negatives_per_position": True,
+                "temperature": 0.05,
+                "learning_rate": 2e-3,
+                "warmup_epochs": 0.0,
+            },
+        ),
         RecformerKind(),
     )
 }
@@ -484,7 +662,9 @@ def for_model_dir(model_dir):
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"{model_dir}: no such model directory")
     files = sorted({kind.config_file for kind in KINDS.values()})
-    raise FileNotFoundError(f"{model_dir}: neither of {files}; is it a directory written by 'tfseqrec train'?")
+    raise FileNotFoundError(
+        f"{model_dir}: neither of {files}; is it a directory written by 'tfseqrec train'?"
+    )
 
 
 def for_model(model):

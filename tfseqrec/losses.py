@@ -34,7 +34,6 @@ import math
 import keras
 import tensorflow as tf
 
-
 HISTORY_REDRAWS = 50
 
 
@@ -99,7 +98,9 @@ class _CandidateLoss(keras.losses.Loss):
     # Losses whose negatives avoid the user's history set this (see `history`).
     exclude_history = False
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
+    def from_embeddings(
+        self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
+    ):
         """Loss of ``hidden`` ``[N, d]`` predicting item indices ``positives`` ``[N]``.
 
         Args:
@@ -186,7 +187,9 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
         y_pred = tf.cast(y_pred, "float32")
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y_true, "int32"), y_pred)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
+    def from_embeddings(
+        self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
+    ):
         logits = tf.matmul(hidden, _dense(item_table), transpose_b=True)
         if item_bias is not None:
             logits += item_bias
@@ -231,7 +234,9 @@ class BinaryCrossEntropy(_CandidateLoss):
     def call(self, y_true, y_pred):
         return _bce(tf.cast(y_pred, "float32"), positive_weight=1.0)
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
+    def from_embeddings(
+        self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
+    ):
         n = tf.shape(positives)[0]
         num_items = item_table.shape[0] or tf.shape(_dense(item_table))[0]
         negatives = self._uniform_negatives((n, self.num_negatives), num_items, history)
@@ -280,7 +285,9 @@ class GBCE(_CandidateLoss):
             raise ValueError("GBCE needs num_items: call from_embeddings, or set loss.num_items")
         return _bce(tf.cast(y_pred, "float32"), positive_weight=self.beta(self.num_items))
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
+    def from_embeddings(
+        self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
+    ):
         self.num_items = int(item_table.shape[0])
         n = tf.shape(positives)[0]
         negatives = self._uniform_negatives((n, self.num_negatives), self.num_items, history)
@@ -321,8 +328,13 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
     """
 
     def __init__(
-        self, num_negatives=256, sampler="log_uniform", logq_correction=True, per_position=False,
-        name="sampled_softmax", **kwargs
+        self,
+        num_negatives=256,
+        sampler="log_uniform",
+        logq_correction=True,
+        per_position=False,
+        name="sampled_softmax",
+        **kwargs,
     ):
         super().__init__(num_negatives=num_negatives, name=name, **kwargs)
         if sampler not in ("uniform", "log_uniform"):
@@ -357,7 +369,9 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
 
         return negatives, log_q
 
-    def from_embeddings(self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None):
+    def from_embeddings(
+        self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
+    ):
         num_items = int(item_table.shape[0])
         positives = tf.cast(positives, "int32")
         negatives, log_q = self.sample(num_items, tf.shape(hidden)[0] if self.per_position else None)
@@ -371,12 +385,19 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
             neg_logits -= log_q(per_row)
         hits = tf.equal(positives[:, None], per_row)
         neg_logits = tf.where(hits, tf.cast(-1e9, neg_logits.dtype), neg_logits)
-        return self(tf.zeros_like(positives), tf.concat([pos_logits, neg_logits], axis=1), sample_weight=sample_weight)
+        return self(
+            tf.zeros_like(positives), tf.concat([pos_logits, neg_logits], axis=1), sample_weight=sample_weight
+        )
 
     def get_config(self):
         config = super().get_config()
-        config.update({"sampler": self.sampler, "logq_correction": self.logq_correction,
-                       "per_position": self.per_position})
+        config.update(
+            {
+                "sampler": self.sampler,
+                "logq_correction": self.logq_correction,
+                "per_position": self.per_position,
+            }
+        )
         return config
 
 
@@ -418,7 +439,9 @@ class ContrastiveLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_pred = keras.ops.cast(y_pred, "float32")
-        return keras.losses.sparse_categorical_crossentropy(keras.ops.cast(y_true, "int32"), y_pred, from_logits=True)
+        return keras.losses.sparse_categorical_crossentropy(
+            keras.ops.cast(y_true, "int32"), y_pred, from_logits=True
+        )
 
     def in_batch(self, queries, positives, temperature):
         logits = cosine_logits(queries, positives, temperature)
@@ -442,7 +465,9 @@ class MaskedLMLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_pred = keras.ops.cast(y_pred, "float32")
-        return keras.losses.sparse_categorical_crossentropy(keras.ops.cast(y_true, "int32"), y_pred, from_logits=True)
+        return keras.losses.sparse_categorical_crossentropy(
+            keras.ops.cast(y_true, "int32"), y_pred, from_logits=True
+        )
 
 
 LOSSES = {

@@ -58,4 +58,6 @@ class RowSparseAdam(keras.optimizers.Adam):
         shape = tf.shape(variable, out_type="int32")
         self.assign(m, tf.IndexedSlices(m_rows, rows, shape))
         self.assign(v, tf.IndexedSlices(v_rows, rows, shape))
-        self.assign_sub(variable, tf.IndexedSlices(alpha * m_rows / (tf.sqrt(v_rows) + self.epsilon), rows, shape))
+        self.assign_sub(
+            variable, tf.IndexedSlices(alpha * m_rows / (tf.sqrt(v_rows) + self.epsilon), rows, shape)
+        )

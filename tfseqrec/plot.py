@@ -51,14 +51,16 @@ def attention_map(model, history_ids, path, labels=None, timestamps=None):
     ids = np.asarray(history_ids, np.int32)[-model.max_sequence_length :]
     inputs = {"item_ids": ids[None]}
     if timestamps is not None:
-        inputs["timestamps"] = np.floor(np.asarray(timestamps, np.float64)).astype(np.int64)[None, -len(ids) :]
+        inputs["timestamps"] = np.floor(np.asarray(timestamps, np.float64)).astype(np.int64)[
+            None, -len(ids) :
+        ]
     inputs = model.inference_inputs(inputs)
     _, attention = model(inputs, training=False, return_attention_scores=True)
     length = int(np.asarray(inputs["item_ids"]).shape[1])
     real = np.asarray(inputs["item_ids"])[0] != 0
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(attention), figsize=(5.5 * len(attention), 5), squeeze=False)
-    ticks = list(labels[-len(ids):]) if labels is not None else [str(i) for i in ids]
+    ticks = list(labels[-len(ids) :]) if labels is not None else [str(i) for i in ids]
     if length > len(ticks):  # BERT4Rec's appended [MASK]
         ticks = (ticks + ["[MASK]"])[-length:]
     for layer, (ax, scores) in enumerate(zip(axes[0], attention)):

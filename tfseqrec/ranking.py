@@ -206,10 +206,14 @@ def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_
         int32 ``[batch]``.
     """
     block_scores, target_scores = query_blocks(query, table, bias)
-    return rank_targets_in_blocks(block_scores, target_scores, tf.shape(table)[0], targets, history, chunk_items)
+    return rank_targets_in_blocks(
+        block_scores, target_scores, tf.shape(table)[0], targets, history, chunk_items
+    )
 
 
-def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, history=None, chunk_items=CHUNK_ITEMS):
+def rank_targets_in_blocks(
+    block_scores, target_scores, num_items, targets, history=None, chunk_items=CHUNK_ITEMS
+):
     """``rank_targets`` of scores that come a block of columns at a time.
 
     How: count, over every item, the scores below the target's (``s < t``, false for a
@@ -252,10 +256,14 @@ def rank_targets_in_blocks(block_scores, target_scores, num_items, targets, hist
         is_below = block_scores(start, tf.minimum(start + chunk, num_items)) < target_score[:, None]
         cell_rows = rows[bounds[i] : bounds[i + 1]]
         cells = tf.stack([cell_rows, columns[bounds[i] : bounds[i + 1]] - start], axis=1)
-        cells_below = tf.math.unsorted_segment_sum(tf.cast(tf.gather_nd(is_below, cells), tf.int32), cell_rows, batch)
+        cells_below = tf.math.unsorted_segment_sum(
+            tf.cast(tf.gather_nd(is_below, cells), tf.int32), cell_rows, batch
+        )
         return i + 1, below + count_true(is_below) - cells_below
 
-    _, below = tf.while_loop(lambda i, _: i < num_chunks, count_block, (tf.constant(0), tf.zeros([batch], tf.int32)))
+    _, below = tf.while_loop(
+        lambda i, _: i < num_chunks, count_block, (tf.constant(0), tf.zeros([batch], tf.int32))
+    )
     # The candidates other than the target, less those scoring below it.
     rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, batch) - below
     rank = tf.where(tf.math.is_finite(target_score), rank, num_items - 1)
@@ -316,23 +324,30 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
         start = i * chunk
         scores = block_scores(start, tf.minimum(start + chunk, num_items))
         scores = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, tf.float32), scores)
-        cells = tf.stack([rows[bounds[i] : bounds[i + 1]], columns[bounds[i] : bounds[i + 1]] - start], axis=1)
+        cells = tf.stack(
+            [rows[bounds[i] : bounds[i + 1]], columns[bounds[i] : bounds[i + 1]] - start], axis=1
+        )
         minus_inf = tf.fill(tf.shape(cells)[:1], tf.constant(-np.inf, tf.float32))
         return tf.tensor_scatter_nd_update(scores, cells, minus_inf), start
 
     def merge(i, values, best):
         scores, start = block(i)
         merged = tf.math.top_k(tf.concat([values, scores], axis=1), k)
-        candidates = tf.concat([best, tf.broadcast_to(tf.range(start, start + tf.shape(scores)[1]), tf.shape(scores))],
-                               axis=1)
+        candidates = tf.concat(
+            [best, tf.broadcast_to(tf.range(start, start + tf.shape(scores)[1]), tf.shape(scores))], axis=1
+        )
         return i + 1, merged.values, tf.gather(candidates, merged.indices, batch_dims=1)
 
     first, _ = block(0)
     values, best = tf.math.top_k(first, k)
     shape = values.shape  # [batch, k], k static when the caller's k is
     any_width = tf.TensorShape([None, None])  # inside the loop k is a tensor
-    _, values, best = tf.while_loop(lambda i, *_: i < num_chunks, merge, (tf.constant(1), values, best),
-                                    shape_invariants=(tf.TensorShape([]), any_width, any_width))
+    _, values, best = tf.while_loop(
+        lambda i, *_: i < num_chunks,
+        merge,
+        (tf.constant(1), values, best),
+        shape_invariants=(tf.TensorShape([]), any_width, any_width),
+    )
     return tf.ensure_shape(values, shape), tf.ensure_shape(best, shape)
 
 

@@ -67,8 +67,9 @@ def pad_histories(histories, signature_name="serving_default", width=None):
         for history in histories:
             for h in history:
                 if not 0 <= int(h) < 2**63:
-                    raise ValueError(f"{signature_name} takes item ids in [0, 2**63); got {h} "
-                                     "(a negative id is padding)")
+                    raise ValueError(
+                        f"{signature_name} takes item ids in [0, 2**63); got {h} (a negative id is padding)"
+                    )
         out = np.full((len(histories), width), INT_PAD, dtype=np.int64)
     else:
         out = np.full((len(histories), width), STRING_PAD, dtype=object)
@@ -109,17 +110,26 @@ def _checked_timestamps(histories, timestamps):
     """``pad_timestamps`` of ``timestamps``, once each list has one time per item of its history."""
     histories, timestamps = [list(h) for h in histories], [list(t) for t in timestamps]
     if len(timestamps) != len(histories):
-        raise ValueError(f"{len(timestamps)} timestamp lists for {len(histories)} histories "
-                         "(one list per history)")
+        raise ValueError(
+            f"{len(timestamps)} timestamp lists for {len(histories)} histories (one list per history)"
+        )
     for row, (history, times) in enumerate(zip(histories, timestamps)):
         if len(times) != len(history):
-            raise ValueError(f"history {row} has {len(history)} items but {len(times)} timestamps "
-                             "(one per item)")
+            raise ValueError(
+                f"history {row} has {len(history)} items but {len(times)} timestamps (one per item)"
+            )
     return pad_timestamps(timestamps)
 
 
-def predict_request(histories, model_name, signature_name="serving_default", version=None, k=None,
-                    targets=None, timestamps=None):
+def predict_request(
+    histories,
+    model_name,
+    signature_name="serving_default",
+    version=None,
+    k=None,
+    targets=None,
+    timestamps=None,
+):
     """A ``PredictRequest`` for one of the history signatures.
 
     Args:
@@ -295,7 +305,9 @@ class SavedModelPredictor:
             pass
         self.export_dir = str(export_dir)
         self.graph = tf.Graph()
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+        config = tf.compat.v1.ConfigProto(
+            intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads
+        )
         self.session = tf.compat.v1.Session(graph=self.graph, config=config)
         with self.graph.as_default():
             meta_graph = tf.compat.v1.saved_model.loader.load(self.session, ["serve"], self.export_dir)
@@ -309,7 +321,9 @@ class SavedModelPredictor:
         missing = sorted(set(signature.inputs) - set(inputs))
         extra = sorted(set(inputs) - set(signature.inputs))
         if missing or extra:
-            raise ValueError(f"signature {signature_name!r} takes inputs {sorted(signature.inputs)}; got {sorted(inputs)}")
+            raise ValueError(
+                f"signature {signature_name!r} takes inputs {sorted(signature.inputs)}; got {sorted(inputs)}"
+            )
         names = sorted(signature.inputs)
         fn = self.callable(signature_name)
         values = fn(*[inputs[name] for name in names])
@@ -324,8 +338,12 @@ class SavedModelPredictor:
         """A fast ``fn(*inputs sorted by name) -> outputs sorted by name`` (``Session.make_callable``)."""
         if signature_name not in self._callables:
             signature = self.signatures[signature_name]
-            feeds = [self.graph.get_tensor_by_name(signature.inputs[n].name) for n in sorted(signature.inputs)]
-            fetches = [self.graph.get_tensor_by_name(signature.outputs[n].name) for n in sorted(signature.outputs)]
+            feeds = [
+                self.graph.get_tensor_by_name(signature.inputs[n].name) for n in sorted(signature.inputs)
+            ]
+            fetches = [
+                self.graph.get_tensor_by_name(signature.outputs[n].name) for n in sorted(signature.outputs)
+            ]
             self._callables[signature_name] = self.session.make_callable(fetches, feed_list=feeds)
         return self._callables[signature_name]
 
@@ -355,12 +373,22 @@ class SavedModelPredictor:
             if rows and not isinstance(rows[0], dict):
                 (only,) = signature.inputs  # a bare list is allowed for one-input signatures
                 rows = [{only: row} for row in rows]
-            inputs = {key: np.array([row[key] for row in rows], dtype=dtypes[key]) for key in signature.inputs}
+            inputs = {
+                key: np.array([row[key] for row in rows], dtype=dtypes[key]) for key in signature.inputs
+            }
             outputs = self.run(name, inputs)
             batch = len(rows)
-            return {"predictions": [{key: _jsonable(value[i]) for key, value in outputs.items()} for i in range(batch)]}
+            return {
+                "predictions": [
+                    {key: _jsonable(value[i]) for key, value in outputs.items()} for i in range(batch)
+                ]
+            }
         if "inputs" in body:
-            given = body["inputs"] if isinstance(body["inputs"], dict) else {next(iter(signature.inputs)): body["inputs"]}
+            given = (
+                body["inputs"]
+                if isinstance(body["inputs"], dict)
+                else {next(iter(signature.inputs)): body["inputs"]}
+            )
             inputs = {key: np.array(value, dtype=dtypes[key]) for key, value in given.items()}
             outputs = self.run(name, inputs)
             return {"outputs": {key: _jsonable(value) for key, value in outputs.items()}}

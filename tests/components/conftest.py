@@ -33,15 +33,21 @@ def write_event_examples(root, splits):
                     if isinstance(value, int):
                         feature[column] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
                     else:
-                        feature[column] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
-                writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+                        feature[column] = tf.train.Feature(
+                            bytes_list=tf.train.BytesList(value=[value.encode()])
+                        )
+                writer.write(
+                    tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+                )
     return examples
 
 
 def run_executor(component_class, inputs, outputs, parameters, beam=False, tmp_dir=None, beam_args=BEAM_ARGS):
     executor_class = component_class.EXECUTOR_SPEC.executor_class
     if beam:
-        context = base_beam_executor.BaseBeamExecutor.Context(beam_pipeline_args=list(beam_args), tmp_dir=tmp_dir)
+        context = base_beam_executor.BaseBeamExecutor.Context(
+            beam_pipeline_args=list(beam_args), tmp_dir=tmp_dir
+        )
     else:
         context = executor_class.Context(tmp_dir=tmp_dir)
     executor_class(context=context).Do(inputs, outputs, parameters)

@@ -24,8 +24,18 @@ COMPONENTS = {
 
 def _run(root, data_root, *flags, check=True):
     return _tfseqrec(
-        "pipeline", "run", "--data-root", data_root, "--pipeline-root", root / "pipeline",
-        "--metadata-path", root / "metadata.db", "--serving-model-dir", root / "serving", *flags, check=check,
+        "pipeline",
+        "run",
+        "--data-root",
+        data_root,
+        "--pipeline-root",
+        root / "pipeline",
+        "--metadata-path",
+        root / "metadata.db",
+        "--serving-model-dir",
+        root / "serving",
+        *flags,
+        check=check,
     )
 
 
@@ -42,13 +52,18 @@ def csv_dir(data_root, tmp_path_factory):
 
 @pytest.mark.e2e
 def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
-    first = json.loads(_run(tmp_path, csv_dir, "--custom-config", json.dumps(GOOD), "--threshold", "0.01")
-                       .stdout.strip().splitlines()[-1])
+    first = json.loads(
+        _run(tmp_path, csv_dir, "--custom-config", json.dumps(GOOD), "--threshold", "0.01")
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert first["pushed"] and first["metrics"]["num_users"] == 943 and first["metrics"]["ndcg@10"] >= 0.01
     versions = os.listdir(tmp_path / "serving")
     assert len(versions) == 1 and first["pushed_destination"] == str(tmp_path / "serving" / versions[0])
 
-    store = metadata_store.MetadataStore(metadata.sqlite_metadata_connection_config(str(tmp_path / "metadata.db")))
+    store = metadata_store.MetadataStore(
+        metadata.sqlite_metadata_connection_config(str(tmp_path / "metadata.db"))
+    )
     executions = store.get_executions()
     types = {t.id: t.name for t in store.get_execution_types()}
     for node, type_name in COMPONENTS.items():
@@ -57,12 +72,19 @@ def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
 
     # The pushed model loads as the server loads it and answers serving_default.
     predictor = serving.SavedModelPredictor(first["pushed_destination"])
-    reply = serving.predict_reply(predictor.predict(serving.predict_request([["50", "172", "133"]], "ml100k")))
+    reply = serving.predict_reply(
+        predictor.predict(serving.predict_request([["50", "172", "133"]], "ml100k"))
+    )
     assert len(reply.item_ids[0]) == 5 and not {"50", "172", "133"} & set(reply.item_ids[0])
 
     # A second run trained for one step: worse than the blessed model, so neither blessed nor pushed.
-    second = json.loads(_run(tmp_path, csv_dir, "--custom-config", json.dumps(GOOD), "--train-steps", "1",
-                             "--threshold", "0.0").stdout.strip().splitlines()[-1])
+    second = json.loads(
+        _run(
+            tmp_path, csv_dir, "--custom-config", json.dumps(GOOD), "--train-steps", "1", "--threshold", "0.0"
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert not second["pushed"] and second["metrics"]["ndcg@10"] < first["metrics"]["ndcg@10"]
     assert os.listdir(tmp_path / "serving") == versions
     blessings = sorted(store.get_artifacts_by_type("ModelBlessing"), key=lambda a: a.id)
@@ -78,8 +100,10 @@ def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
     "csv, message",
     [
         ("user_id,item_id\na,x\na,y\n", "events.csv:1: missing column(s) ['timestamp']"),
-        ("user_id,item_id,timestamp\na,x,1\na,y,later\na,z,3\n",
-         "events.csv:3: column 'timestamp': cannot parse timestamp 'later'"),
+        (
+            "user_id,item_id,timestamp\na,x,1\na,y,later\na,z,3\n",
+            "events.csv:3: column 'timestamp': cannot parse timestamp 'later'",
+        ),
     ],
 )
 def test_bad_csv_fails_the_pipeline_and_pushes_nothing(tmp_path, csv, message):

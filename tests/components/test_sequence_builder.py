@@ -26,8 +26,15 @@ def _build(tmp_path, splits, beam_args=BEAM_ARGS, **parameters):
     examples = write_event_examples(tmp_path / "events", splits)
     sequences = make_artifact(standard_artifacts.Examples, tmp_path / "sequences")
     vocabulary = make_artifact(ItemVocabulary, tmp_path / "vocabulary")
-    run_executor(SequenceBuilder, {"examples": [examples]}, {"sequences": [sequences], "vocabulary": [vocabulary]},
-                 parameters, beam=True, tmp_dir=str(tmp_path / "tmp"), beam_args=beam_args)
+    run_executor(
+        SequenceBuilder,
+        {"examples": [examples]},
+        {"sequences": [sequences], "vocabulary": [vocabulary]},
+        parameters,
+        beam=True,
+        tmp_dir=str(tmp_path / "tmp"),
+        beam_args=beam_args,
+    )
     return sequences, vocabulary
 
 
@@ -82,7 +89,9 @@ def test_iso_timestamps_and_named_columns(tmp_path):
         {"uid": 7, "movie": 1, "when": "2024-01-01"},
         {"uid": 7, "movie": 3, "when": "2024-01-02T12:00:00+00:00"},
     ]
-    sequences, _ = _build(tmp_path, {"train": rows}, user_column="uid", item_column="movie", time_column="when")
+    sequences, _ = _build(
+        tmp_path, {"train": rows}, user_column="uid", item_column="movie", time_column="when"
+    )
     test = _read(sequences, "test")
     vocab = vocab_lib.ItemVocabulary.load(os.path.join(sequences.uri, "item_vocab.tsv"))
     assert list(test.histories.users) == ["7"]
@@ -96,7 +105,10 @@ def test_missing_column_names_it(tmp_path):
 
 
 def test_unparsable_timestamp_names_the_column_and_value(tmp_path):
-    rows = [{"user_id": "u", "item_id": "i", "timestamp": "1"}, {"user_id": "u", "item_id": "j", "timestamp": "later"}]
+    rows = [
+        {"user_id": "u", "item_id": "i", "timestamp": "1"},
+        {"user_id": "u", "item_id": "j", "timestamp": "later"},
+    ]
     with pytest.raises(Exception, match="column 'timestamp': cannot parse timestamp 'later'"):
         _build(tmp_path, {"train": rows})
 
@@ -109,20 +121,26 @@ def _records(sequences, vocab):
         if name == "train":
             rows = [(u, tuple(vocab.to_raw(data[i]))) for i, u in enumerate(data.users)]
         else:
-            rows = [(u, tuple(vocab.to_raw(data.histories[i])), vocab.to_raw([data.targets[i]])[0])
-                    for i, u in enumerate(data.histories.users)]
+            rows = [
+                (u, tuple(vocab.to_raw(data.histories[i])), vocab.to_raw([data.targets[i]])[0])
+                for i, u in enumerate(data.histories.users)
+            ]
         out[name] = sorted(rows)
     return out
 
 
 def test_multi_process_runner_gives_the_in_process_output_and_the_library_split(tmp_path):
     log = synthetic.generate(num_events=1_500, num_items=80, num_users=60, seed=5)
-    rows = [{"user_id": f"u{u}", "item_id": str(i), "timestamp": int(t)}
-            for u, i, t in zip(log.users, log.items, log.timestamps)]
+    rows = [
+        {"user_id": f"u{u}", "item_id": str(i), "timestamp": int(t)}
+        for u, i, t in zip(log.users, log.items, log.timestamps)
+    ]
     events = {"train": rows[::2], "eval": rows[1::2]}  # a user's events spread over both input splits
     outputs = {}
-    for mode, args in (("in_memory", BEAM_ARGS),
-                       ("multi_processing", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"])):
+    for mode, args in (
+        ("in_memory", BEAM_ARGS),
+        ("multi_processing", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
+    ):
         sequences, vocabulary = _build(tmp_path / mode, events, beam_args=args)
         vocab = vocab_lib.ItemVocabulary.load(os.path.join(vocabulary.uri, "item_vocab.tsv"))
         outputs[mode] = (vocab.items, vocab.counts.tolist(), _records(sequences, vocab))
@@ -132,10 +150,16 @@ def test_multi_process_runner_gives_the_in_process_output_and_the_library_split(
     split, vocab, _ = splits_lib.prepare(log.to_interactions())
     assert outputs["in_memory"][0] == vocab.items and outputs["in_memory"][1] == vocab.counts.tolist()
     expected = {
-        "train": sorted(("u" + u, tuple(vocab.to_raw(split.train[i]))) for i, u in enumerate(split.train.users)),
-        "eval": sorted(("u" + u, tuple(vocab.to_raw(split.valid.histories[i])), vocab.to_raw([t])[0])
-                       for i, (u, t) in enumerate(zip(split.valid.histories.users, split.valid.targets))),
-        "test": sorted(("u" + u, tuple(vocab.to_raw(split.test.histories[i])), vocab.to_raw([t])[0])
-                       for i, (u, t) in enumerate(zip(split.test.histories.users, split.test.targets))),
+        "train": sorted(
+            ("u" + u, tuple(vocab.to_raw(split.train[i]))) for i, u in enumerate(split.train.users)
+        ),
+        "eval": sorted(
+            ("u" + u, tuple(vocab.to_raw(split.valid.histories[i])), vocab.to_raw([t])[0])
+            for i, (u, t) in enumerate(zip(split.valid.histories.users, split.valid.targets))
+        ),
+        "test": sorted(
+            ("u" + u, tuple(vocab.to_raw(split.test.histories[i])), vocab.to_raw([t])[0])
+            for i, (u, t) in enumerate(zip(split.test.histories.users, split.test.targets))
+        ),
     }
     assert outputs["in_memory"][2] == expected

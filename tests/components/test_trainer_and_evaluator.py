@@ -18,8 +18,15 @@ from tfseqrec import evaluation, export, serving, training
 from tfseqrec.data import tfrecord
 from tfseqrec.models import SASRec
 
-CONFIG = {"model": "sasrec", "epochs": 6, "hidden_dim": 16, "max_sequence_length": 10, "batch_size": 16,
-          "learning_rate": 0.01, "serving_k": 4}
+CONFIG = {
+    "model": "sasrec",
+    "epochs": 6,
+    "hidden_dim": 16,
+    "max_sequence_length": 10,
+    "batch_size": 16,
+    "learning_rate": 0.01,
+    "serving_k": 4,
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +42,14 @@ def sequences(tmp_path_factory):
     examples = write_event_examples(root / "events", {"train": rows})
     out = make_artifact(standard_artifacts.Examples, root / "sequences")
     vocabulary = make_artifact(ItemVocabulary, root / "vocabulary")
-    run_executor(SequenceBuilder, {"examples": [examples]}, {"sequences": [out], "vocabulary": [vocabulary]}, {},
-                 beam=True, tmp_dir=str(root / "tmp"))
+    run_executor(
+        SequenceBuilder,
+        {"examples": [examples]},
+        {"sequences": [out], "vocabulary": [vocabulary]},
+        {},
+        beam=True,
+        tmp_dir=str(root / "tmp"),
+    )
     return out
 
 
@@ -46,8 +59,11 @@ def _fn_args(sequences, root, config, train_steps=None):
 
     fn_args = fn_args_utils.get_common_fn_args(
         {"examples": [sequences]},
-        {"train_args": json.dumps({"splits": ["train"], "num_steps": train_steps or 0}),
-         "eval_args": json.dumps({"splits": ["eval"]}), "custom_config": json.dumps(config)},
+        {
+            "train_args": json.dumps({"splits": ["train"], "num_steps": train_steps or 0}),
+            "eval_args": json.dumps({"splits": ["eval"]}),
+            "custom_config": json.dumps(config),
+        },
     )
     fn_args.model_run_dir = str(root / "model_run")
     fn_args.serving_model_dir = str(root / "model" / "Format-Serving")
@@ -81,8 +97,13 @@ def test_data_accessor_reads_the_records_as_written(sequences, tmp_path):
         for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
             feature = tf.train.Example.FromString(record.numpy()).features.feature
             expected[feature["user_id"].bytes_list.value[0].decode()] = (
-                list(feature["item_ids"].int64_list.value), feature["target_id"].int64_list.value[0])
-    got = {cases.histories.users[u]: (cases.histories[u].tolist(), int(cases.targets[u])) for u in range(len(cases))}
+                list(feature["item_ids"].int64_list.value),
+                feature["target_id"].int64_list.value[0],
+            )
+    got = {
+        cases.histories.users[u]: (cases.histories[u].tolist(), int(cases.targets[u]))
+        for u in range(len(cases))
+    }
     assert got == expected and len(got) == 80
 
 
@@ -98,21 +119,36 @@ def test_run_fn_rejects_unknown_options(sequences, tmp_path):
 
 
 def test_run_fn_trains_and_exports_hstu_with_the_records_times(sequences, tmp_path):
-    trainer_module.run_fn(_fn_args(sequences, tmp_path, {**CONFIG, "model": "hstu", "num_layers": 2, "epochs": 2}))
+    trainer_module.run_fn(
+        _fn_args(sequences, tmp_path, {**CONFIG, "model": "hstu", "num_layers": 2, "epochs": 2})
+    )
     with open(tmp_path / "model_run" / "train_config.json") as f:
         config = json.load(f)["config"]
-    assert (config["model"], config["hidden_dim"], config["loss"], config["temperature"]) == ("hstu", 16, "softmax", 0.05)
+    assert (config["model"], config["hidden_dim"], config["loss"], config["temperature"]) == (
+        "hstu",
+        16,
+        "softmax",
+        0.05,
+    )
     assert config["num_time_buckets"] == 128  # the SequenceBuilder's records carry the events' times
     predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
-    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4"]]),
-                                            "timestamps": serving.pad_timestamps([[3, 4]])})
+    out = predictor.run(
+        "serving_default",
+        {"history": serving.pad_histories([["i3", "i4"]]), "timestamps": serving.pad_timestamps([[3, 4]])},
+    )
     assert out["item_ids"].shape == (1, 4) and not {b"i3", b"i4"} & set(out["item_ids"][0])
 
 
 def test_run_fn_trains_and_exports_unisrec_over_item_text(sequences, tmp_path):
     text = tmp_path / "Walk.item.json"  # the name tells the reader the format
-    text.write_text(json.dumps({f"i{i}": {"title": f"step {i} of the walk", "brand": "acme", "categories": "Walks"}
-                                for i in range(20)}))
+    text.write_text(
+        json.dumps(
+            {
+                f"i{i}": {"title": f"step {i} of the walk", "brand": "acme", "categories": "Walks"}
+                for i in range(20)
+            }
+        )
+    )
     config = {**CONFIG, "model": "unisrec", "item_text": str(text), "max_attribute_tokens": 6}
     trainer_module.run_fn(_fn_args(sequences, tmp_path, config))
     with open(tmp_path / "model_run" / "train_config.json") as f:
@@ -129,10 +165,14 @@ def _evaluate(tmp_path, sequences, model_root, baseline_root=None, **parameters)
     model = make_artifact(standard_artifacts.Model, model_root / "model", artifact_id=7)
     inputs = {"examples": [sequences], "model": [model]}
     if baseline_root is not None:
-        inputs["baseline_model"] = [make_artifact(standard_artifacts.Model, baseline_root / "model", artifact_id=3)]
+        inputs["baseline_model"] = [
+            make_artifact(standard_artifacts.Model, baseline_root / "model", artifact_id=3)
+        ]
     evaluation_artifact = make_artifact(standard_artifacts.ModelEvaluation, tmp_path / "evaluation")
     blessing = make_artifact(standard_artifacts.ModelBlessing, tmp_path / "blessing")
-    run_executor(RankingEvaluator, inputs, {"evaluation": [evaluation_artifact], "blessing": [blessing]}, parameters)
+    run_executor(
+        RankingEvaluator, inputs, {"evaluation": [evaluation_artifact], "blessing": [blessing]}, parameters
+    )
     with open(os.path.join(evaluation_artifact.uri, "metrics.json")) as f:
         return json.load(f), evaluation_artifact, blessing
 
@@ -148,7 +188,9 @@ def test_component_contract():
 def test_metrics_equal_the_library_evaluation(sequences, trained, tmp_path):
     report, evaluation_artifact, blessing = _evaluate(tmp_path, sequences, trained, threshold=0.05)
     model, _, _ = training.load(trained / "model_run")
-    cases = tfrecord.read_examples(glob.glob(os.path.join(sequences.uri, "Split-test", "*")), compression="GZIP")
+    cases = tfrecord.read_examples(
+        glob.glob(os.path.join(sequences.uri, "Split-test", "*")), compression="GZIP"
+    )
     expected = evaluation.evaluate(model, cases, exclude_seen=True, progress=False)
     for key in ("ndcg@10", "hr@10", "ndcg@1", "hr@20", "mrr"):
         assert report["candidate"][key] == pytest.approx(expected[key], abs=1e-6)
@@ -171,7 +213,10 @@ def test_threshold_and_baseline_decide_the_blessing(sequences, trained, tmp_path
     # An untrained baseline is beaten.
     untrained = tmp_path / "untrained"
     vocabulary = trainer_module.read_vocabulary([os.path.join(sequences.uri, "Split-train", "*")])
-    export.save(SASRec(num_items=vocabulary.num_items, max_sequence_length=10, hidden_dim=16), vocabulary,
-                untrained / "model" / "Format-Serving")
+    export.save(
+        SASRec(num_items=vocabulary.num_items, max_sequence_length=10, hidden_dim=16),
+        vocabulary,
+        untrained / "model" / "Format-Serving",
+    )
     report, _, _ = _evaluate(tmp_path / "c", sequences, trained, baseline_root=untrained)
     assert report["blessed"] and report["baseline"]["ndcg@10"] < report["candidate"]["ndcg@10"]

@@ -103,7 +103,9 @@ class ClozeMaskingTest(test_case.TestCase):
 
     def test_tf_data_map_equals_direct_call(self):
         ids = _batch(num_rows=96, length=16)
-        self.run_preprocessing_layer_test(lambda: masking.ClozeMasking(NUM_ITEMS, 0.25, seed=2), ids, batch_size=32)
+        self.run_preprocessing_layer_test(
+            lambda: masking.ClozeMasking(NUM_ITEMS, 0.25, seed=2), ids, batch_size=32
+        )
 
     def test_runs_inside_compiled_step(self):
         layer = masking.ClozeMasking(NUM_ITEMS, 0.2, seed=4)

@@ -78,12 +78,13 @@ def test_eval_dataset_buckets_by_history_length():
 def test_bucketing_trims_padding_and_keeps_every_window():
     rng = np.random.default_rng(0)
     seqs = splits.Sequences.from_list(
-        [str(i) for i in range(200)], [list(rng.integers(3, 50, size=rng.integers(2, 40))) for _ in range(200)]
+        [str(i) for i in range(200)],
+        [list(rng.integers(3, 50, size=rng.integers(2, 40))) for _ in range(200)],
     )
     plain = pipeline.causal_dataset(seqs, 32, 16, shuffle=False)
     bucketed = pipeline.causal_dataset(seqs, 32, 16, seed=1, bucket_boundaries=(8, 16))
     widths, rows, batches = set(), [], 0
-    for x, y, w in bucketed:
+    for x, y, _ in bucketed:
         batches += 1
         width = x["item_ids"].shape[1]
         widths.add(width)
@@ -101,7 +102,8 @@ def test_bucketing_trims_padding_and_keeps_every_window():
 def test_cloze_bucketing_widths_and_masking():
     rng = np.random.default_rng(1)
     seqs = splits.Sequences.from_list(
-        [str(i) for i in range(120)], [list(rng.integers(3, 50, size=rng.integers(1, 30))) for _ in range(120)]
+        [str(i) for i in range(120)],
+        [list(rng.integers(3, 50, size=rng.integers(1, 30))) for _ in range(120)],
     )
     masking = ClozeMasking(num_items=47, mask_prob=0.3, seed=0)
     ds = pipeline.cloze_dataset(seqs, 30, 16, masking=masking, seed=0, bucket_boundaries=(10, 20))
@@ -121,7 +123,9 @@ def _timed():
 
 
 def test_causal_and_eval_datasets_carry_the_inputs_times():
-    ds = pipeline.causal_dataset(_timed(), max_sequence_length=4, batch_size=8, shuffle=False, timestamps=True)
+    ds = pipeline.causal_dataset(
+        _timed(), max_sequence_length=4, batch_size=8, shuffle=False, timestamps=True
+    )
     x, _, _ = next(iter(ds))
     assert x["timestamps"].dtype == "int64"
     np.testing.assert_array_equal(x["timestamps"], x["item_ids"].numpy() * 100)

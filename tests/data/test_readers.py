@@ -29,7 +29,9 @@ def test_sasrec_gzip(tmp_path):
 
 
 def test_movielens_tab_and_double_colon(tmp_path):
-    tab = readers.read_interactions(_write(tmp_path / "u.data", "196\t242\t3\t881250949\n186\t302\t3\t891717742\n"))
+    tab = readers.read_interactions(
+        _write(tmp_path / "u.data", "196\t242\t3\t881250949\n186\t302\t3\t891717742\n")
+    )
     assert tab.format == "movielens" and tab.has_time
     assert tab.timestamps.tolist() == [881250949, 891717742]
     colon = readers.read_interactions(_write(tmp_path / "ratings.dat", "1::1193::5::978300760\n"))
@@ -61,7 +63,9 @@ def test_tsv_without_time_column(tmp_path):
 
 def test_csv_missing_column_names_it(tmp_path):
     path = _write(tmp_path / "log.csv", "user_id,item\nu,a\n")
-    with pytest.raises(readers.DataError, match=r"log\.csv:1: missing column\(s\) \['item_id', 'timestamp'\]"):
+    with pytest.raises(
+        readers.DataError, match=r"log\.csv:1: missing column\(s\) \['item_id', 'timestamp'\]"
+    ):
         readers.read_interactions(path)
 
 
@@ -149,11 +153,21 @@ def test_interactions_select():
 _CSV_CASES = {
     "integers": (b"user_id,item_id,timestamp\n1,10,5\n2,11,3\n1,007,4\n1,7,4\n", {}, True),
     "iso dates": (b"user_id,item_id,timestamp\nu,a,2024-01-02T00:00:00Z\nu,b,2024-01-01 12:00\n", {}, True),
-    "decimal and huge times": (b"user_id,item_id,timestamp\nu,a,1.5\nu,b,-2\nv,c,12345678901234567890\n", {}, True),
-    "extra columns, other names": (b"r,who,what,when\n5,u,a,3\n4,v,b,2\n", dict(user_col="who", item_col="what",
-                                                                            time_col="when"), True),
-    "byte-order mark, CRLF, bare CR, blank lines": (b"\xef\xbb\xbfuser_id,item_id,timestamp\r\nu,a,1\r\n\nu,b,2\rv,c,3",
-                                                    {}, True),
+    "decimal and huge times": (
+        b"user_id,item_id,timestamp\nu,a,1.5\nu,b,-2\nv,c,12345678901234567890\n",
+        {},
+        True,
+    ),
+    "extra columns, other names": (
+        b"r,who,what,when\n5,u,a,3\n4,v,b,2\n",
+        dict(user_col="who", item_col="what", time_col="when"),
+        True,
+    ),
+    "byte-order mark, CRLF, bare CR, blank lines": (
+        b"\xef\xbb\xbfuser_id,item_id,timestamp\r\nu,a,1\r\n\nu,b,2\rv,c,3",
+        {},
+        True,
+    ),
     "no time column": (b"user_id,item_id\nu,a\nu,b\n", dict(time_col=None), True),
     "unicode ids": ("user_id,item_id,timestamp\nzoë,中文,1\nzoë,b c,2\n".encode(), {}, True),
     "tsv": (b"user_id\titem_id\ttimestamp\nu\ta,b\t1\n", dict(format="tsv"), True),
@@ -179,13 +193,26 @@ def test_columnar_csv_reads_as_the_line_reader(tmp_path, name):
     options = dict(user_col="user_id", item_col="item_id", time_col="timestamp", encoding="utf-8")
     options.update({k: v for k, v in kwargs.items() if k != "format"})
     delimiter = "\t" if kwargs.get("format") == "tsv" else ","
-    columnar = readers._read_csv_columnar(str(path), delimiter, options["user_col"], options["item_col"],
-                                          options["time_col"], options["encoding"])
+    columnar = readers._read_csv_columnar(
+        str(path),
+        delimiter,
+        options["user_col"],
+        options["item_col"],
+        options["time_col"],
+        options["encoding"],
+    )
     if fast is not None:
         assert (columnar is not None) == fast
     try:
-        expected = readers._read_csv(str(path), delimiter, options["user_col"], options["item_col"],
-                                     options["time_col"], options["encoding"], False)
+        expected = readers._read_csv(
+            str(path),
+            delimiter,
+            options["user_col"],
+            options["item_col"],
+            options["time_col"],
+            options["encoding"],
+            False,
+        )
     except readers.DataError as e:
         with pytest.raises(readers.DataError) as raised:
             readers.read_interactions(path, **kwargs)

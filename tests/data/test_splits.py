@@ -89,9 +89,17 @@ def test_prepare_on_ml1m_counts(data_root):
 
 def test_prepare_counts_training_events_only():
     # u: a b | c (valid) | d (test); v: b | c | c; w is too short to evaluate: d d, all training.
-    rows = [("u", "a", 1), ("u", "b", 2), ("u", "c", 3), ("u", "d", 4),
-            ("v", "b", 1), ("v", "c", 2), ("v", "c", 3),
-            ("w", "d", 1), ("w", "d", 2)]
+    rows = [
+        ("u", "a", 1),
+        ("u", "b", 2),
+        ("u", "c", 3),
+        ("u", "d", 4),
+        ("v", "b", 1),
+        ("v", "c", 2),
+        ("v", "c", 3),
+        ("w", "d", 1),
+        ("w", "d", 2),
+    ]
     _, v, _ = splits.prepare(_interactions(rows))
     # Training events: a 1, b 2, d 2 (w); c only ever held out: kept with count 0, last.
     # (Counting every event would give c 3, d 3, b 2, a 1.)
@@ -121,13 +129,16 @@ def test_event_times_follow_their_items_through_every_split():
         for row in range(len(seqs)):
             assert seqs.times(row).tolist() == expected(seqs, row)
     assert split.test.histories.times(0).tolist() == [10, 20, 30]
-    cold = splits.cold_start_split(splits.build_sequences(splits.sort_by_time(_interactions(rows)), v)[0], 0.5)
+    cold = splits.cold_start_split(
+        splits.build_sequences(splits.sort_by_time(_interactions(rows)), v)[0], 0.5
+    )
     assert all(cold.train.times(r).tolist() == expected(cold.train, r) for r in range(len(cold.train)))
 
 
 def test_sequences_without_real_times_have_none():
-    data = readers.Interactions(np.array(["u", "u"], dtype=object), np.array(["a", "b"], dtype=object),
-                                np.arange(2), has_time=False)  # the SASRec format's line numbers
+    data = readers.Interactions(
+        np.array(["u", "u"], dtype=object), np.array(["a", "b"], dtype=object), np.arange(2), has_time=False
+    )  # the SASRec format's line numbers
     split, _, _ = splits.prepare(data)
     assert split.train.timestamps is None and split.test.histories.timestamps is None
     seqs = splits.Sequences.from_list(["u"], [[3, 4]], [[5, 6]])

@@ -19,7 +19,10 @@ def test_sizes_lengths_and_time_order_are_as_asked():
 def test_the_same_seed_gives_the_same_log():
     a, b = (synthetic.generate(2_000, 100, 40, seed=1) for _ in range(2))
     c = synthetic.generate(2_000, 100, 40, seed=2)
-    assert all(np.array_equal(x, y) for x, y in zip((a.users, a.items, a.timestamps), (b.users, b.items, b.timestamps)))
+    assert all(
+        np.array_equal(x, y)
+        for x, y in zip((a.users, a.items, a.timestamps), (b.users, b.items, b.timestamps))
+    )
     assert not np.array_equal(a.items, c.items)
 
 
@@ -49,11 +52,14 @@ def test_csv_round_trip_through_the_reader(tmp_path):
     assert report["num_users"] == 60 and report["test_cases"] == 60
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(num_events=100, num_items=10, num_users=30), "need 150 events"),
-    (dict(num_events=0, num_items=10), r"num_events must be an integer >= 1, got 0"),
-    (dict(num_events=100, num_items=10, num_users=2, follow_prob=1.5), "follow_prob"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_events=100, num_items=10, num_users=30), "need 150 events"),
+        (dict(num_events=0, num_items=10), r"num_events must be an integer >= 1, got 0"),
+        (dict(num_events=100, num_items=10, num_users=2, follow_prob=1.5), "follow_prob"),
+    ],
+)
 def test_bad_sizes_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         synthetic.generate(**kwargs)

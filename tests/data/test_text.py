@@ -7,7 +7,9 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "title", "brand", "red", "pen", "acme", "blu
 
 
 def _tokenizer(max_attribute_tokens=4):
-    return text.ItemTextTokenizer(VOCAB, attributes=["title", "brand"], max_attribute_tokens=max_attribute_tokens)
+    return text.ItemTextTokenizer(
+        VOCAB, attributes=["title", "brand"], max_attribute_tokens=max_attribute_tokens
+    )
 
 
 def test_key_value_tokens_with_budget_unknowns_and_empty_values():
@@ -37,8 +39,9 @@ def test_histories_are_newest_first_behind_cls_and_capped():
 
 
 def test_per_attribute_budgets():
-    tokenizer = text.ItemTextTokenizer(VOCAB, attributes=["title", "brand"], max_attribute_tokens=1,
-                                       attribute_tokens={"title": 3})
+    tokenizer = text.ItemTextTokenizer(
+        VOCAB, attributes=["title", "brand"], max_attribute_tokens=1, attribute_tokens={"title": 3}
+    )
     tokens, _ = tokenizer.tokenize([["Blue pens ink", "ACME blue"]])
     assert tokens.to_list() == [[3, 8, 6, 9, 4, 7]]  # title keeps 3 pieces, brand its 1
     with pytest.raises(ValueError, match=r"names \['colour'\], which are not among the attributes"):
@@ -61,8 +64,15 @@ def test_pad_to_the_longest_input_rounds_up_and_changes_nothing_else():
 def test_common_values_are_dropped_and_others_kept():
     import numpy as np
 
-    texts = np.array([["Red pen", "Industrial & Scientific,Lab,Pens"], ["Ink", "Industrial & Scientific,Ink"],
-                      ["Pad", "Industrial & Scientific,Lab"], ["", ""]], dtype=object)
+    texts = np.array(
+        [
+            ["Red pen", "Industrial & Scientific,Lab,Pens"],
+            ["Ink", "Industrial & Scientific,Ink"],
+            ["Pad", "Industrial & Scientific,Lab"],
+            ["", ""],
+        ],
+        dtype=object,
+    )
     out, dropped = text.drop_common_values(texts, 0.9)
     assert dropped == {1: ["Industrial & Scientific"]}  # the empty (reserved) row is not counted
     assert out[:, 1].tolist() == ["Lab,Pens", "Ink", "Lab", ""] and out[:, 0].tolist() == texts[:, 0].tolist()

@@ -65,7 +65,9 @@ def _rab(layer, b, i, j, timestamps):
 
 
 def _layer(**kwargs):
-    layer = HSTULayer(**{"num_heads": 2, "attention_dim": 3, "linear_dim": 4, "max_sequence_length": 8, **kwargs})
+    layer = HSTULayer(
+        **{"num_heads": 2, "attention_dim": 3, "linear_dim": 4, "max_sequence_length": 8, **kwargs}
+    )
     layer.build((None, LENGTH, 8))
     test_case.set_numpy_weights(layer, seed=3, scale=0.5)
     return layer
@@ -112,7 +114,9 @@ class HSTULayerTest(test_case.TestCase, parameterized.TestCase):
     def test_softmax_attention_rows_sum_to_one(self):
         layer = _layer(attention="softmax")
         mask = np.array([[False, True, True, True, True, True]])
-        _, weights = layer(np.ones((1, LENGTH, 8), "float32"), padding_mask=mask, return_attention_scores=True)
+        _, weights = layer(
+            np.ones((1, LENGTH, 8), "float32"), padding_mask=mask, return_attention_scores=True
+        )
         weights = np.asarray(weights)
         self.assertEqual(weights.shape, (1, 2, LENGTH, LENGTH))
         self.assertAllClose(weights[0, :, 1:].sum(-1), np.ones((2, LENGTH - 1)), atol=1e-5)

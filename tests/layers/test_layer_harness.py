@@ -10,7 +10,13 @@ correctness itself is checked against NumPy references in the layer's own test f
 import numpy as np
 
 from tests.test_case import TestCase
-from tfseqrec.layers import HSTULayer, RecformerEmbedding, TransformerBlock, WindowedSelfAttention, WindowedTransformerBlock
+from tfseqrec.layers import (
+    HSTULayer,
+    RecformerEmbedding,
+    TransformerBlock,
+    WindowedSelfAttention,
+    WindowedTransformerBlock,
+)
 
 
 def _x(batch=2, length=9, dim=8, seed=0):
@@ -26,31 +32,48 @@ def _padding(batch=2, length=9):
 class LayerHarnessTest(TestCase):
     def test_transformer_block(self):
         self.run_layer_test(
-            TransformerBlock, {"num_heads": 2, "intermediate_dim": 16, "dropout": 0.0, "causal": True},
-            _x(), (2, 9, 8), call_kwargs={"padding_mask": _padding()},
+            TransformerBlock,
+            {"num_heads": 2, "intermediate_dim": 16, "dropout": 0.0, "causal": True},
+            _x(),
+            (2, 9, 8),
+            call_kwargs={"padding_mask": _padding()},
             expected_partial_output=PINNED["transformer_block"],
         )
 
     def test_windowed_self_attention(self):
         self.run_layer_test(
-            WindowedSelfAttention, {"num_heads": 2, "key_dim": 4, "attention_window": 4},
-            _x(), (2, 9, 8), call_kwargs={"padding_mask": _padding()},
+            WindowedSelfAttention,
+            {"num_heads": 2, "key_dim": 4, "attention_window": 4},
+            _x(),
+            (2, 9, 8),
+            call_kwargs={"padding_mask": _padding()},
             expected_partial_output=PINNED["windowed_self_attention"],
         )
 
     def test_windowed_transformer_block(self):
         self.run_layer_test(
-            WindowedTransformerBlock, {"num_heads": 2, "intermediate_dim": 16, "attention_window": 4},
-            _x(), (2, 9, 8), call_kwargs={"padding_mask": _padding()},
+            WindowedTransformerBlock,
+            {"num_heads": 2, "intermediate_dim": 16, "attention_window": 4},
+            _x(),
+            (2, 9, 8),
+            call_kwargs={"padding_mask": _padding()},
             expected_partial_output=PINNED["windowed_transformer_block"],
         )
 
     def test_hstu_layer(self):
         timestamps = np.cumsum(np.random.default_rng(2).integers(0, 10**5, size=(2, 9)), axis=1)
         self.run_layer_test(
-            HSTULayer, {"num_heads": 2, "attention_dim": 4, "linear_dim": 4, "max_sequence_length": 9,
-                        "num_time_buckets": 16},
-            _x(), (2, 9, 8), call_kwargs={"padding_mask": _padding(), "timestamps": timestamps},
+            HSTULayer,
+            {
+                "num_heads": 2,
+                "attention_dim": 4,
+                "linear_dim": 4,
+                "max_sequence_length": 9,
+                "num_time_buckets": 16,
+            },
+            _x(),
+            (2, 9, 8),
+            call_kwargs={"padding_mask": _padding(), "timestamps": timestamps},
             expected_partial_output=PINNED["hstu_layer"],
         )
 
@@ -62,8 +85,11 @@ class LayerHarnessTest(TestCase):
             "item_position_ids": rng.integers(0, 4, size=(2, 9)).astype("int32"),
         }
         self.run_layer_test(
-            RecformerEmbedding, {"vocabulary_size": 30, "hidden_dim": 8, "max_tokens": 9, "max_sequence_length": 3},
-            inputs, (2, 9, 8), expected_partial_output=PINNED["recformer_embedding"],
+            RecformerEmbedding,
+            {"vocabulary_size": 30, "hidden_dim": 8, "max_tokens": 9, "max_sequence_length": 3},
+            inputs,
+            (2, 9, 8),
+            expected_partial_output=PINNED["recformer_embedding"],
         )
 
 

@@ -7,7 +7,9 @@ from tfseqrec.layers import MoEAdaptor
 
 def _numpy_adaptor(x, layer):
     """UniSRec's Eq. 2-3 without noise or dropout: sum_k softmax(x G)_k (x - b_k) W_k."""
-    b, w, g = (np.asarray(v, np.float64) for v in (layer.whitening_bias, layer.expert_kernel, layer.gate_kernel))
+    b, w, g = (
+        np.asarray(v, np.float64) for v in (layer.whitening_bias, layer.expert_kernel, layer.gate_kernel)
+    )
     logits = x @ g
     gates = np.exp(logits - logits.max(-1, keepdims=True))
     gates /= gates.sum(-1, keepdims=True)
@@ -17,8 +19,13 @@ def _numpy_adaptor(x, layer):
 
 class MoEAdaptorTest(test_case.TestCase):
     def test_layer_harness(self):
-        self.run_layer_test(MoEAdaptor, {"output_dim": 4, "num_experts": 3}, np.ones((2, 5, 6), "float32"),
-                            (2, 5, 4), expected_partial_output=[0.5441, 0.4142, 0.0009, 0.0814])  # NumPy: Eq. 2-3
+        self.run_layer_test(
+            MoEAdaptor,
+            {"output_dim": 4, "num_experts": 3},
+            np.ones((2, 5, 6), "float32"),
+            (2, 5, 4),
+            expected_partial_output=[0.5441, 0.4142, 0.0009, 0.0814],
+        )  # NumPy: Eq. 2-3
 
     def test_matches_the_paper_equations(self):
         layer = MoEAdaptor(output_dim=4, num_experts=3, dropout=0.3)

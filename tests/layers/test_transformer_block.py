@@ -34,7 +34,9 @@ class TransformerBlockTest(test_case.TestCase):
         self.assertAllClose(y1[:, :2], np.zeros((1, 2, 4)))
 
     def test_attention_scores_and_serialization(self):
-        block = TransformerBlock(num_heads=2, intermediate_dim=16, dropout=0.1, activation="gelu", causal=True)
+        block = TransformerBlock(
+            num_heads=2, intermediate_dim=16, dropout=0.1, activation="gelu", causal=True
+        )
         out, scores = block(keras.random.normal((3, 4, 8)), return_attention_scores=True)
         self.assertEqual(tuple(scores.shape), (3, 2, 4, 4))
         # Causal: no weight above the diagonal; rows sum to 1.

@@ -8,13 +8,18 @@ from tfseqrec.layers.windowed_attention import WindowedSelfAttention
 
 def _dense_reference(layer, x, padding, radius, g):
     """Plain NumPy attention with a full [length, length] mask."""
+
     def proj(dense, t):
         kernel, bias = (w.numpy() for w in dense.weights)
         return np.einsum("btd,dhk->bthk", t, kernel) + bias
 
     scale = 1.0 / np.sqrt(layer.key_dim)
     q, k, v = proj(layer.query_dense, x) * scale, proj(layer.key_dense, x), proj(layer.value_dense, x)
-    qg, kg, vg = proj(layer.query_global_dense, x) * scale, proj(layer.key_global_dense, x), proj(layer.value_global_dense, x)
+    qg, kg, vg = (
+        proj(layer.query_global_dense, x) * scale,
+        proj(layer.key_global_dense, x),
+        proj(layer.value_global_dense, x),
+    )
     length = x.shape[1]
     i, j = np.arange(length)[:, None], np.arange(length)[None, :]
     local_ok = (np.abs(i - j) <= radius) | (j < g)
@@ -39,7 +44,9 @@ class WindowedSelfAttentionTest(TestCase):
             x = rng.normal(size=(2, length, 8)).astype("float32")
             padding = np.ones((2, length), bool)
             padding[1, length - 3 :] = False  # a padded tail
-            layer = WindowedSelfAttention(num_heads=2, key_dim=4, attention_window=window, num_global_tokens=g)
+            layer = WindowedSelfAttention(
+                num_heads=2, key_dim=4, attention_window=window, num_global_tokens=g
+            )
             got = layer(x, padding_mask=padding)
             expected = _dense_reference(layer, x, padding, window // 2, g)
             self.assertAllClose(got, expected, atol=1e-5)

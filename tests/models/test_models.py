@@ -28,7 +28,9 @@ def _sequences(n=32, seed=0):
     rng = np.random.default_rng(seed)
     # Each user walks the catalogue in order from a random start: a learnable pattern.
     starts = rng.integers(0, NUM_ITEMS, size=n)
-    seqs = [[vocab.NUM_RESERVED + (s + j) % NUM_ITEMS for j in range(int(rng.integers(3, 9)))] for s in starts]
+    seqs = [
+        [vocab.NUM_RESERVED + (s + j) % NUM_ITEMS for j in range(int(rng.integers(3, 9)))] for s in starts
+    ]
     return splits.Sequences.from_list([str(i) for i in range(n)], seqs)
 
 
@@ -174,11 +176,18 @@ def test_fixed_loss_normalizer_divides_the_summed_loss(exclude_history):
     table = np.asarray(model.output_table()[0], np.float64)
     total = 0.0
     for row in range(len(ids)):
-        seen = {int(i) for i in ids[row] if i >= vocab.NUM_RESERVED} | {int(t) for t, k in zip(y[row], w[row]) if k > 0}
+        seen = {int(i) for i in ids[row] if i >= vocab.NUM_RESERVED} | {
+            int(t) for t, k in zip(y[row], w[row]) if k > 0
+        }
         for position in np.flatnonzero(w[row] > 0):
             target = int(y[row, position])
-            candidates = [j for j in range(NUM_ITEMS) if not exclude_history or j + vocab.NUM_RESERVED not in seen
-                          or j + vocab.NUM_RESERVED == target]
+            candidates = [
+                j
+                for j in range(NUM_ITEMS)
+                if not exclude_history
+                or j + vocab.NUM_RESERVED not in seen
+                or j + vocab.NUM_RESERVED == target
+            ]
             logits = table[candidates] @ hidden[row, position]
             own = float(table[target - vocab.NUM_RESERVED] @ hidden[row, position])
             total += np.log(np.exp(logits - logits.max()).sum()) + logits.max() - own
@@ -193,8 +202,10 @@ def test_bert4rec_softmax_leaves_out_the_real_sequence_not_the_masking_noise():
     model = _tiny(BERT4Rec)
     assert model.loss_fn.exclude_history  # the default loss
     random_item = 9  # stands in a masked slot; the user never had it
-    x = {"item_ids": tf.constant([[0, 3, vocab.MASK_ID, random_item, 4]]),
-         "padding_mask": tf.constant([[False, True, True, True, True]])}
+    x = {
+        "item_ids": tf.constant([[0, 3, vocab.MASK_ID, random_item, 4]]),
+        "padding_mask": tf.constant([[False, True, True, True, True]]),
+    }
     y = tf.constant([[0, 0, 5, 6, 0]])
     weight = tf.constant([[False, False, True, True, False]])
     _, seen = model._history(x, y, weight)
@@ -242,8 +253,12 @@ def test_initializer_range_sets_the_spread_of_every_kernel():
         assert len(found) == kernels, [w.path for w in found]
         for w in found:
             assert 0.012 < np.std(np.asarray(w)) < 0.025, w.path
-        glorot = cls(num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=None)
-        assert np.std(np.asarray(glorot.blocks[0].ffn_in.kernel)) > 0.07  # Glorot: sqrt(2 / (fan_in + fan_out))
+        glorot = cls(
+            num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=None
+        )
+        assert (
+            np.std(np.asarray(glorot.blocks[0].ffn_in.kernel)) > 0.07
+        )  # Glorot: sqrt(2 / (fan_in + fan_out))
 
 
 def test_hstu_scores_are_cosines_over_the_temperature():

@@ -29,33 +29,53 @@ def _bert_forward(w, ids, num_layers, num_heads):
     """A plain NumPy BERT encoder (Hugging Face weight names), the reference."""
     erf = np.vectorize(math.erf)
     x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][: len(ids)]
-    x = _layer_norm(x + w["embeddings.token_type_embeddings.weight"][0], w["embeddings.LayerNorm.weight"],
-                    w["embeddings.LayerNorm.bias"])
+    x = _layer_norm(
+        x + w["embeddings.token_type_embeddings.weight"][0],
+        w["embeddings.LayerNorm.weight"],
+        w["embeddings.LayerNorm.bias"],
+    )
     d = x.shape[-1]
     dh = d // num_heads
     for i in range(num_layers):
         p = f"encoder.layer.{i}."
 
-        def dense(t, name):
+        def dense(t, name, p=p):
             return t @ w[p + name + ".weight"].T + w[p + name + ".bias"]
 
-        q, k, v = (dense(x, f"attention.self.{n}").reshape(-1, num_heads, dh) for n in ("query", "key", "value"))
+        q, k, v = (
+            dense(x, f"attention.self.{n}").reshape(-1, num_heads, dh) for n in ("query", "key", "value")
+        )
         scores = np.einsum("qhd,khd->hqk", q, k) / math.sqrt(dh)
         weights = np.exp(scores - scores.max(-1, keepdims=True))
         weights /= weights.sum(-1, keepdims=True)
         context = np.einsum("hqk,khd->qhd", weights, v).reshape(-1, d)
-        x = _layer_norm(x + dense(context, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
-                        w[p + "attention.output.LayerNorm.bias"])
+        x = _layer_norm(
+            x + dense(context, "attention.output.dense"),
+            w[p + "attention.output.LayerNorm.weight"],
+            w[p + "attention.output.LayerNorm.bias"],
+        )
         hidden = dense(x, "intermediate.dense")
         hidden = 0.5 * hidden * (1.0 + erf(hidden / math.sqrt(2.0)))
-        x = _layer_norm(x + dense(hidden, "output.dense"), w[p + "output.LayerNorm.weight"],
-                        w[p + "output.LayerNorm.bias"])
+        x = _layer_norm(
+            x + dense(hidden, "output.dense"),
+            w[p + "output.LayerNorm.weight"],
+            w[p + "output.LayerNorm.bias"],
+        )
     return x
 
 
 def _backbone():
-    return RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
-                             max_tokens=24, max_sequence_length=4, attention_window=4, dropout=0.0)
+    return RecformerBackbone(
+        vocabulary_size=40,
+        hidden_dim=8,
+        num_layers=2,
+        num_heads=2,
+        intermediate_dim=16,
+        max_tokens=24,
+        max_sequence_length=4,
+        attention_window=4,
+        dropout=0.0,
+    )
 
 
 def _tiny():
@@ -148,9 +168,12 @@ class RecformerTest(TestCase):
         states = np.asarray(backbone(x))
         mask = x["padding_mask"][..., None]
         self.assertAllClose(model(x), (states * mask).sum(1) / mask.sum(1), atol=1e-5)
-        self.assertAllClose(Recformer(backbone, num_items=6)(x), states[:, 0], atol=1e-6)  # [CLS], the default
-        self.assertEqual(keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model)).pooling,
-                         "mean")
+        self.assertAllClose(
+            Recformer(backbone, num_items=6)(x), states[:, 0], atol=1e-6
+        )  # [CLS], the default
+        self.assertEqual(
+            keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model)).pooling, "mean"
+        )
         self.assertEqual(model.resized(8).pooling, "mean")
         with self.assertRaisesRegex(ValueError, "pooling must be 'cls' or 'mean'"):
             Recformer(backbone, pooling="max")
@@ -163,43 +186,64 @@ class RecformerTest(TestCase):
         model.build()
         model.set_item_embeddings(rng.normal(size=(6, 8)))
         lengths = [0, 0, 0, 3, 2, 4, 1, 2, 3, 1]  # reserved ids have no tokens
-        tokens = tf.ragged.constant([list(rng.integers(5, 40, size=n)) for n in lengths], dtype=tf.int64,
-                                    ragged_rank=1)
+        tokens = tf.ragged.constant(
+            [list(rng.integers(5, 40, size=n)) for n in lengths], dtype=tf.int64, ragged_rank=1
+        )
         types = tf.ragged.map_flat_values(lambda t: tf.ones_like(t, tf.int32) * text.VALUE_TYPE, tokens)
         window = np.array([[0, 0, 3, 4], [5, 6, 7, 8]])
         full = RecformerRecommender(model, tokens, types, cls_id=2)
         narrow = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2)
-        self.assertEqual(int(narrow.pack(tf.ragged.constant([[3, 4]], dtype=tf.int64))["token_ids"].shape[1]), 6)
+        self.assertEqual(
+            int(narrow.pack(tf.ragged.constant([[3, 4]], dtype=tf.int64))["token_ids"].shape[1]), 6
+        )
         self.assertAllClose(narrow.score(window), full.score(window), atol=1e-5)
 
     def test_cached_layers_read_each_item_alone_and_score_as_computed_per_batch(self):
         from tfseqrec.models.recformer import RecformerRecommender
 
         rng = np.random.default_rng(5)
-        backbone = RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
-                                     max_tokens=24, max_sequence_length=4, attention_window=4, dropout=0.0,
-                                     cached_layers=1)
+        backbone = RecformerBackbone(
+            vocabulary_size=40,
+            hidden_dim=8,
+            num_layers=2,
+            num_heads=2,
+            intermediate_dim=16,
+            max_tokens=24,
+            max_sequence_length=4,
+            attention_window=4,
+            dropout=0.0,
+            cached_layers=1,
+        )
         model = Recformer(backbone, num_items=7)
         model.build()
         model.set_item_embeddings(rng.normal(size=(7, 8)))
         table = backbone.state_position_embedding.embeddings
         table.assign(rng.normal(size=table.shape))  # order matters to the upper block
         lengths = [0, 0, 0, 3, 2, 4, 1, 2, 3, 1]  # reserved ids have no tokens
-        tokens = tf.ragged.constant([list(rng.integers(5, 40, size=n)) for n in lengths], dtype=tf.int64,
-                                    ragged_rank=1)
-        types = tf.ragged.constant([[text.KEY_TYPE] + [text.VALUE_TYPE] * (n - 1) if n else [] for n in lengths],
-                                   dtype=tf.int32, ragged_rank=1)
+        tokens = tf.ragged.constant(
+            [list(rng.integers(5, 40, size=n)) for n in lengths], dtype=tf.int64, ragged_rank=1
+        )
+        types = tf.ragged.constant(
+            [[text.KEY_TYPE] + [text.VALUE_TYPE] * (n - 1) if n else [] for n in lengths],
+            dtype=tf.int32,
+            ragged_rank=1,
+        )
         per_batch = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2)
-        cached = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2).cache_item_states(batch_size=3)
+        cached = RecformerRecommender(model, tokens, types, cls_id=2, pad_multiple=2).cache_item_states(
+            batch_size=3
+        )
         window = np.array([[0, 0, 3, 4], [5, 6, 7, 8], [9, 3, 3, 5]])
         self.assertAllClose(cached.score(window), per_batch.score(window), atol=1e-5)
 
         # The oracle, layer by layer: each item alone through the embedding and block 0,
         # a lone [CLS], then block 1 over [CLS] + the newest item's states + the older one's.
         def lower(ids, token_types, item_position):
-            inputs = {"token_ids": np.array([ids]), "token_type_ids": np.array([token_types], "int32"),
-                      "item_position_ids": np.array([[0] + [item_position] * (len(ids) - 1)], "int32"),
-                      "padding_mask": np.ones((1, len(ids)), bool)}
+            inputs = {
+                "token_ids": np.array([ids]),
+                "token_type_ids": np.array([token_types], "int32"),
+                "item_position_ids": np.array([[0] + [item_position] * (len(ids) - 1)], "int32"),
+                "padding_mask": np.ones((1, len(ids)), bool),
+            }
             x = backbone.embedding(inputs)
             return np.asarray(backbone.blocks[0](x, padding_mask=inputs["padding_mask"]))[0]
 
@@ -223,8 +267,10 @@ class RecformerTest(TestCase):
         model.fit(x_train, np.array([0, 1, 2]), epochs=2, verbose=0)
         for before, w in zip(frozen, backbone.embedding.weights + backbone.blocks[0].weights):
             self.assertAllEqual(before, w)
-        self.assertGreater(max(float(np.abs(b - np.asarray(w)).max()) for b, w in zip(upper, backbone.blocks[1].weights)),
-                           1e-4)
+        self.assertGreater(
+            max(float(np.abs(b - np.asarray(w)).max()) for b, w in zip(upper, backbone.blocks[1].weights)),
+            1e-4,
+        )
         self.assertAllClose(cached.score(window), per_batch.score(window), atol=1e-5)
 
         path = os.path.join(self.get_temp_dir(), "cached.keras")
@@ -235,8 +281,17 @@ class RecformerTest(TestCase):
         self.assertAllClose(again.score(window), cached.score(window), atol=1e-5)
 
     def test_cached_layers_refuse_inputs_without_states_and_a_backbone_without_upper_layers(self):
-        backbone = RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, intermediate_dim=16,
-                                     max_tokens=24, max_sequence_length=4, attention_window=4, cached_layers=1)
+        backbone = RecformerBackbone(
+            vocabulary_size=40,
+            hidden_dim=8,
+            num_layers=2,
+            num_heads=2,
+            intermediate_dim=16,
+            max_tokens=24,
+            max_sequence_length=4,
+            attention_window=4,
+            cached_layers=1,
+        )
         with self.assertRaisesRegex(ValueError, "token_states"):
             backbone(_batch(np.random.default_rng(6)))
         with self.assertRaisesRegex(ValueError, "at least one block must read the history"):

@@ -20,8 +20,15 @@ def _text(seed=0):
 
 def _tiny(**kwargs):
     keras.utils.set_random_seed(0)
-    return UniSRec(num_items=NUM_ITEMS, text_dim=TEXT_DIM, max_sequence_length=5, hidden_dim=8,
-                   text_embeddings=_text(), dropout=0.0, **kwargs)
+    return UniSRec(
+        num_items=NUM_ITEMS,
+        text_dim=TEXT_DIM,
+        max_sequence_length=5,
+        hidden_dim=8,
+        text_embeddings=_text(),
+        dropout=0.0,
+        **kwargs,
+    )
 
 
 def _normalize(x):
@@ -66,7 +73,9 @@ def test_id_dropout_reads_a_share_of_the_items_by_their_text():
     assert np.all(dropped[:, 3])
     warm = np.delete(dropped, 3, axis=1)
     assert 0.22 < warm.mean() < 0.28  # 3,600 draws at 0.25: the standard error is 0.007
-    np.testing.assert_array_equal(model.id_vectors(ids[:1]), np.where(counts[ids[:1], None] > 0, table[ids[:1]], 0))
+    np.testing.assert_array_equal(
+        model.id_vectors(ids[:1]), np.where(counts[ids[:1], None] > 0, table[ids[:1]], 0)
+    )
     with pytest.raises(ValueError, match="id_dropout must be in"):
         _tiny(use_id_embeddings=True, id_dropout=1.0)
 
@@ -113,8 +122,10 @@ def test_training_leaves_the_text_table_frozen_and_save_load_keeps_it(tmp_path):
     model = _tiny(use_id_embeddings=True)
     assert not model.text_embedding.trainable
     before = np.asarray(model.text_embedding.embeddings).copy()
-    seqs = splits.Sequences.from_list([str(i) for i in range(16)],
-                                      [[vocab.NUM_RESERVED + (i + j) % NUM_ITEMS for j in range(5)] for i in range(16)])
+    seqs = splits.Sequences.from_list(
+        [str(i) for i in range(16)],
+        [[vocab.NUM_RESERVED + (i + j) % NUM_ITEMS for j in range(5)] for i in range(16)],
+    )
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     history = model.fit(pipeline.causal_dataset(seqs, 5, 8, seed=0), epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
@@ -165,7 +176,8 @@ def test_for_catalogue_keeps_everything_but_the_items():
     vectors = other_text[ids - vocab.NUM_RESERVED]
     hidden = np.asarray(other(ids))[0, -1]
     np.testing.assert_allclose(np.asarray(other.score(ids))[0], expected @ hidden, atol=1e-4)
-    np.testing.assert_allclose(hidden, np.asarray(model.encode(model.adaptor(vectors), np.ones((1, 3), bool)))[0, -1],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        hidden, np.asarray(model.encode(model.adaptor(vectors), np.ones((1, 3), bool)))[0, -1], atol=1e-5
+    )
     by_text = np.asarray(model.score_text_vectors(vectors, np.ones((1, 3), bool)))  # over the old catalogue
     np.testing.assert_allclose(by_text[0], np.asarray(model.output_table()[0]) @ hidden, atol=1e-4)

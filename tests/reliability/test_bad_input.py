@@ -15,14 +15,18 @@ def _write(tmp_path, name, data):
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
 def test_non_finite_timestamps_are_refused_with_the_line(tmp_path, value):
     path = _write(tmp_path, "log.csv", f"user_id,item_id,timestamp\nu,a,1\nu,b,{value}\n")
-    with pytest.raises(readers.DataError, match=r"log.csv:3: column 'timestamp': timestamp .* is not a finite number"):
+    with pytest.raises(
+        readers.DataError, match=r"log.csv:3: column 'timestamp': timestamp .* is not a finite number"
+    ):
         readers.read_interactions(path)
 
 
 def test_naive_iso_dates_are_utc_whatever_the_time_zone(tmp_path, monkeypatch):
     import time
 
-    path = _write(tmp_path, "log.csv", "user_id,item_id,timestamp\nu,a,2020-01-01T00:00:00\nu,b,2020-01-01 01:00\n")
+    path = _write(
+        tmp_path, "log.csv", "user_id,item_id,timestamp\nu,a,2020-01-01T00:00:00\nu,b,2020-01-01 01:00\n"
+    )
     seen = []
     for zone in ("UTC", "America/New_York", "Asia/Kolkata"):
         monkeypatch.setenv("TZ", zone)

@@ -60,7 +60,9 @@ def server(tmp_path):
     (root / "extra.txt").write_bytes(b"1 2\n1 3\n")
     _Handler.requests = []
     _Handler.ranges = True
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(root)))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(root))
+    )
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", root
@@ -69,8 +71,11 @@ def server(tmp_path):
 
 def _sources(url, data_sum=None):
     return [
-        download.Source(f"{url}/tiny.zip", members={"tiny/u.data": "u.data", "tiny/README": "README"},
-                        checksums={"u.data": data_sum or _blob(DATA)}),
+        download.Source(
+            f"{url}/tiny.zip",
+            members={"tiny/u.data": "u.data", "tiny/README": "README"},
+            checksums={"u.data": data_sum or _blob(DATA)},
+        ),
         download.Source(f"{url}/extra.txt", checksums={"extra.txt": _blob(b"1 2\n1 3\n")}),
     ]
 
@@ -122,7 +127,9 @@ def test_offline_says_what_to_do(tmp_path, capsys):
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    code = cli.main(["data", "download", "ml-100k", "--dir", str(tmp_path), "--base-url", f"http://127.0.0.1:{port}"])
+    code = cli.main(
+        ["data", "download", "ml-100k", "--dir", str(tmp_path), "--base-url", f"http://127.0.0.1:{port}"]
+    )
     err = capsys.readouterr().err
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert "could not reach http://127.0.0.1" in err and "point TFSEQREC_DATA at a folder" in err

@@ -19,15 +19,27 @@ def trained(data_root, tmp_path_factory):
     return out, path, vocabulary
 
 
-@pytest.mark.parametrize("raw, integer", [("0", True), ("42", True), ("-1", False), ("007", False),
-                                          ("9223372036854775808", False), ("9223372036854775807", True),
-                                          ("123456789012345678901234567890", False), ("1e3", False)])
+@pytest.mark.parametrize(
+    "raw, integer",
+    [
+        ("0", True),
+        ("42", True),
+        ("-1", False),
+        ("007", False),
+        ("9223372036854775808", False),
+        ("9223372036854775807", True),
+        ("123456789012345678901234567890", False),
+        ("1e3", False),
+    ],
+)
 def test_which_raw_ids_make_an_integer_vocabulary(raw, integer):
     assert export.module._integer_id(raw) is integer
 
 
 def test_int_padding_is_refused_as_an_item_id():
-    with pytest.raises(ValueError, match=r"takes item ids in \[0, 2\*\*63\); got -1 \(a negative id is padding\)"):
+    with pytest.raises(
+        ValueError, match=r"takes item ids in \[0, 2\*\*63\); got -1 \(a negative id is padding\)"
+    ):
         serving.pad_histories([[5, -1]], "recommend_ids")
     assert serving.pad_histories([[5], [6, 7]], "recommend_ids").tolist() == [[5, -1], [6, 7]]
 
@@ -35,8 +47,12 @@ def test_int_padding_is_refused_as_an_item_id():
 def test_recommend_json_is_strict_json_when_k_exceeds_the_unseen_items(trained, capsys):
     out, _, vocabulary = trained
     history = " ".join(vocabulary.items[:3])
-    assert cli.main(["recommend", "--model-dir", str(out), "--history", history, "--k", "5000", "--json"]) == 0
-    reply = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert (
+        cli.main(["recommend", "--model-dir", str(out), "--history", history, "--k", "5000", "--json"]) == 0
+    )
+    reply = json.loads(
+        capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}")
+    )
     assert len(reply["item_ids"]) == vocabulary.num_items
     assert reply["scores"][-3:] == [None, None, None]  # the three seen items have no score
     assert all(isinstance(s, float) for s in reply["scores"][:-3])
@@ -44,7 +60,10 @@ def test_recommend_json_is_strict_json_when_k_exceeds_the_unseen_items(trained, 
 
 def test_empty_history_gets_popularity_in_the_cli_as_in_the_export(trained, capsys):
     out, path, vocabulary = trained
-    assert cli.main(["recommend", "--model-dir", str(out), "--history", "not-an-item", "--k", "10", "--json"]) == 0
+    assert (
+        cli.main(["recommend", "--model-dir", str(out), "--history", "not-an-item", "--k", "10", "--json"])
+        == 0
+    )
     captured = capsys.readouterr()
     assert "most popular items" in captured.err
     from_cli = json.loads(captured.out)["item_ids"]

@@ -22,6 +22,10 @@ def test_empty_split_is_not_blessed():
 
 def test_threshold_and_baseline():
     assert blessing_refusals("ndcg@10", 0.2, 10, threshold=0.1) == []
-    assert blessing_refusals("ndcg@10", 0.05, 10, threshold=0.1) == ["ndcg@10 0.0500 is below the threshold 0.1000"]
+    assert blessing_refusals("ndcg@10", 0.05, 10, threshold=0.1) == [
+        "ndcg@10 0.0500 is below the threshold 0.1000"
+    ]
     assert blessing_refusals("ndcg@10", 0.2, 10, threshold=0.0, baseline_value=0.2)  # must beat, not tie
-    assert blessing_refusals("ndcg@10", 0.2, 10, threshold=0.0, baseline_value=math.nan) == []  # a broken baseline
+    assert (
+        blessing_refusals("ndcg@10", 0.2, 10, threshold=0.0, baseline_value=math.nan) == []
+    )  # a broken baseline

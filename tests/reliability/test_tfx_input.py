@@ -11,7 +11,10 @@ from tfseqrec.data import vocab as vocab_lib
 
 @pytest.mark.parametrize("value", ["nan", "inf"])
 def test_non_finite_timestamps_are_refused(tmp_path, value):
-    rows = [{"user_id": "u", "item_id": "i", "timestamp": "1"}, {"user_id": "u", "item_id": "j", "timestamp": value}]
+    rows = [
+        {"user_id": "u", "item_id": "i", "timestamp": "1"},
+        {"user_id": "u", "item_id": "j", "timestamp": value},
+    ]
     with pytest.raises(Exception, match="is not a finite number"):
         _build(tmp_path, {"train": rows})
 
@@ -57,8 +60,14 @@ def test_event_example_gen_keeps_ids_as_written(tmp_path):
     data.mkdir()
     (data / "a.csv").write_text("user_id,item_id,timestamp\nu,007,1\nu,7,2\nu,1e3,1700000000.5\n")
     examples = make_artifact(standard_artifacts.Examples, tmp_path / "events")
-    run_executor(EventExampleGen, {}, {"examples": [examples]}, {"input_base": str(data)}, beam=True,
-                 tmp_dir=str(tmp_path / "tmp"))
+    run_executor(
+        EventExampleGen,
+        {},
+        {"examples": [examples]},
+        {"input_base": str(data)},
+        beam=True,
+        tmp_dir=str(tmp_path / "tmp"),
+    )
     sequences, _ = _build_from(tmp_path, examples)
     vocab = vocab_lib.ItemVocabulary.load(os.path.join(sequences.uri, "item_vocab.tsv"))
     test = _read(sequences, "test")
@@ -76,9 +85,17 @@ def test_event_example_gen_reports_bad_rows_with_file_and_line(tmp_path):
     data.mkdir()
     (data / "a.csv").write_text("user_id,item_id,timestamp\nu,1,1\nu,2,nan\n")
     examples = make_artifact(standard_artifacts.Examples, tmp_path / "events")
-    with pytest.raises(Exception, match=r"a.csv:3: column 'timestamp': timestamp 'nan' is not a finite number"):
-        run_executor(EventExampleGen, {}, {"examples": [examples]}, {"input_base": str(data)}, beam=True,
-                     tmp_dir=str(tmp_path / "tmp"))
+    with pytest.raises(
+        Exception, match=r"a.csv:3: column 'timestamp': timestamp 'nan' is not a finite number"
+    ):
+        run_executor(
+            EventExampleGen,
+            {},
+            {"examples": [examples]},
+            {"input_base": str(data)},
+            beam=True,
+            tmp_dir=str(tmp_path / "tmp"),
+        )
 
 
 def _build_from(tmp_path, examples):
@@ -91,6 +108,12 @@ def _build_from(tmp_path, examples):
 
     sequences = make_artifact(standard_artifacts.Examples, tmp_path / "sequences")
     vocabulary = make_artifact(ItemVocabulary, tmp_path / "vocabulary")
-    run_executor(SequenceBuilder, {"examples": [examples]}, {"sequences": [sequences], "vocabulary": [vocabulary]},
-                 {}, beam=True, tmp_dir=str(tmp_path / "tmp2"))
+    run_executor(
+        SequenceBuilder,
+        {"examples": [examples]},
+        {"sequences": [sequences], "vocabulary": [vocabulary]},
+        {},
+        beam=True,
+        tmp_dir=str(tmp_path / "tmp2"),
+    )
     return sequences, vocabulary

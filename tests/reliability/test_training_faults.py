@@ -20,13 +20,23 @@ import pytest
 from tests.test_training import _Kill
 from tfseqrec import training
 
-TINY = {"max_sequence_length": 20, "hidden_dim": 8, "batch_size": 64, "validation_batch_size": 512, "epochs": 3}
+TINY = {
+    "max_sequence_length": 20,
+    "hidden_dim": 8,
+    "batch_size": 64,
+    "validation_batch_size": 512,
+    "epochs": 3,
+}
 
 
 def _tree(path):
     """``{relative path: sha256}`` of every file under ``path``."""
     path = pathlib.Path(path)
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in path.rglob("*")
+        if p.is_file()
+    }
 
 
 class _Poison(keras.callbacks.Callback):
@@ -45,7 +55,9 @@ class _Poison(keras.callbacks.Callback):
 def test_divergence_stops_with_a_clear_error_and_keeps_the_best_model(data_root, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(training.TrainingDiverged, match=r"diverged: the loss became nan in epoch 2, batch 1"):
-        training.train(data_root / "ml-100k", out, dict(TINY, epochs=4), callbacks=[_Poison(at_epoch=1)], verbose=0)
+        training.train(
+            data_root / "ml-100k", out, dict(TINY, epochs=4), callbacks=[_Poison(at_epoch=1)], verbose=0
+        )
     assert not out.exists()  # an unfinished run never becomes the model directory
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
     model = keras.saving.load_model(partial / training.MODEL_FILE)
@@ -84,8 +96,14 @@ def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
     before = _tree(out)
     # Another dataset (another vocabulary) whose run dies in its first epoch.
     with pytest.raises(training.TrainingDiverged):
-        training.train(data_root / "ml-1m" / "ml-1m.txt", out, dict(TINY, epochs=2), callbacks=[_Poison(0)],
-                       verbose=0, overwrite=True)
+        training.train(
+            data_root / "ml-1m" / "ml-1m.txt",
+            out,
+            dict(TINY, epochs=2),
+            callbacks=[_Poison(0)],
+            verbose=0,
+            overwrite=True,
+        )
     assert _tree(out) == before
     model, vocabulary, _ = training.load(out)
     assert model.num_items == vocabulary.num_items == 1682
@@ -107,7 +125,9 @@ def test_resuming_with_other_options_is_refused(data_root, tmp_path):
         training.train(data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=0)], verbose=0)
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
     before = _tree(partial)
-    with pytest.raises(ValueError, match=r"unfinished run with other options \(learning_rate: 0.002 there, 0.01 here"):
+    with pytest.raises(
+        ValueError, match=r"unfinished run with other options \(learning_rate: 0.002 there, 0.01 here"
+    ):
         training.train(data_root / "ml-100k", out, dict(TINY, learning_rate=0.01), verbose=0)
     assert _tree(partial) == before
 
@@ -148,7 +168,9 @@ def test_kill_9_mid_epoch_then_resume_ends_with_the_best_model(data_root, tmp_pa
     data = str(data_root / "ml-100k")
     killed = subprocess.run(
         [sys.executable, "-c", KILL_SCRIPT, data, str(tmp_path / "resumed"), repr(config), "3"],
-        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert (tmp_path / "resumed.partial" / "backup").is_dir()
@@ -189,8 +211,12 @@ def test_a_nan_model_scores_zero_not_perfect():
 # was written but before epoch 3 counted as done leaves epochs_done = 2, so the resumed
 # run redoes epoch 3 and its old row must go; a restart from scratch keeps one header.
 HISTORY_CASES = [
-    ("epoch,loss,val_loss\n0,7.5,7.6\n1,7.0,7.1\n2,6.8,6.9\n", 2, 2,
-     ["epoch,loss,val_loss", "0,7.5,7.6", "1,7.0,7.1", "2,6.75,6.85"]),
+    (
+        "epoch,loss,val_loss\n0,7.5,7.6\n1,7.0,7.1\n2,6.8,6.9\n",
+        2,
+        2,
+        ["epoch,loss,val_loss", "0,7.5,7.6", "1,7.0,7.1", "2,6.75,6.85"],
+    ),
     ("epoch,loss,val_loss\n0,7.5,7.6\n", 0, 0, ["epoch,loss,val_loss", "0,6.75,6.85"]),
 ]
 

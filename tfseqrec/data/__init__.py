@@ -8,7 +8,13 @@ import importlib
 
 _EXPORTS = {
     "tfseqrec.data.masking": ["ClozeMasking"],
-    "tfseqrec.data.pipeline": ["causal_dataset", "cloze_dataset", "eval_dataset", "pad_left", "sliding_windows"],
+    "tfseqrec.data.pipeline": [
+        "causal_dataset",
+        "cloze_dataset",
+        "eval_dataset",
+        "pad_left",
+        "sliding_windows",
+    ],
     "tfseqrec.data.readers": [
         "FORMATS",
         "DataError",
@@ -30,7 +36,13 @@ _EXPORTS = {
         "sort_by_time",
         "training_vocabulary",
     ],
-    "tfseqrec.data.tfrecord": ["FEATURE_SPEC", "make_example", "parse_examples", "read_examples", "write_examples"],
+    "tfseqrec.data.tfrecord": [
+        "FEATURE_SPEC",
+        "make_example",
+        "parse_examples",
+        "read_examples",
+        "write_examples",
+    ],
     "tfseqrec.data.vocab": ["MASK_ID", "NUM_RESERVED", "OOV_ID", "PAD_ID", "ItemVocabulary"],
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -56,8 +56,10 @@ DATASETS = {
     "ml-100k": [
         Source(
             f"{GROUPLENS}/ml-100k.zip",
-            members={f"ml-100k/{name}": name for name in
-                     ("u.data", "u.item", "u.genre", "u.user", "u.info", "u.occupation", "README")},
+            members={
+                f"ml-100k/{name}": name
+                for name in ("u.data", "u.item", "u.genre", "u.user", "u.info", "u.occupation", "README")
+            },
             checksums={
                 "u.data": "16ef21ed827cae1a3f71e89e23cffb5a8f44baae",
                 "u.item": "91bb56d53fcb5f8bbac079755593b48d34cfc9a7",
@@ -85,7 +87,9 @@ class DownloadError(OSError):
 
 def default_directory():
     """``$TFSEQREC_CACHE``, else ``~/.cache/tfseqrec/data``."""
-    return os.environ.get("TFSEQREC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tfseqrec", "data")
+    return os.environ.get("TFSEQREC_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "tfseqrec", "data"
+    )
 
 
 def git_blob_sha1(path):
@@ -144,8 +148,10 @@ def _verified(path, checksum):
 def _check(path, checksum, url):
     if checksum is not None and git_blob_sha1(path) != checksum:
         os.remove(path)
-        raise DownloadError(f"{url}: the file's checksum is not the published one (git blob {checksum}); "
-                            f"it was deleted. Try again; if it fails again, the server's copy differs")
+        raise DownloadError(
+            f"{url}: the file's checksum is not the published one (git blob {checksum}); "
+            f"it was deleted. Try again; if it fails again, the server's copy differs"
+        )
 
 
 def _fetch(url, path, folder, progress, timeout):
@@ -172,7 +178,10 @@ def _fetch(url, path, folder, progress, timeout):
     with response:
         resumed = done and response.status == 206
         if done and not resumed:
-            print(f"tfseqrec: {url}: the server ignored the resume request; downloading it again", file=sys.stderr)
+            print(
+                f"tfseqrec: {url}: the server ignored the resume request; downloading it again",
+                file=sys.stderr,
+            )
             done = 0
         length = response.headers.get("Content-Length")
         total = done + int(length) if length is not None else None
@@ -185,8 +194,10 @@ def _fetch(url, path, folder, progress, timeout):
         if bar is not None:
             bar.close()
     if total is not None and os.path.getsize(part) != total:
-        raise DownloadError(f"{url}: the connection ended after {os.path.getsize(part)} of {total} bytes; "
-                            "run the command again to resume")
+        raise DownloadError(
+            f"{url}: the connection ended after {os.path.getsize(part)} of {total} bytes; "
+            "run the command again to resume"
+        )
     os.replace(part, path)
 
 

@@ -46,8 +46,10 @@ def _newest_bounds(sequences, length, drop_last=0):
 def event_times(sequences):
     """``sequences.timestamps`` as int64 seconds (rounded down); ``ValueError`` when there are none."""
     if sequences.timestamps is None:
-        raise ValueError("the model reads event times, but these sequences have none (the data file has no "
-                         "timestamps: the SASRec text format, or a CSV without a time column)")
+        raise ValueError(
+            "the model reads event times, but these sequences have none (the data file has no "
+            "timestamps: the SASRec text format, or a CSV without a time column)"
+        )
     return np.floor(sequences.timestamps).astype(np.int64)
 
 
@@ -119,7 +121,9 @@ def causal_dataset(
     width = max_sequence_length + 1
     starts, ends, _ = _window_bounds(sequences, width, window_stride, min_length=2)
     windows = _gather_windows(sequences.values, starts, ends, width)
-    times = _gather_windows(event_times(sequences), starts, ends, width, np.int64)[:, :-1] if timestamps else None
+    times = (
+        _gather_windows(event_times(sequences), starts, ends, width, np.int64)[:, :-1] if timestamps else None
+    )
     inputs, targets = windows[:, :-1], windows[:, 1:]
     # A target counts only after a real input: the first item has no history to
     # predict it from (as in the SASRec sampler).
@@ -172,13 +176,19 @@ def cloze_dataset(
 
         def mask(ids):
             masked, labels, weights = masking(ids)
-            return {"item_ids": masked, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)}, labels, weights
+            return (
+                {"item_ids": masked, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)},
+                labels,
+                weights,
+            )
 
         ds = ds.map(mask)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-def eval_dataset(cases, max_sequence_length, batch_size, history=True, bucket_boundaries=None, timestamps=False):
+def eval_dataset(
+    cases, max_sequence_length, batch_size, history=True, bucket_boundaries=None, timestamps=False
+):
     """Evaluation data: ``(x, target)`` with the last ``N`` history items as input.
 
     ``x`` holds ``item_ids`` and ``padding_mask`` (the model's window) and, with
@@ -255,7 +265,9 @@ def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainde
     for i, edge in enumerate(edges):
         rows = np.flatnonzero(bucket == i)
         if len(rows):
-            parts.append(_finish(make(rows, edge), len(rows), batch_size, shuffle, seed, drop_remainder, False))
+            parts.append(
+                _finish(make(rows, edge), len(rows), batch_size, shuffle, seed, drop_remainder, False)
+            )
             sizes.append(len(rows))
     if len(parts) == 1:
         ds = parts[0]

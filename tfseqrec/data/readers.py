@@ -25,10 +25,10 @@ wrong. Nothing is dropped without being counted.
 import csv
 import dataclasses
 import datetime
-import math
 import glob
 import gzip
 import json
+import math
 import os
 
 import numpy as np
@@ -307,7 +307,11 @@ def _progress_bar(size, path, progress):
     except ImportError:
         return None
     return tqdm.tqdm(
-        total=size, unit="B", unit_scale=True, desc=os.path.basename(path), disable=None if progress is None else False
+        total=size,
+        unit="B",
+        unit_scale=True,
+        desc=os.path.basename(path),
+        disable=None if progress is None else False,
     )
 
 
@@ -337,7 +341,9 @@ def _read_movielens(path, encoding, progress):
         parts = line.split(sep)
         if len(parts) != 4:
             raise DataError(
-                path, line_no, f"expected user{sep}item{sep}rating{sep}timestamp, got {len(parts)} fields: {line!r}"
+                path,
+                line_no,
+                f"expected user{sep}item{sep}rating{sep}timestamp, got {len(parts)} fields: {line!r}",
             )
         if not parts[3].strip().lstrip("-").isdigit():
             raise DataError(path, line_no, f"timestamp {parts[3]!r} is not an integer")
@@ -459,8 +465,10 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
     if any(pc.any(pc.equal(pc.utf8_length(used[c].dictionary), 0)).as_py() for c in (user_col, item_col)):
         return None
     # Each distinct id becomes one Python string, shared by all its events.
-    users, items = (used[c].dictionary.to_numpy(zero_copy_only=False)[used[c].indices.to_numpy()]
-                    for c in (user_col, item_col))
+    users, items = (
+        used[c].dictionary.to_numpy(zero_copy_only=False)[used[c].indices.to_numpy()]
+        for c in (user_col, item_col)
+    )
     if time_col is None:
         return users, items, np.arange(len(users), dtype=np.int64), False
     seconds = _columnar_seconds(used[time_col])
@@ -521,13 +529,17 @@ def parse_timestamp(text):
 
 def _iso_seconds(value):
     if _is_number(value):
-        raise ValueError(f"cannot parse timestamp {value!r} (expected an ISO 8601 date, as in the column's first row)")
+        raise ValueError(
+            f"cannot parse timestamp {value!r} (expected an ISO 8601 date, as in the column's first row)"
+        )
     return parse_timestamp(value)
 
 
 def _seconds(value):
     if not _is_number(value):
-        raise ValueError(f"cannot parse timestamp {value!r} (expected a number, as in the column's first row)")
+        raise ValueError(
+            f"cannot parse timestamp {value!r} (expected a number, as in the column's first row)"
+        )
     return parse_timestamp(value)
 
 

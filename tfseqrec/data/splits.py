@@ -187,7 +187,9 @@ def k_core(interactions, min_user_interactions=5, min_item_interactions=5):
     while True:
         u_counts = np.bincount(u_codes[keep], minlength=u_codes.max() + 1)
         i_counts = np.bincount(i_codes[keep], minlength=i_codes.max() + 1)
-        bad = keep & ((u_counts[u_codes] < min_user_interactions) | (i_counts[i_codes] < min_item_interactions))
+        bad = keep & (
+            (u_counts[u_codes] < min_user_interactions) | (i_counts[i_codes] < min_item_interactions)
+        )
         if not bad.any():
             break
         keep &= ~bad
@@ -281,7 +283,9 @@ def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
     rng = np.random.default_rng(seed)
     item_ids = np.unique(sequences.values[sequences.values >= vocab_lib.NUM_RESERVED])
     n_cold = int(round(cold_item_fraction * len(item_ids)))
-    cold_items = np.sort(rng.choice(item_ids, size=n_cold, replace=False)) if n_cold else np.zeros(0, np.int64)
+    cold_items = (
+        np.sort(rng.choice(item_ids, size=n_cold, replace=False)) if n_cold else np.zeros(0, np.int64)
+    )
     lengths = sequences.lengths
     evaluable = lengths >= min_length
     kept = np.where(evaluable, lengths - 1, lengths)

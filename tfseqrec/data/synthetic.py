@@ -75,8 +75,18 @@ class SyntheticLog:
         )
 
 
-def generate(num_events, num_items, num_users=None, seed=0, zipf_exponent=1.0, follow_prob=0.5, min_length=5,
-             length_sigma=1.0, span_days=365, mean_gap_seconds=3600):
+def generate(
+    num_events,
+    num_items,
+    num_users=None,
+    seed=0,
+    zipf_exponent=1.0,
+    follow_prob=0.5,
+    min_length=5,
+    length_sigma=1.0,
+    span_days=365,
+    mean_gap_seconds=3600,
+):
     """A synthetic interaction log (see the module docstring for its shape).
 
     Args:
@@ -98,13 +108,16 @@ def generate(num_events, num_items, num_users=None, seed=0, zipf_exponent=1.0, f
     from tfseqrec.training.config import check_number  # the library's one range check (imports TF: lazily)
 
     num_users = num_events // 50 if num_users is None else num_users
-    for name, value in dict(num_events=num_events, num_items=num_items, num_users=num_users,
-                            min_length=min_length).items():
+    for name, value in dict(
+        num_events=num_events, num_items=num_items, num_users=num_users, min_length=min_length
+    ).items():
         check_number(name, value, minimum=1, integer=True)
     check_number("follow_prob", follow_prob, minimum=0, maximum=1)
     if num_users * min_length > num_events:
-        raise ValueError(f"{num_users} users of at least {min_length} events need {num_users * min_length} events; "
-                         f"got num_events={num_events}")
+        raise ValueError(
+            f"{num_users} users of at least {min_length} events need {num_users * min_length} events; "
+            f"got num_events={num_events}"
+        )
     rng = np.random.default_rng(seed)
     lengths = _lengths(rng, num_events, num_users, min_length, length_sigma)
     user_of = np.repeat(np.arange(num_users, dtype=np.int64), lengths)
@@ -142,7 +155,9 @@ def write_csv(log, path, chunk_events=1_000_000):
     with opener(path, "wb") as f:
         f.write(b"user_id,item_id,timestamp\n")
         for start in range(0, len(log), chunk_events):
-            block = np.stack([a[start : start + chunk_events] for a in (log.users, log.items, log.timestamps)], 1)
+            block = np.stack(
+                [a[start : start + chunk_events] for a in (log.users, log.items, log.timestamps)], 1
+            )
             f.write(_csv_block(block))
     return path
 
@@ -177,4 +192,3 @@ def _segment_cumsum(values, starts):
     before = np.concatenate([[0], total[:-1]])[starts]
     lengths = np.diff(np.append(starts, len(values)))
     return total - np.repeat(before, lengths)
-

@@ -46,8 +46,16 @@ class ItemTextTokenizer:
             ``max_attribute_tokens`` for the attributes they name.
     """
 
-    def __init__(self, vocabulary, attributes, max_attribute_tokens=32, cls_token="[CLS]", unk_token="[UNK]",
-                 pad_token="[PAD]", attribute_tokens=None):
+    def __init__(
+        self,
+        vocabulary,
+        attributes,
+        max_attribute_tokens=32,
+        cls_token="[CLS]",
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        attribute_tokens=None,
+    ):
         import tensorflow_text
 
         if isinstance(vocabulary, str):
@@ -58,8 +66,12 @@ class ItemTextTokenizer:
         self.max_attribute_tokens = int(max_attribute_tokens)
         unknown = sorted(set(attribute_tokens or {}) - set(self.attributes))
         if unknown:
-            raise ValueError(f"attribute_tokens names {unknown}, which are not among the attributes {self.attributes}")
-        self.budgets = [int((attribute_tokens or {}).get(a, self.max_attribute_tokens)) for a in self.attributes]
+            raise ValueError(
+                f"attribute_tokens names {unknown}, which are not among the attributes {self.attributes}"
+            )
+        self.budgets = [
+            int((attribute_tokens or {}).get(a, self.max_attribute_tokens)) for a in self.attributes
+        ]
         for token in (cls_token, unk_token, pad_token):
             if token not in self.vocabulary:
                 raise ValueError(f"the vocabulary has no {token!r} token")
@@ -98,7 +110,10 @@ class ItemTextTokenizer:
                 tf.tile(key_tokens, [tf.reduce_sum(tf.cast(present, tf.int32))]), key_lengths
             )
             pieces_ids += [key, value]
-            pieces_types += [tf.ones_like(key, tf.int32) * KEY_TYPE, tf.ones_like(value, tf.int32) * VALUE_TYPE]
+            pieces_types += [
+                tf.ones_like(key, tf.int32) * KEY_TYPE,
+                tf.ones_like(value, tf.int32) * VALUE_TYPE,
+            ]
         return tf.concat(pieces_ids, axis=1), tf.concat(pieces_types, axis=1)
 
 
@@ -139,8 +154,9 @@ def drop_common_values(texts, share):
     return out, dropped
 
 
-def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tokens, pad_multiple=None,
-                   token_index=None):
+def pack_histories(
+    item_tokens, item_types, cls_id, max_sequence_length, max_tokens, pad_multiple=None, token_index=None
+):
     """Recformer inputs of histories of tokenized items.
 
     Args:
@@ -169,7 +185,9 @@ def pack_histories(item_tokens, item_types, cls_id, max_sequence_length, max_tok
     batch = newest_first_tokens.nrows()
     item_index = tf.ragged.range(newest_first_tokens.row_lengths()) + 1  # [batch, (items)]
     token_item = tf.gather(item_index.flat_values, newest_first_tokens.values.value_rowids())
-    positions = newest_first_tokens.with_values(newest_first_tokens.values.with_flat_values(tf.cast(token_item, tf.int32)))
+    positions = newest_first_tokens.with_values(
+        newest_first_tokens.values.with_flat_values(tf.cast(token_item, tf.int32))
+    )
     cls = tf.ones([batch, 1], tf.int64)
     shape = [None, max_tokens]
     if pad_multiple:

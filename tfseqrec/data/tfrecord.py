@@ -46,7 +46,9 @@ def make_example(user_id, item_ids, items, target_id=None, target=None, timestam
     if timestamps is not None:
         if len(timestamps) != len(item_ids):
             raise ValueError(f"user {user_id!r}: {len(item_ids)} items but {len(timestamps)} timestamps")
-        seconds = np.floor(np.asarray(timestamps, np.float64)).astype(np.int64).tolist() if len(timestamps) else []
+        seconds = (
+            np.floor(np.asarray(timestamps, np.float64)).astype(np.int64).tolist() if len(timestamps) else []
+        )
         feature["timestamps"] = tf.train.Feature(int64_list=tf.train.Int64List(value=seconds))
     if target_id is not None:
         feature["target"] = _bytes([target])
@@ -116,12 +118,15 @@ def from_batches(batches, source="the records"):
         values.append(ids.flat_values.numpy())
         times.append(_times(batch, ids, source))
         # The target id of each record, -1 where it has none (ids are never negative).
-        targets.append(_first(batch["target_id"], n, -1) if "target_id" in batch else np.full(n, -1, np.int64))
+        targets.append(
+            _first(batch["target_id"], n, -1) if "target_id" in batch else np.full(n, -1, np.int64)
+        )
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.concatenate(values).astype(np.int64) if values else np.zeros(0, np.int64)
-    sequences = splits_lib.Sequences(np.asarray(users, dtype=object), values, splits,
-                                     _joined_times(times, lengths, source))
+    sequences = splits_lib.Sequences(
+        np.asarray(users, dtype=object), values, splits, _joined_times(times, lengths, source)
+    )
     targets = np.concatenate(targets) if targets else np.zeros(0, np.int64)
     has_target = targets >= 0
     if not has_target.any():
@@ -176,8 +181,10 @@ def _times(batch, ids, source):
     if not counts.any():
         return None
     if not np.array_equal(counts, lengths):
-        raise ValueError(f"{source}: a record has {int(counts[counts != lengths][0])} timestamps for "
-                         f"{int(lengths[counts != lengths][0])} items (each item needs one, or no record any)")
+        raise ValueError(
+            f"{source}: a record has {int(counts[counts != lengths][0])} timestamps for "
+            f"{int(lengths[counts != lengths][0])} items (each item needs one, or no record any)"
+        )
     return times.flat_values.numpy()
 
 

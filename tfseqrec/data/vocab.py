@@ -63,9 +63,7 @@ class ItemVocabulary:
                     "non-empty and hold no tab or newline"
                 )
         self.items = items
-        self.counts = (
-            np.zeros(len(items), np.int64) if counts is None else np.asarray(counts, np.int64)
-        )
+        self.counts = np.zeros(len(items), np.int64) if counts is None else np.asarray(counts, np.int64)
         if len(self.counts) != len(items):
             raise ValueError(f"{len(items)} items but {len(self.counts)} counts")
         self._index = {item: NUM_RESERVED + i for i, item in enumerate(items)}
@@ -77,12 +75,16 @@ class ItemVocabulary:
     def from_items(cls, raw_items):
         """Builds a vocabulary from a stream of raw ids, most frequent first."""
         uniques, codes = factorize(raw_items)
-        return cls.from_counts(dict(zip(uniques.tolist(), np.bincount(codes, minlength=len(uniques)).tolist())))
+        return cls.from_counts(
+            dict(zip(uniques.tolist(), np.bincount(codes, minlength=len(uniques)).tolist()))
+        )
 
     @classmethod
     def from_counts(cls, counts):
         """Builds a vocabulary from ``{raw_id: count}``: most frequent first, ties by id."""
-        ordered = sorted(((str(item), int(n)) for item, n in counts.items()), key=lambda kv: (-kv[1], natural_key(kv[0])))
+        ordered = sorted(
+            ((str(item), int(n)) for item, n in counts.items()), key=lambda kv: (-kv[1], natural_key(kv[0]))
+        )
         return cls([item for item, _ in ordered], [count for _, count in ordered])
 
     def with_items(self, raw_ids):
@@ -132,7 +134,9 @@ class ItemVocabulary:
         """Raw ids to int64 ids; unknown ids become ``OOV_ID``."""
         uniques, codes = factorize(raw_ids)
         index = self._index
-        ids = np.fromiter((index.get(u, OOV_ID) for u in uniques.tolist()), dtype=np.int64, count=len(uniques))
+        ids = np.fromiter(
+            (index.get(u, OOV_ID) for u in uniques.tolist()), dtype=np.int64, count=len(uniques)
+        )
         return ids[codes]
 
     def to_raw(self, ids):
@@ -219,7 +223,11 @@ def factorize(raw_ids):
     >>> uniques.tolist(), codes.tolist()
     (['b', 'a', '7'], [0, 1, 0, 2])
     """
-    values = raw_ids if isinstance(raw_ids, np.ndarray) and raw_ids.dtype == object else np.asarray(raw_ids, object)
+    values = (
+        raw_ids
+        if isinstance(raw_ids, np.ndarray) and raw_ids.dtype == object
+        else np.asarray(raw_ids, object)
+    )
     values = values.reshape(-1)
     try:
         encoded = pyarrow.array(values, type=pyarrow.string()).dictionary_encode()

@@ -151,8 +151,9 @@ class Recommender(tf.Module):
             scores, history = self.scores(ids, times)
             return ranking.top_k(scores, k, exclude=history)
         block_scores, _, history, width = self.blocks(ids, times)
-        return ranking.top_k_in_blocks(block_scores, self.model.num_items, tf.shape(history)[0], k, exclude=history,
-                                       chunk_items=width)
+        return ranking.top_k_in_blocks(
+            block_scores, self.model.num_items, tf.shape(history)[0], k, exclude=history, chunk_items=width
+        )
 
     def rank(self, ids, targets, times=None):
         """``tfseqrec.ranking.rank_targets`` of target ids ``[batch]`` given histories ``[batch, None]``."""
@@ -160,8 +161,9 @@ class Recommender(tf.Module):
             scores, history = self.scores(ids, times)
             return ranking.rank_targets(scores, targets, history)
         block_scores, target_scores, history, width = self.blocks(ids, times)
-        return ranking.rank_targets_in_blocks(block_scores, target_scores, self.model.num_items, targets, history,
-                                              chunk_items=width)
+        return ranking.rank_targets_in_blocks(
+            block_scores, target_scores, self.model.num_items, targets, history, chunk_items=width
+        )
 
     def _recommend_raw(self, history, k, times=None):
         ids = self.to_id.lookup(history)
@@ -202,7 +204,9 @@ class Recommender(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def predict_examples(self, examples):
-        features = tf.io.parse_example(examples, {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items")})
+        features = tf.io.parse_example(
+            examples, {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items")}
+        )
         out = self._recommend_raw(features["items"].to_tensor(default_value=""), self.k)
         return {"user_id": features["user_id"], **out}
 
@@ -221,7 +225,9 @@ class Recommender(tf.Module):
 
     def signatures(self):
         """The concrete functions to save, by signature name."""
-        return self._collect({name: getattr(self, name).get_concrete_function() for name in self.signature_names()})
+        return self._collect(
+            {name: getattr(self, name).get_concrete_function() for name in self.signature_names()}
+        )
 
     def _collect(self, functions):
         # The variables the signatures read, saved as this module's own.
@@ -245,12 +251,14 @@ class Recommender(tf.Module):
         return serving.predict_request(histories, model_name, signature_name="serving_default")
 
     def _warmup_recommend_top_k(self, histories, model_name):
-        return serving.predict_request(histories, model_name, signature_name="recommend_top_k",
-                                       k=[10] * len(histories))
+        return serving.predict_request(
+            histories, model_name, signature_name="recommend_top_k", k=[10] * len(histories)
+        )
 
     def _warmup_recommend_ids(self, histories, model_name):
-        return serving.predict_request([[int(i) for i in h] for h in histories], model_name,
-                                       signature_name="recommend_ids")
+        return serving.predict_request(
+            [[int(i) for i in h] for h in histories], model_name, signature_name="recommend_ids"
+        )
 
     def _warmup_predict_examples(self, histories, model_name):
         examples = [
@@ -304,7 +312,8 @@ class TimedRecommender(Recommender):
     def _checked_times(history, timestamps):
         """``timestamps``, once it is shaped as ``history`` (else the request fails, saying so)."""
         check = tf.debugging.assert_equal(
-            tf.shape(timestamps), tf.shape(history),
+            tf.shape(timestamps),
+            tf.shape(history),
             message="timestamps must have the shape of history: one time (seconds) per history slot",
         )
         with tf.control_dependencies([check]):
@@ -344,7 +353,8 @@ class TimedRecommender(Recommender):
         features = tf.io.parse_example(examples, spec)
         items, times = features["items"], features["timestamps"]
         check = tf.debugging.assert_equal(
-            times.row_lengths(), items.row_lengths(),
+            times.row_lengths(),
+            items.row_lengths(),
             message="predict_examples: each record needs a 'timestamps' feature with one time per item",
         )
         with tf.control_dependencies([check]):
@@ -365,16 +375,26 @@ class TimedRecommender(Recommender):
     # --- warm-up: the same requests, with times a day apart ----------------------------
 
     def _warmup_serving_default(self, histories, model_name):
-        return serving.predict_request(histories, model_name, signature_name="serving_default",
-                                       timestamps=_warmup_times(histories))
+        return serving.predict_request(
+            histories, model_name, signature_name="serving_default", timestamps=_warmup_times(histories)
+        )
 
     def _warmup_recommend_top_k(self, histories, model_name):
-        return serving.predict_request(histories, model_name, signature_name="recommend_top_k",
-                                       k=[10] * len(histories), timestamps=_warmup_times(histories))
+        return serving.predict_request(
+            histories,
+            model_name,
+            signature_name="recommend_top_k",
+            k=[10] * len(histories),
+            timestamps=_warmup_times(histories),
+        )
 
     def _warmup_recommend_ids(self, histories, model_name):
-        return serving.predict_request([[int(i) for i in h] for h in histories], model_name,
-                                       signature_name="recommend_ids", timestamps=_warmup_times(histories))
+        return serving.predict_request(
+            [[int(i) for i in h] for h in histories],
+            model_name,
+            signature_name="recommend_ids",
+            timestamps=_warmup_times(histories),
+        )
 
     def _warmup_predict_examples(self, histories, model_name):
         times = _warmup_times(histories)
@@ -386,8 +406,13 @@ class TimedRecommender(Recommender):
 
     def _warmup_rank_targets(self, histories, model_name):
         targets = [h[-1] if h else self.vocabulary.items[0] for h in histories]
-        return serving.predict_request(histories, model_name, signature_name="rank_targets", targets=targets,
-                                       timestamps=_warmup_times(histories))
+        return serving.predict_request(
+            histories,
+            model_name,
+            signature_name="rank_targets",
+            targets=targets,
+            timestamps=_warmup_times(histories),
+        )
 
 
 def _warmup_times(histories, start=1_000_000_000, step=86_400):
@@ -471,8 +496,9 @@ class TextRecommender(Recommender):
         return [[list(self.model.item_text[i]) for i in self.vocabulary.lookup(h)] for h in histories]
 
     def _warmup_recommend_texts(self, histories, model_name):
-        return serving.text_request(self._texts(histories), model_name, self.num_attributes,
-                                    signature_name="recommend_texts")
+        return serving.text_request(
+            self._texts(histories), model_name, self.num_attributes, signature_name="recommend_texts"
+        )
 
     def _warmup_encode_items(self, histories, model_name):
         items = [item for h in self._texts(histories) for item in h][:8] or [[""]]

@@ -54,7 +54,9 @@ def export_version(model, vocabulary, base_path, version=None, k=10, warmup=True
         raise ValueError(f"versions are positive integers, got {version}")
     path = os.path.join(base_path, str(version))
     if os.path.exists(path):
-        raise FileExistsError(f"{path} exists already; pick another --version or leave it out for the next one")
+        raise FileExistsError(
+            f"{path} exists already; pick another --version or leave it out for the next one"
+        )
     os.makedirs(base_path, exist_ok=True)
     staging = os.path.join(base_path, f".{version}.partial")
     shutil.rmtree(staging, ignore_errors=True)

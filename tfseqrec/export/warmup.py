@@ -32,7 +32,9 @@ def write_warmup_requests(export_dir, module, model_name="tfseqrec"):
         for histories in batches:
             for name in module.signature_names():
                 request = module.warmup_request(name, histories, model_name)
-                log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
+                log = prediction_log_pb2.PredictionLog(
+                    predict_log=prediction_log_pb2.PredictLog(request=request)
+                )
                 writer.write(log.SerializeToString())
                 count += 1
     return count

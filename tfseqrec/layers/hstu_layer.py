@@ -108,7 +108,11 @@ class HSTULayer(keras.layers.Layer):
         heads = self.num_heads
         # === Layers ===
         self.input_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, center=False, scale=False, dtype=self.dtype_policy, name="input_norm"
+            epsilon=self.layer_norm_epsilon,
+            center=False,
+            scale=False,
+            dtype=self.dtype_policy,
+            name="input_norm",
         )
         self.uvqk = keras.layers.Dense(
             heads * (2 * self.linear_dim + 2 * self.attention_dim),
@@ -119,7 +123,11 @@ class HSTULayer(keras.layers.Layer):
         )
         self.uvqk.build(input_shape)
         self.attention_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, center=False, scale=False, dtype=self.dtype_policy, name="attention_norm"
+            epsilon=self.layer_norm_epsilon,
+            center=False,
+            scale=False,
+            dtype=self.dtype_policy,
+            name="attention_norm",
         )
         self.output_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=self._initializer(), dtype=self.dtype_policy, name="output"

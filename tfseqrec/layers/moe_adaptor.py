@@ -41,8 +41,9 @@ class MoEAdaptor(keras.layers.Layer):
         Recommender Systems", KDD 2022.
     """
 
-    def __init__(self, output_dim, num_experts=8, dropout=0.2, noisy_gating=True,
-                 kernel_initializer=None, **kwargs):
+    def __init__(
+        self, output_dim, num_experts=8, dropout=0.2, noisy_gating=True, kernel_initializer=None, **kwargs
+    ):
         super().__init__(**kwargs)
         self.output_dim = output_dim
         self.num_experts = num_experts
@@ -60,14 +61,17 @@ class MoEAdaptor(keras.layers.Layer):
             name="whitening_bias", shape=(self.num_experts, input_dim), initializer="zeros"
         )
         self.expert_kernel = self.add_weight(
-            name="expert_kernel", shape=(self.num_experts, input_dim, self.output_dim),
+            name="expert_kernel",
+            shape=(self.num_experts, input_dim, self.output_dim),
             initializer=self.kernel_initializer,
         )
-        self.gate_kernel = self.add_weight(name="gate_kernel", shape=(input_dim, self.num_experts),
-                                           initializer="zeros")
+        self.gate_kernel = self.add_weight(
+            name="gate_kernel", shape=(input_dim, self.num_experts), initializer="zeros"
+        )
         if self.noisy_gating:
-            self.noise_kernel = self.add_weight(name="noise_kernel", shape=(input_dim, self.num_experts),
-                                                initializer="zeros")
+            self.noise_kernel = self.add_weight(
+                name="noise_kernel", shape=(input_dim, self.num_experts), initializer="zeros"
+            )
         self.built = True
 
     def gates(self, inputs, training=None):
@@ -75,8 +79,11 @@ class MoEAdaptor(keras.layers.Layer):
         logits = ops.matmul(inputs, self.gate_kernel)
         if training and self.noisy_gating:
             stddev = ops.softplus(ops.matmul(inputs, self.noise_kernel)) + 0.01
-            logits = logits + keras.random.normal(ops.shape(logits), seed=self.seed_generator,
-                                                  dtype=logits.dtype) * stddev
+            logits = (
+                logits
+                + keras.random.normal(ops.shape(logits), seed=self.seed_generator, dtype=logits.dtype)
+                * stddev
+            )
         return ops.softmax(logits, axis=-1)
 
     def call(self, inputs, training=None):
@@ -105,11 +112,13 @@ class MoEAdaptor(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "output_dim": self.output_dim,
-            "num_experts": self.num_experts,
-            "dropout": self.dropout,
-            "noisy_gating": self.noisy_gating,
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-        })
+        config.update(
+            {
+                "output_dim": self.output_dim,
+                "num_experts": self.num_experts,
+                "dropout": self.dropout,
+                "noisy_gating": self.noisy_gating,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
         return config

@@ -39,8 +39,17 @@ class RecformerEmbedding(keras.layers.Layer):
         Sequential Recommendation", KDD 2023.
     """
 
-    def __init__(self, vocabulary_size, hidden_dim, max_tokens=512, max_sequence_length=50, num_token_types=3,
-                 dropout=0.0, layer_norm_epsilon=1e-12, **kwargs):
+    def __init__(
+        self,
+        vocabulary_size,
+        hidden_dim,
+        max_tokens=512,
+        max_sequence_length=50,
+        num_token_types=3,
+        dropout=0.0,
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
@@ -54,18 +63,26 @@ class RecformerEmbedding(keras.layers.Layer):
         init = keras.initializers.TruncatedNormal(stddev=0.02)
 
         def embedding(n, name):
-            return keras.layers.Embedding(n, hidden_dim, embeddings_initializer=init, dtype=self.dtype_policy, name=name)
+            return keras.layers.Embedding(
+                n, hidden_dim, embeddings_initializer=init, dtype=self.dtype_policy, name=name
+            )
 
         self.token_embedding = embedding(vocabulary_size, "token_embedding")
         self.position_embedding = embedding(max_tokens, "position_embedding")
         self.token_type_embedding = embedding(num_token_types, "token_type_embedding")
         self.item_position_embedding = embedding(max_sequence_length + 1, "item_position_embedding")
-        self.norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
+        self.norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm"
+        )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
-        for layer in (self.token_embedding, self.position_embedding, self.token_type_embedding,
-                      self.item_position_embedding):
+        for layer in (
+            self.token_embedding,
+            self.position_embedding,
+            self.token_type_embedding,
+            self.item_position_embedding,
+        ):
             layer.build((None, None))
         self.norm.build((None, None, self.hidden_dim))
         self.built = True
@@ -86,13 +103,15 @@ class RecformerEmbedding(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "vocabulary_size": self.vocabulary_size,
-            "hidden_dim": self.hidden_dim,
-            "max_tokens": self.max_tokens,
-            "max_sequence_length": self.max_sequence_length,
-            "num_token_types": self.num_token_types,
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        })
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "hidden_dim": self.hidden_dim,
+                "max_tokens": self.max_tokens,
+                "max_sequence_length": self.max_sequence_length,
+                "num_token_types": self.num_token_types,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
         return config

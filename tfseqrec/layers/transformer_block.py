@@ -150,7 +150,9 @@ class TransformerBlock(keras.layers.Layer):
             )
         else:
             h = self.attention_norm(x) if self.normalize_first else x
-            attended, scores = self.attention(h, h, attention_mask=mask, training=training, return_attention_scores=True)
+            attended, scores = self.attention(
+                h, h, attention_mask=mask, training=training, return_attention_scores=True
+            )
         if self.attention_output_dropout:
             attended = self.dropout_layer(attended, training=training)
         x = x + attended

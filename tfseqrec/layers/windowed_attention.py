@@ -84,7 +84,11 @@ class WindowedSelfAttention(keras.layers.Layer):
         self.key_global_dense = projection("key_global")
         self.value_global_dense = projection("value_global")
         self.output_dense = keras.layers.EinsumDense(
-            "bthk,hkd->btd", output_shape=(None, hidden_dim), bias_axes="d", dtype=self.dtype_policy, name="output"
+            "bthk,hkd->btd",
+            output_shape=(None, hidden_dim),
+            bias_axes="d",
+            dtype=self.dtype_policy,
+            name="output",
         )
         self.output_dense.build((input_shape[0], input_shape[1], self.num_heads, self.key_dim))
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
@@ -112,7 +116,8 @@ class WindowedSelfAttention(keras.layers.Layer):
         is_global = ops.arange(length + pad) < g
         # Global keys join every row through their own column, not through the band.
         local_key = ops.logical_and(
-            ops.pad(padding_mask, [[0, 0], [0, pad]], constant_values=False), ops.logical_not(is_global)[None, :]
+            ops.pad(padding_mask, [[0, 0], [0, pad]], constant_values=False),
+            ops.logical_not(is_global)[None, :],
         )
 
         def to_blocks(t):
@@ -127,7 +132,9 @@ class WindowedSelfAttention(keras.layers.Layer):
             return ops.concatenate(parts, axis=2)
 
         band = ops.einsum("bnqhk,bnshk->bnhqs", to_blocks(q), neighbours(k))
-        offset = ops.arange(3 * radius)[None, :] - radius - ops.arange(radius)[:, None]  # key minus query position
+        offset = (
+            ops.arange(3 * radius)[None, :] - radius - ops.arange(radius)[:, None]
+        )  # key minus query position
         band_ok = ops.logical_and(
             (ops.abs(offset) <= radius)[None, None, None, :, :],
             neighbours(local_key)[:, :, None, None, :],

@@ -34,8 +34,17 @@ class WindowedTransformerBlock(keras.layers.Layer):
     (2, 9, 8)
     """
 
-    def __init__(self, num_heads, intermediate_dim, attention_window=64, num_global_tokens=1, dropout=0.0,
-                 activation="gelu", layer_norm_epsilon=1e-12, **kwargs):
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        attention_window=64,
+        num_global_tokens=1,
+        dropout=0.0,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
@@ -51,17 +60,27 @@ class WindowedTransformerBlock(keras.layers.Layer):
             raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={self.num_heads}")
         # === Layers ===
         self.attention = WindowedSelfAttention(
-            self.num_heads, hidden_dim // self.num_heads, self.attention_window, self.num_global_tokens,
-            dropout=self.dropout, dtype=self.dtype_policy, name="attention",
+            self.num_heads,
+            hidden_dim // self.num_heads,
+            self.attention_window,
+            self.num_global_tokens,
+            dropout=self.dropout,
+            dtype=self.dtype_policy,
+            name="attention",
         )
         self.attention.build(input_shape)
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="attention_norm"
         )
         self.attention_norm.build(input_shape)
-        activation = (lambda x: keras.activations.gelu(x, approximate=False)) if self.activation == "gelu" else self.activation
-        self.intermediate = keras.layers.Dense(self.intermediate_dim, activation=activation, dtype=self.dtype_policy,
-                                               name="intermediate")
+        activation = (
+            (lambda x: keras.activations.gelu(x, approximate=False))
+            if self.activation == "gelu"
+            else self.activation
+        )
+        self.intermediate = keras.layers.Dense(
+            self.intermediate_dim, activation=activation, dtype=self.dtype_policy, name="intermediate"
+        )
         self.intermediate.build(input_shape)
         self.output_dense = keras.layers.Dense(hidden_dim, dtype=self.dtype_policy, name="output")
         self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_dim,))
@@ -83,13 +102,15 @@ class WindowedTransformerBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "attention_window": self.attention_window,
-            "num_global_tokens": self.num_global_tokens,
-            "dropout": self.dropout,
-            "activation": self.activation,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        })
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "attention_window": self.attention_window,
+                "num_global_tokens": self.num_global_tokens,
+                "dropout": self.dropout,
+                "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
         return config

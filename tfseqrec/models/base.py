@@ -5,8 +5,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec import losses as losses_lib
-from tfseqrec import optimizers  # also registers RowSparseAdam, which a saved model's compile config may name
-from tfseqrec import ranking
+from tfseqrec import (
+    optimizers,  # also registers RowSparseAdam, which a saved model's compile config may name
+    ranking,
+)
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
@@ -176,7 +178,9 @@ class SequentialRecommender(keras.Model):
             loss = self.loss_fn.from_embeddings(tf.cast(hidden, table.dtype), positives, table, bias)
         else:
             weight = (
-                tf.cast(y, "int32") >= vocab.NUM_RESERVED if sample_weight is None else tf.greater(sample_weight, 0)
+                tf.cast(y, "int32") >= vocab.NUM_RESERVED
+                if sample_weight is None
+                else tf.greater(sample_weight, 0)
             )
             history = self._history(x, y, weight) if self.loss_fn.exclude_history else None
             if self.jit_compile is True:
@@ -230,8 +234,13 @@ class SequentialRecommender(keras.Model):
         both = tf.concat([tf.cast(ids, "int32"), y], axis=1)
         rows = tf.broadcast_to(tf.range(tf.shape(both)[0])[:, None], tf.shape(both))
         valid = both >= vocab.NUM_RESERVED
-        index = tf.stack([tf.boolean_mask(rows, valid), tf.boolean_mask(both, valid) - vocab.NUM_RESERVED], axis=1)
-        seen = tf.scatter_nd(index, tf.ones(tf.shape(index)[:1], "int32"), [tf.shape(both)[0], self.num_items]) > 0
+        index = tf.stack(
+            [tf.boolean_mask(rows, valid), tf.boolean_mask(both, valid) - vocab.NUM_RESERVED], axis=1
+        )
+        seen = (
+            tf.scatter_nd(index, tf.ones(tf.shape(index)[:1], "int32"), [tf.shape(both)[0], self.num_items])
+            > 0
+        )
         return rows[:, : tf.shape(ids)[1]], seen
 
     def compile(self, optimizer="adam", metrics=None, **kwargs):
@@ -298,7 +307,9 @@ class SequentialRecommender(keras.Model):
         if self.exclude_seen_in_validation:
             scores = ranking.exclude_items(scores, ids if history is None else history, keep=y)
         for metric in self.metrics:
-            if metric.name == "loss":  # weighted by known targets: the mean over all cases, whatever the batching
+            if (
+                metric.name == "loss"
+            ):  # weighted by known targets: the mean over all cases, whatever the batching
                 metric.update_state(loss, sample_weight=tf.reduce_sum(weight))
         for metric in getattr(self, "_ranking_metrics", []):
             metric.update_state(y, scores, sample_weight)
@@ -335,7 +346,9 @@ class SequentialRecommender(keras.Model):
             return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
         if iterator is not None:
             data_batch = distribute.replica_spec(iterator._distributed_dataset.element_spec)
-        data_batch = keras.tree.map_structure(lambda value: distribute.local_value(strategy, value), data_batch)
+        data_batch = keras.tree.map_structure(
+            lambda value: distribute.local_value(strategy, value), data_batch
+        )
         with strategy.scope():
             self._symbolic_build(data_batch=data_batch)
 
@@ -384,13 +397,19 @@ class SequentialRecommender(keras.Model):
             best first.
         """
         if (timestamps is not None) != self.uses_timestamps:
-            raise ValueError("this model reads the items' timestamps: give them" if self.uses_timestamps
-                             else "this model does not read timestamps (it was trained without a time bias)")
+            raise ValueError(
+                "this model reads the items' timestamps: give them"
+                if self.uses_timestamps
+                else "this model does not read timestamps (it was trained without a time bias)"
+            )
         if not isinstance(histories, np.ndarray):
             from tfseqrec.data import splits
 
-            seqs = splits.Sequences.from_list(range(len(histories)), [list(h) for h in histories],
-                                              None if timestamps is None else [list(t) for t in timestamps])
+            seqs = splits.Sequences.from_list(
+                range(len(histories)),
+                [list(h) for h in histories],
+                None if timestamps is None else [list(t) for t in timestamps],
+            )
             width = max(1, int(seqs.lengths.max(initial=1)))
             full = pipeline.pad_left(seqs, width)
             times = None if timestamps is None else pipeline.pad_left_times(seqs, width)
@@ -403,8 +422,10 @@ class SequentialRecommender(keras.Model):
         for start in range(0, len(full), batch_size):
             inputs = tf.constant(window[start : start + batch_size])
             if times is not None:
-                inputs = {"item_ids": inputs, "timestamps": tf.constant(times[start : start + batch_size,
-                                                                               -self.max_sequence_length :])}
+                inputs = {
+                    "item_ids": inputs,
+                    "timestamps": tf.constant(times[start : start + batch_size, -self.max_sequence_length :]),
+                }
             top_scores, top_index = fn(
                 inputs,
                 tf.constant(full[start : start + batch_size]),
@@ -430,8 +451,14 @@ class SequentialRecommender(keras.Model):
                 table, bias = self.output_table()
                 blocks, _ = ranking.query_blocks(self.query(window), table, bias)
                 batch = tf.shape(full)[0]
-                return ranking.top_k_in_blocks(blocks, self.num_items, batch, k, exclude=full if exclude_seen else None,
-                                               chunk_items=ranking.block_width(batch))
+                return ranking.top_k_in_blocks(
+                    blocks,
+                    self.num_items,
+                    batch,
+                    k,
+                    exclude=full if exclude_seen else None,
+                    chunk_items=ranking.block_width(batch),
+                )
 
             self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn

@@ -95,8 +95,20 @@ class BERT4Rec(base.SequentialRecommender):
         loss=None,
         **kwargs,
     ):
-        super().__init__(num_items, max_sequence_length, hidden_dim, num_layers, num_heads, intermediate_dim, dropout,
-                         activation, normalize_first, loss=loss, position_origin=position_origin, **kwargs)
+        super().__init__(
+            num_items,
+            max_sequence_length,
+            hidden_dim,
+            num_layers,
+            num_heads,
+            intermediate_dim,
+            dropout,
+            activation,
+            normalize_first,
+            loss=loss,
+            position_origin=position_origin,
+            **kwargs,
+        )
         # === Layers ===
         init = functools.partial(_initializer, initializer_range)
         self.item_embedding = keras.layers.Embedding(
@@ -108,9 +120,14 @@ class BERT4Rec(base.SequentialRecommender):
         self.embedding_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="embedding_norm")
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.blocks = self.make_blocks(
-            causal=False, default_intermediate_dim=4 * hidden_dim, layer_norm_epsilon=1e-12, kernel_initializer=init(True)
+            causal=False,
+            default_intermediate_dim=4 * hidden_dim,
+            layer_norm_epsilon=1e-12,
+            kernel_initializer=init(True),
         )
-        self.head_dense = keras.layers.Dense(hidden_dim, activation="gelu", kernel_initializer=init(True), name="head_dense")
+        self.head_dense = keras.layers.Dense(
+            hidden_dim, activation="gelu", kernel_initializer=init(True), name="head_dense"
+        )
         self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="head_norm")
         self.output_bias = self.add_weight(shape=(num_items,), initializer="zeros", name="output_bias")
         self.masking = masking_lib.ClozeMasking(

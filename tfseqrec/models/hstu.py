@@ -99,8 +99,10 @@ class HSTU(base.SequentialRecommender):
         **kwargs,
     ):
         if hidden_dim % num_heads and (attention_dim is None or linear_dim is None):
-            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}; "
-                             "give attention_dim and linear_dim")
+            raise ValueError(
+                f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}; "
+                "give attention_dim and linear_dim"
+            )
         super().__init__(
             num_items,
             max_sequence_length,
@@ -177,15 +179,22 @@ class HSTU(base.SequentialRecommender):
             raise ValueError("timestamps given to an HSTU without time buckets (num_time_buckets=0)")
         if timestamps is None and self.num_time_buckets:
             # Without them the time bias would silently drop out: scores unlike the trained model's.
-            raise ValueError(f"this HSTU has a time bias (num_time_buckets={self.num_time_buckets}): "
-                             "its inputs need 'timestamps' (seconds, aligned with 'item_ids')")
+            raise ValueError(
+                f"this HSTU has a time bias (num_time_buckets={self.num_time_buckets}): "
+                "its inputs need 'timestamps' (seconds, aligned with 'item_ids')"
+            )
         x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
         attention = []
         for block in self.blocks:
-            out = block(x, padding_mask=mask, timestamps=timestamps, training=training,
-                        return_attention_scores=return_attention_scores)
+            out = block(
+                x,
+                padding_mask=mask,
+                timestamps=timestamps,
+                training=training,
+                return_attention_scores=return_attention_scores,
+            )
             if return_attention_scores:
                 out, scores = out
                 attention.append(scores)

@@ -115,7 +115,10 @@ class SASRec(base.SequentialRecommender):
 
         self.make_item_layers(init)
         self.position_embedding = keras.layers.Embedding(
-            max_sequence_length, hidden_dim, embeddings_initializer=init(initializer_range or 0.02), name="position_embedding"
+            max_sequence_length,
+            hidden_dim,
+            embeddings_initializer=init(initializer_range or 0.02),
+            name="position_embedding",
         )
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.blocks = self.make_blocks(

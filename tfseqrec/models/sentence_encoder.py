@@ -53,12 +53,19 @@ class SentenceEncoder(tf.Module):
         from tfseqrec.models.recformer import RecformerBackbone, load_bert_weights, minilm_path
 
         path = path or minilm_path()
-        tokenizer = text_lib.ItemTextTokenizer(os.path.join(path, "vocab.txt"), attributes, max_attribute_tokens)
+        tokenizer = text_lib.ItemTextTokenizer(
+            os.path.join(path, "vocab.txt"), attributes, max_attribute_tokens
+        )
         # [CLS] plus every attribute's key and value; the window spans all of it.
         width = 1 + sum(len(key) + max_attribute_tokens for key in tokenizer.key_tokens)
         window = 2 * width + (2 * width) % 2
-        backbone = RecformerBackbone(num_layers=num_layers, max_tokens=width, max_sequence_length=1,
-                                     attention_window=window, dropout=0.0)
+        backbone = RecformerBackbone(
+            num_layers=num_layers,
+            max_tokens=width,
+            max_sequence_length=1,
+            attention_window=window,
+            dropout=0.0,
+        )
         backbone.build()
         load_bert_weights(backbone, path)
         return cls(backbone, tokenizer)
@@ -74,8 +81,13 @@ class SentenceEncoder(tf.Module):
 
     def encode_tokens(self, tokens, types):
         """Vectors ``[n, dim]`` of tokenized items (ragged ``[n, (tokens)]``, as ``tokenize`` gives)."""
-        inputs = text_lib.pack_histories(tf.expand_dims(tokens, 1), tf.expand_dims(types, 1), self.tokenizer.cls_id, 1,
-                                         self.backbone.max_tokens)
+        inputs = text_lib.pack_histories(
+            tf.expand_dims(tokens, 1),
+            tf.expand_dims(types, 1),
+            self.tokenizer.cls_id,
+            1,
+            self.backbone.max_tokens,
+        )
         states = self.backbone(inputs, training=False)
         mask = tf.cast(inputs["padding_mask"], states.dtype)[..., None]
         mean = tf.reduce_sum(states * mask, axis=1) / tf.reduce_sum(mask, axis=1)
@@ -96,8 +108,10 @@ class SentenceEncoder(tf.Module):
         """
         texts = np.asarray(texts, dtype=object).reshape(len(texts), -1)
         if texts.shape[1] != len(self.attributes):
-            raise ValueError(f"item texts have {texts.shape[1]} attributes; the encoder reads "
-                             f"{len(self.attributes)} ({self.attributes})")
+            raise ValueError(
+                f"item texts have {texts.shape[1]} attributes; the encoder reads "
+                f"{len(self.attributes)} ({self.attributes})"
+            )
         from tfseqrec.evaluation import progress_bar
 
         out = np.zeros((len(texts), self.dim), np.float32)

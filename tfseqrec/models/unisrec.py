@@ -107,22 +107,33 @@ class UniSRec(SASRec):
     def make_item_layers(self, init):
         # === Layers ===
         self.text_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + self.num_items, self.text_dim, embeddings_initializer="zeros", trainable=False,
+            vocab.NUM_RESERVED + self.num_items,
+            self.text_dim,
+            embeddings_initializer="zeros",
+            trainable=False,
             name="text_embedding",
         )
         self.adaptor = MoEAdaptor(
-            self.hidden_dim, self.num_experts, self.adaptor_dropout,
-            kernel_initializer=init(self.initializer_range or 0.02), name="adaptor",
+            self.hidden_dim,
+            self.num_experts,
+            self.adaptor_dropout,
+            kernel_initializer=init(self.initializer_range or 0.02),
+            name="adaptor",
         )
         self.item_embedding = self.id_known = None
         if self.use_id_embeddings:
             self.item_embedding = keras.layers.Embedding(
-                vocab.NUM_RESERVED + self.num_items, self.hidden_dim,
-                embeddings_initializer=init(self.initializer_range or 0.02), name="item_embedding",
+                vocab.NUM_RESERVED + self.num_items,
+                self.hidden_dim,
+                embeddings_initializer=init(self.initializer_range or 0.02),
+                name="item_embedding",
             )
             # 1 where an item's id embedding is used, 0 where the item is read by its text alone.
             self.id_known = keras.layers.Embedding(
-                vocab.NUM_RESERVED + self.num_items, 1, embeddings_initializer="ones", trainable=False,
+                vocab.NUM_RESERVED + self.num_items,
+                1,
+                embeddings_initializer="ones",
+                trainable=False,
                 name="id_known",
             )
             self.id_seed_generator = keras.random.SeedGenerator()
@@ -131,8 +142,10 @@ class UniSRec(SASRec):
         """Sets the text vectors ``[num_items, text_dim]`` of ids ``NUM_RESERVED ..``."""
         vectors = np.asarray(vectors, np.float32)
         if vectors.shape != (self.num_items, self.text_dim):
-            raise ValueError(f"text vectors of shape {vectors.shape}; the model wants ({self.num_items}, "
-                             f"{self.text_dim}), one row per item")
+            raise ValueError(
+                f"text vectors of shape {vectors.shape}; the model wants ({self.num_items}, "
+                f"{self.text_dim}), one row per item"
+            )
         if not np.all(np.isfinite(vectors)):
             bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
             raise ValueError(f"{len(bad)} text vectors are not finite (rows {bad[:5].tolist()} ...)")
@@ -152,7 +165,9 @@ class UniSRec(SASRec):
             return
         counts = np.asarray(counts)
         if counts.shape != (vocab.NUM_RESERVED + self.num_items,):
-            raise ValueError(f"counts of shape {counts.shape}; the model wants ({vocab.NUM_RESERVED + self.num_items},)")
+            raise ValueError(
+                f"counts of shape {counts.shape}; the model wants ({vocab.NUM_RESERVED + self.num_items},)"
+            )
         self.id_known.embeddings.assign((counts > 0).astype(np.float32)[:, None])
 
     def item_vectors(self, ids, training=None):
@@ -219,10 +234,14 @@ class UniSRec(SASRec):
         for mine, theirs in zip(grown.weights, self.weights):
             value = np.asarray(theirs)
             if tuple(mine.shape) != value.shape:  # a table of item rows: new rows start at zero
-                value = np.concatenate([value, np.zeros((num_items - self.num_items, value.shape[1]), value.dtype)])
+                value = np.concatenate(
+                    [value, np.zeros((num_items - self.num_items, value.shape[1]), value.dtype)]
+                )
             mine.assign(value)
         known = np.asarray(self.text_embedding.embeddings)[vocab.NUM_RESERVED :]
-        grown.set_text_embeddings(np.concatenate([known, np.asarray(text_embeddings, np.float32).reshape(-1, self.text_dim)]))
+        grown.set_text_embeddings(
+            np.concatenate([known, np.asarray(text_embeddings, np.float32).reshape(-1, self.text_dim)])
+        )
         return grown
 
     def output_table(self, training=False):
@@ -245,8 +264,12 @@ class UniSRec(SASRec):
             text_encoder: how those vectors were made (default: as this model's).
         """
         vectors = np.asarray(text_embeddings, np.float32)
-        config = {**self.get_config(), "num_items": len(vectors), "use_id_embeddings": False,
-                  "text_encoder": text_encoder if text_encoder is not None else self.text_encoder}
+        config = {
+            **self.get_config(),
+            "num_items": len(vectors),
+            "use_id_embeddings": False,
+            "text_encoder": text_encoder if text_encoder is not None else self.text_encoder,
+        }
         config.pop("name", None)
         other = UniSRec.from_config(config)
         other.load_shared_weights(self)
@@ -269,24 +292,28 @@ class UniSRec(SASRec):
                 continue
             if path not in theirs or tuple(theirs[path].shape) != tuple(weight.shape):
                 found = tuple(theirs[path].shape) if path in theirs else "nothing"
-                raise ValueError(f"the pre-trained UniSRec has {found} for {path}, this one {tuple(weight.shape)}: "
-                                 "use the pre-training's sizes (hidden_dim, num_layers, num_heads, "
-                                 "max_sequence_length, num_experts, text encoder)")
+                raise ValueError(
+                    f"the pre-trained UniSRec has {found} for {path}, this one {tuple(weight.shape)}: "
+                    "use the pre-training's sizes (hidden_dim, num_layers, num_heads, "
+                    "max_sequence_length, num_experts, text encoder)"
+                )
             weight.assign(theirs[path])
             copied += 1
         return copied
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "text_dim": self.text_dim,
-            "num_experts": self.num_experts,
-            "adaptor_dropout": self.adaptor_dropout,
-            "use_id_embeddings": self.use_id_embeddings,
-            "id_dropout": self.id_dropout,
-            "temperature": self.temperature,
-            "text_encoder": self.text_encoder,
-        })
+        config.update(
+            {
+                "text_dim": self.text_dim,
+                "num_experts": self.num_experts,
+                "adaptor_dropout": self.adaptor_dropout,
+                "use_id_embeddings": self.use_id_embeddings,
+                "id_dropout": self.id_dropout,
+                "temperature": self.temperature,
+                "text_encoder": self.text_encoder,
+            }
+        )
         return config
 
 
@@ -347,8 +374,9 @@ class UniSRecPretrainer(keras.Model):
         newest = tf.one_hot(tf.shape(ids)[1] - 1, tf.shape(ids)[1], on_value=True, off_value=False)[None]
         keep = real & (~drop | newest)
         order = tf.argsort(tf.cast(keep, tf.int32), axis=1, stable=True)
-        return tf.where(tf.gather(keep, order, batch_dims=1), tf.gather(ids, order, batch_dims=1),
-                        tf.zeros_like(ids))
+        return tf.where(
+            tf.gather(keep, order, batch_dims=1), tf.gather(ids, order, batch_dims=1), tf.zeros_like(ids)
+        )
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         t = self.model.temperature
@@ -369,12 +397,14 @@ class UniSRecPretrainer(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "model": keras.layers.serialize(self.model),
-            "seq_seq_weight": self.seq_seq_weight,
-            "item_drop": self.item_drop,
-            "seed": self.seed,
-        })
+        config.update(
+            {
+                "model": keras.layers.serialize(self.model),
+                "seq_seq_weight": self.seq_seq_weight,
+                "item_drop": self.item_drop,
+                "seed": self.seed,
+            }
+        )
         return config
 
     @classmethod

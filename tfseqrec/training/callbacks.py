@@ -100,12 +100,17 @@ class BestModel(DivergenceWatch):
         if os.path.exists(state_path):  # a run resumes
             with open(state_path) as f:
                 state = json.load(f)
-            self.best_epoch, self.wait, self.epochs_done = state["best_epoch"], state["wait"], state["epochs_done"]
+            self.best_epoch, self.wait, self.epochs_done = (
+                state["best_epoch"],
+                state["wait"],
+                state["epochs_done"],
+            )
             self._random_states = state.get("random_states")
             self.best = -np.inf if state["best"] is None else state["best"]
             if self.best_epoch is not None and not os.path.exists(path):
-                raise FileNotFoundError(f"{state_path} names epoch {self.best_epoch + 1} as the best, "
-                                        f"but {path} is missing")
+                raise FileNotFoundError(
+                    f"{state_path} names epoch {self.best_epoch + 1} as the best, but {path} is missing"
+                )
 
     def on_train_begin(self, logs=None):
         # The random generators' states (dropout, Cloze masking) are not part of the
@@ -140,10 +145,14 @@ class BestModel(DivergenceWatch):
     def describe_divergence(self):
         d = self.diverged
         where = f"epoch {d['epoch'] + 1}" + (f", batch {d['batch'] + 1}" if d["batch"] is not None else "")
-        kept = (f"the best model so far (epoch {self.best_epoch + 1}, {self.monitor} {self.best:.4f}) is in {self.path}"
-                if self.best_epoch is not None else "no model was saved")
-        return (f"training diverged: the loss became {d['loss']} in {where}; {kept}. "
-                "Try a lower learning rate.")
+        kept = (
+            f"the best model so far (epoch {self.best_epoch + 1}, {self.monitor} {self.best:.4f}) is in {self.path}"
+            if self.best_epoch is not None
+            else "no model was saved"
+        )
+        return (
+            f"training diverged: the loss became {d['loss']} in {where}; {kept}. Try a lower learning rate."
+        )
 
     def _random_variables(self):
         """The model's state outside its weights: the seed generators' states."""
@@ -161,8 +170,16 @@ class BestModel(DivergenceWatch):
         with open(partial, "w") as f:
             best = None if self.best_epoch is None else self.best
             random_states = [np.asarray(v).tolist() for v in self._random_variables()]
-            json.dump({"best": best, "best_epoch": self.best_epoch, "wait": self.wait,
-                       "epochs_done": self.epochs_done, "random_states": random_states}, f)
+            json.dump(
+                {
+                    "best": best,
+                    "best_epoch": self.best_epoch,
+                    "wait": self.wait,
+                    "epochs_done": self.epochs_done,
+                    "random_states": random_states,
+                },
+                f,
+            )
         os.replace(partial, self.state_path)
 
 
@@ -184,8 +201,9 @@ class TimeLimit(keras.callbacks.Callback):
         from tfseqrec.training import distribute
 
         if self.within_epoch and distribute.is_multi_worker(self.model.distribute_strategy):
-            raise ValueError("TimeLimit(within_epoch=True) is for one worker; across workers it stops at "
-                             "epoch ends")
+            raise ValueError(
+                "TimeLimit(within_epoch=True) is for one worker; across workers it stops at epoch ends"
+            )
         self.start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
@@ -197,7 +215,9 @@ class TimeLimit(keras.callbacks.Callback):
 
         # Across workers, all stop when one's clock has run out: a worker that went on
         # alone would wait for the others at its next step.
-        if distribute.any_worker(self.model.distribute_strategy, time.monotonic() - self.start >= self.seconds):
+        if distribute.any_worker(
+            self.model.distribute_strategy, time.monotonic() - self.start >= self.seconds
+        ):
             self.model.stop_training = True
 
 

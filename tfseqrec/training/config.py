@@ -33,8 +33,16 @@ class Options:
         """Raises ``ValueError`` naming the first option out of range (subclasses extend it)."""
 
 
-def check_number(name, value, minimum=None, maximum=None, integer=False, exclusive_minimum=False,
-                 exclusive_maximum=False, optional=False):
+def check_number(
+    name,
+    value,
+    minimum=None,
+    maximum=None,
+    integer=False,
+    exclusive_minimum=False,
+    exclusive_maximum=False,
+    optional=False,
+):
     """Raises ``ValueError`` unless ``value`` is a finite number in range; returns it.
 
     The message names the option and the value, e.g. ``batch_size must be an integer
@@ -49,7 +57,11 @@ def check_number(name, value, minimum=None, maximum=None, integer=False, exclusi
     if maximum is not None:
         bounds.append(f"{'<' if exclusive_maximum else '<='} {maximum}")
     wanted = f"{name} must be {kind}{' ' + ' and '.join(bounds) if bounds else ''}, got {value!r}"
-    numeric = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float, np.integer, np.floating))
+    numeric = (
+        isinstance(value, (int, np.integer))
+        if integer
+        else isinstance(value, (int, float, np.integer, np.floating))
+    )
     if isinstance(value, bool) or not numeric or not np.isfinite(value):
         raise ValueError(wanted)
     if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
@@ -80,7 +92,9 @@ class TrainConfig(Options):
     linear_dim: int = None  # HSTU: U/V width per head (None: hidden_dim // num_heads)
     relative_position_bias: bool = None  # HSTU: learn a bias per relative position (True)
     attention: str = None  # HSTU: "silu" (pointwise, the paper) or "softmax"
-    num_time_buckets: int = None  # HSTU: relative time bias buckets (None: 128 when the data has times, else 0)
+    num_time_buckets: int = (
+        None  # HSTU: relative time bias buckets (None: 128 when the data has times, else 0)
+    )
     dropout: float = None
     normalized_residual: bool = None
     initializer_range: float = None
@@ -94,7 +108,9 @@ class TrainConfig(Options):
     num_experts: int = 8  # UniSRec: adaptor experts
     adaptor_dropout: float = 0.2  # UniSRec
     use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
-    id_dropout: float = None  # UniSRec with ids: share of item occurrences read by their text alone in training
+    id_dropout: float = (
+        None  # UniSRec with ids: share of item occurrences read by their text alone in training
+    )
     temperature: float = None  # UniSRec, HSTU: cosine scores divided by it (0.07, 0.05)
     attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
     max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
@@ -123,7 +139,11 @@ class TrainConfig(Options):
     def __post_init__(self):
         from tfseqrec import kinds
 
-        check_choice("model", self.model, [name for name, kind in kinds.KINDS.items() if kind.config_class is TrainConfig])
+        check_choice(
+            "model",
+            self.model,
+            [name for name, kind in kinds.KINDS.items() if kind.config_class is TrainConfig],
+        )
         for name, value in kinds.get(self.model).defaults.items():
             # A kind's number of negatives is for a sampled loss, not for its full softmax.
             if name == "num_negatives" and self.loss == "softmax":
@@ -140,11 +160,24 @@ class TrainConfig(Options):
         return self.loss not in (None, "softmax")
 
     def check(self):
-        for name in ("max_sequence_length", "hidden_dim", "num_layers", "batch_size", "epochs",
-                     "validation_batch_size"):
+        for name in (
+            "max_sequence_length",
+            "hidden_dim",
+            "num_layers",
+            "batch_size",
+            "epochs",
+            "validation_batch_size",
+        ):
             check_number(name, getattr(self, name), minimum=1, integer=True)
-        for name in ("num_heads", "intermediate_dim", "attention_dim", "linear_dim", "num_negatives", "window_stride",
-                     "validation_users"):
+        for name in (
+            "num_heads",
+            "intermediate_dim",
+            "attention_dim",
+            "linear_dim",
+            "num_negatives",
+            "window_stride",
+            "validation_users",
+        ):
             check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
         check_number("patience", self.patience, minimum=0, integer=True)
         check_number("num_time_buckets", self.num_time_buckets, minimum=0, integer=True, optional=True)
@@ -155,20 +188,30 @@ class TrainConfig(Options):
         check_number("num_experts", self.num_experts, minimum=1, integer=True)
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
         check_number("adaptor_dropout", self.adaptor_dropout, minimum=0, maximum=1, exclusive_maximum=True)
-        check_number("id_dropout", self.id_dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
+        check_number(
+            "id_dropout", self.id_dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True
+        )
         check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True, optional=True)
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
         from tfseqrec import kinds
 
         if self.init_from is not None and not kinds.get(self.model).pretrainable:
-            raise ValueError(f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
-                             f"not {self.model}")
+            raise ValueError(
+                f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
+                f"not {self.model}"
+            )
         if self.sparse_item_updates and not self.sampled_loss:
-            raise ValueError("sparse_item_updates needs a sampled loss (bce, sampled_softmax, gbce): the full "
-                             "softmax's gradient covers every item")
-        if self.attributes is not None and (not isinstance(self.attributes, (list, tuple)) or not self.attributes):
-            raise ValueError(f"attributes must be a non-empty list of attribute names, got {self.attributes!r}")
+            raise ValueError(
+                "sparse_item_updates needs a sampled loss (bce, sampled_softmax, gbce): the full "
+                "softmax's gradient covers every item"
+            )
+        if self.attributes is not None and (
+            not isinstance(self.attributes, (list, tuple)) or not self.attributes
+        ):
+            raise ValueError(
+                f"attributes must be a non-empty list of attribute names, got {self.attributes!r}"
+            )
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
         for name in ("mask_token_rate", "random_token_rate"):
             check_number(name, getattr(self, name), minimum=0, maximum=1, optional=True)
@@ -176,7 +219,9 @@ class TrainConfig(Options):
             raise ValueError("mask_token_rate + random_token_rate must be <= 1")
         check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True)
         check_number("warmup_epochs", self.warmup_epochs, minimum=0)
-        check_number("max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True)
+        check_number(
+            "max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True
+        )
         check_choice("loss_normalization", self.loss_normalization, ("fixed", "batch"))
         check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "cosine"))
         check_choice("position_origin", self.position_origin, ("newest", "oldest"), optional=True)
@@ -223,7 +268,9 @@ class RecformerConfig(Options):
     training_targets: str = "last"  # "last" (examples_per_user), "random" (one per user per epoch), "all"
     pooling: str = "cls"  # the vector of an input: its [CLS] state, or the mean of its tokens ("mean")
     pad_to_longest: bool = True  # batches as wide as their longest input (bucketed by length), not max_tokens
-    attribute_tokens: dict = None  # per-attribute token budgets, e.g. {"title": 24}; others: max_attribute_tokens
+    attribute_tokens: dict = (
+        None  # per-attribute token budgets, e.g. {"title": 24}; others: max_attribute_tokens
+    )
     common_value_share: float = None  # drop comma-separated attribute values shared by this share of items
     learning_rate_schedule: str = "constant"  # or "linear": warm-up, then linear decay over both stages
     warmup_share: float = 0.05  # of all fine-tuning steps, with the "linear" schedule
@@ -235,8 +282,16 @@ class RecformerConfig(Options):
     seed: int = 0
 
     def check(self):
-        for name in ("max_attribute_tokens", "max_sequence_length", "max_tokens", "num_layers", "attention_window",
-                     "batch_size", "examples_per_user", "validation_batch_size"):
+        for name in (
+            "max_attribute_tokens",
+            "max_sequence_length",
+            "max_tokens",
+            "num_layers",
+            "attention_window",
+            "batch_size",
+            "examples_per_user",
+            "validation_batch_size",
+        ):
             check_number(name, getattr(self, name), minimum=1, integer=True)
         check_number("validation_users", self.validation_users, minimum=1, integer=True, optional=True)
         for name in ("align_epochs", "epochs", "stage2_epochs", "patience", "cached_layers"):
@@ -249,20 +304,37 @@ class RecformerConfig(Options):
         check_choice("pooling", self.pooling, ("cls", "mean"))
         check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "linear"))
         check_number("warmup_share", self.warmup_share, minimum=0, maximum=1, exclusive_maximum=True)
-        check_number("common_value_share", self.common_value_share, minimum=0, maximum=1, exclusive_minimum=True,
-                     optional=True)
+        check_number(
+            "common_value_share",
+            self.common_value_share,
+            minimum=0,
+            maximum=1,
+            exclusive_minimum=True,
+            optional=True,
+        )
         if self.attribute_tokens is not None:
             if not isinstance(self.attribute_tokens, dict):
-                raise ValueError(f"attribute_tokens must be an object of attribute: tokens, got {self.attribute_tokens!r}")
+                raise ValueError(
+                    f"attribute_tokens must be an object of attribute: tokens, got {self.attribute_tokens!r}"
+                )
             for name, tokens in self.attribute_tokens.items():
                 check_number(f"attribute_tokens[{name!r}]", tokens, minimum=1, integer=True)
         for name in ("learning_rate", "align_learning_rate"):
             check_number(name, getattr(self, name), minimum=0, exclusive_minimum=True)
-        check_number("stage2_learning_rate", self.stage2_learning_rate, minimum=0, exclusive_minimum=True,
-                     optional=True)
-        check_number("max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True)
+        check_number(
+            "stage2_learning_rate",
+            self.stage2_learning_rate,
+            minimum=0,
+            exclusive_minimum=True,
+            optional=True,
+        )
+        check_number(
+            "max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True
+        )
         if self.cached_layers >= self.num_layers:
-            raise ValueError(f"cached_layers ({self.cached_layers}) must be below num_layers ({self.num_layers}): "
-                             "at least one layer reads the history")
+            raise ValueError(
+                f"cached_layers ({self.cached_layers}) must be below num_layers ({self.num_layers}): "
+                "at least one layer reads the history"
+            )
         if self.attention_window % 2:
             raise ValueError(f"attention_window must be even, got {self.attention_window}")

@@ -26,7 +26,11 @@ MODEL_FILE = "model.keras"
 BACKUP_DIR = "backup"
 PARTIAL_SUFFIX = ".partial"
 TEXT_FILE = "item_text.json"
-RUN_FILES = ("train_config.json", "recformer_config.json", "pretrain_config.json")  # what marks a tfseqrec model directory
+RUN_FILES = (
+    "train_config.json",
+    "recformer_config.json",
+    "pretrain_config.json",
+)  # what marks a tfseqrec model directory
 
 
 @contextlib.contextmanager
@@ -58,10 +62,14 @@ def output_directory(output_dir, record, overwrite=False, config_file=RUN_FILES[
     work = output_dir + PARTIAL_SUFFIX
     if _non_empty(output_dir) and not overwrite:
         if _is_run(output_dir):
-            raise FileExistsError(f"{output_dir} already holds a trained model; pass --overwrite to replace it "
-                                  "(it stays in place until the new run completes)")
-        raise FileExistsError(f"{output_dir} is not empty and is not a tfseqrec model directory; choose another "
-                              "--output, or pass --overwrite to replace its contents")
+            raise FileExistsError(
+                f"{output_dir} already holds a trained model; pass --overwrite to replace it "
+                "(it stays in place until the new run completes)"
+            )
+        raise FileExistsError(
+            f"{output_dir} is not empty and is not a tfseqrec model directory; choose another "
+            "--output, or pass --overwrite to replace its contents"
+        )
     if _non_empty(work):
         if not _is_run(work):
             raise FileExistsError(f"{work} is not an unfinished tfseqrec run; move it away or remove it")
@@ -73,8 +81,10 @@ def output_directory(output_dir, record, overwrite=False, config_file=RUN_FILES[
         differences = [] if previous is None else _differences(previous, record)
         resumable = previous is not None and os.path.isdir(os.path.join(work, BACKUP_DIR))
         if resumable and differences and not overwrite:
-            raise ValueError(f"{work} holds an unfinished run with other options ({'; '.join(differences)}); "
-                             "run again with the same options to resume it, or pass --overwrite to start over")
+            raise ValueError(
+                f"{work} holds an unfinished run with other options ({'; '.join(differences)}); "
+                "run again with the same options to resume it, or pass --overwrite to start over"
+            )
         if resumable and not differences:
             print(f"tfseqrec: resuming the unfinished run in {work}", file=sys.stderr)
         else:
@@ -126,7 +136,9 @@ def read(model_dir, config_file):
     """
     path = os.path.join(model_dir, MODEL_FILE)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?")
+        raise FileNotFoundError(
+            f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?"
+        )
     # Registers the model, layer and loss classes; newer Keras does not import
     # modules named in a saved file by itself.
     import tfseqrec.models  # noqa: F401
@@ -135,8 +147,10 @@ def read(model_dir, config_file):
     vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
     num_items = getattr(model, "num_items", None)
     if num_items is not None and num_items != vocabulary.num_items:
-        raise ValueError(f"{model_dir}: the model scores {num_items} items but its vocabulary lists "
-                         f"{vocabulary.num_items}; the directory mixes two runs")
+        raise ValueError(
+            f"{model_dir}: the model scores {num_items} items but its vocabulary lists "
+            f"{vocabulary.num_items}; the directory mixes two runs"
+        )
     with open(os.path.join(model_dir, config_file)) as f:
         info = json.load(f)
     return model, vocabulary, info

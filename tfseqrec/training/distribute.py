@@ -116,8 +116,10 @@ def _check_tf_config():
         workers = config["cluster"]["worker"]
         task_type, task_id = config["task"]["type"], int(config["task"]["index"])
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"TF_CONFIG is not a cluster description ({error!r}); expected "
-                         '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}') from None
+        raise ValueError(
+            f"TF_CONFIG is not a cluster description ({error!r}); expected "
+            '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'
+        ) from None
     members = config["cluster"].get(task_type)
     if not isinstance(workers, list) or not workers or members is None or not 0 <= task_id < len(members):
         raise ValueError(f"TF_CONFIG's task {task_type} {task_id} is not in its cluster {config['cluster']}")

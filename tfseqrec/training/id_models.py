@@ -27,13 +27,13 @@ import tensorflow as tf
 from tfseqrec import evaluation, kinds
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
-from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.data import pipeline, readers, splits
+from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training import distribute
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
-from tfseqrec.training.schedules import WarmupLinearDecay
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
+from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "train_config.json"
 MONITOR = "val_ndcg_10"
@@ -48,8 +48,18 @@ def build_model(config, num_items, loss_normalizer=None, **model_kwargs):
     return kinds.get(config.model).build(config, num_items, loss_normalizer, _loss(config), **model_kwargs)
 
 
-def train(data_path, output_dir, config=None, format=None, strategy=None, callbacks=(), verbose="auto",
-          overwrite=False, item_text=None, **read_kwargs):
+def train(
+    data_path,
+    output_dir,
+    config=None,
+    format=None,
+    strategy=None,
+    callbacks=(),
+    verbose="auto",
+    overwrite=False,
+    item_text=None,
+    **read_kwargs,
+):
     """Trains ``config.model`` on leave-one-out splits of ``data_path``.
 
     Args:
@@ -84,15 +94,27 @@ def train(data_path, output_dir, config=None, format=None, strategy=None, callba
         config, model_kwargs = kind.model_inputs(config, vocabulary, item_text, work, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
-        model, history = fit(split, vocabulary, work, config, strategy, callbacks, verbose, data,
-                             model_kwargs=model_kwargs)
+        model, history = fit(
+            split, vocabulary, work, config, strategy, callbacks, verbose, data, model_kwargs=model_kwargs
+        )
     if own_dir != output_dir:
         shutil.rmtree(own_dir)  # a copy of the chief's
     return model, history, split, vocabulary
 
 
-def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(), verbose="auto", data=None,
-        log_dir=None, max_steps=None, model_kwargs=None):
+def fit(
+    split,
+    vocabulary,
+    output_dir,
+    config=None,
+    strategy=None,
+    callbacks=(),
+    verbose="auto",
+    data=None,
+    log_dir=None,
+    max_steps=None,
+    model_kwargs=None,
+):
     """Trains ``config.model`` on a prepared split (``train`` sequences, ``valid`` cases).
 
     What ``train`` does once the data are read (the TFX trainer's entry point).
@@ -121,12 +143,16 @@ def fit(split, vocabulary, output_dir, config=None, strategy=None, callbacks=(),
     train_ds = training_dataset(config, split.train)
     model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
     valid_ds = pipeline.eval_dataset(
-        split.valid.sample(config.validation_users, config.seed), config.max_sequence_length,
+        split.valid.sample(config.validation_users, config.seed),
+        config.max_sequence_length,
         evaluation.score_batch_size(config.validation_batch_size, vocabulary.num_items),
-        bucket_boundaries=config.bucket_boundaries, timestamps=bool(config.num_time_buckets),
+        bucket_boundaries=config.bucket_boundaries,
+        timestamps=bool(config.num_time_buckets),
     )
     best = BestModel(
-        os.path.join(output_dir, MODEL_FILE), os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE), MONITOR,
+        os.path.join(output_dir, MODEL_FILE),
+        os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE),
+        MONITOR,
         config.patience,
     )
     # The pipelines shuffle (fresh each epoch); fit's own shuffle does not apply to tf.data.
@@ -180,14 +206,19 @@ def sparse_item_updates(config, num_items):
 def _note_sparse_updates(config, num_items, verbose):
     """The training log's line when Adam is row-sparse (``train_config.json`` keeps the option as given)."""
     if sparse_item_updates(config, num_items) and verbose:
-        print(f"{config.model}: row-sparse Adam on the item table ({config.loss} over {num_items:,} items; "
-              f"--no-sparse-item-updates for dense Adam)", flush=True)
+        print(
+            f"{config.model}: row-sparse Adam on the item table ({config.loss} over {num_items:,} items; "
+            f"--no-sparse-item-updates for dense Adam)",
+            flush=True,
+        )
 
 
 def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs):
     """The model of ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
-        model = build_model(config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs)
+        model = build_model(
+            config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs
+        )
         kinds.get(config.model).prepare(model, split.train)
         if config.init_from:
             kinds.get(config.model).initialize(model, config.init_from)
@@ -271,9 +302,13 @@ def learning_rate(config, total_steps):
             return config.learning_rate
         if total_steps <= 0:
             raise ValueError("a warm-up needs a known number of training steps")
-        return WarmupLinearDecay(config.learning_rate, None, int(total_steps * config.warmup_epochs / config.epochs))
+        return WarmupLinearDecay(
+            config.learning_rate, None, int(total_steps * config.warmup_epochs / config.epochs)
+        )
     if config.learning_rate_schedule != "cosine":
-        raise ValueError(f"learning_rate_schedule must be 'constant' or 'cosine', got {config.learning_rate_schedule!r}")
+        raise ValueError(
+            f"learning_rate_schedule must be 'constant' or 'cosine', got {config.learning_rate_schedule!r}"
+        )
     if total_steps <= 0:
         raise ValueError("a cosine schedule needs a known number of training steps")
     warmup = int(total_steps * config.warmup_epochs / config.epochs)
@@ -321,7 +356,9 @@ def _loss(config):
         kwargs["per_position"] = config.negatives_per_position
     if config.negatives_exclude_history is not None:
         if name not in ("softmax", "bce", "gbce"):
-            raise ValueError(f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}")
+            raise ValueError(
+                f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}"
+            )
         kwargs["exclude_history"] = config.negatives_exclude_history
     return cls(**kwargs)
 

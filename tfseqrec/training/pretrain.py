@@ -67,8 +67,10 @@ def read_domains(datasets, attributes=None):
         attrs = list(attributes or default_attributes(item_text))
         texts, missing = item_texts(readers.read_item_text(item_text), vocabulary, attrs)
         if missing == vocabulary.num_items:
-            raise ValueError(f"{item_text}: none of the {vocabulary.num_items} items of {data} has text; "
-                             "do the two files use the same item ids?")
+            raise ValueError(
+                f"{item_text}: none of the {vocabulary.num_items} items of {data} has text; "
+                "do the two files use the same item ids?"
+            )
         domains.append(Domain(str(data), str(item_text), split, vocabulary, attrs, texts, missing))
     return domains
 
@@ -132,11 +134,23 @@ def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrit
     with output_directory(output_dir, record, overwrite, CONFIG_FILE) as work:
         start = time.monotonic()
         rows = kind.pretrain(domains, config, work, verbose)
-        info = {"model": model, "config": dataclasses.asdict(config), "seconds": time.monotonic() - start,
-                "datasets": [{"data": d.data, "item_text": d.item_text, "num_items": d.vocabulary.num_items,
-                              "items_without_text": d.missing, "attributes": d.attributes,
-                              "training_events": int(d.split.train.num_events)} for d in domains],
-                "history": rows}
+        info = {
+            "model": model,
+            "config": dataclasses.asdict(config),
+            "seconds": time.monotonic() - start,
+            "datasets": [
+                {
+                    "data": d.data,
+                    "item_text": d.item_text,
+                    "num_items": d.vocabulary.num_items,
+                    "items_without_text": d.missing,
+                    "attributes": d.attributes,
+                    "training_events": int(d.split.train.num_events),
+                }
+                for d in domains
+            ],
+            "history": rows,
+        }
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
             json.dump(info, f, indent=2)
     return rows
@@ -153,8 +167,10 @@ def _fit(task, ds, config, verbose):
     if config.max_train_minutes:
         callbacks.append(TimeLimit(config.max_train_minutes * 60, within_epoch=True))
     history = task.fit(ds, epochs=config.epochs, callbacks=callbacks, verbose=verbose)
-    return [{"epoch": i + 1, "loss": float(loss), "steps": n} for i, (loss, n) in
-            enumerate(zip(history.history["loss"], steps.counts))]
+    return [
+        {"epoch": i + 1, "loss": float(loss), "steps": n}
+        for i, (loss, n) in enumerate(zip(history.history["loss"], steps.counts))
+    ]
 
 
 def pretrain_unisrec(domains, config, work, verbose):
@@ -164,15 +180,24 @@ def pretrain_unisrec(domains, config, work, verbose):
 
     vectors = []
     for d in domains:
-        encoder = SentenceEncoder.from_pretrained(d.attributes, max_attribute_tokens=config.max_attribute_tokens)
-        vectors.append(encoder.encode(d.texts[vocab_lib.NUM_RESERVED :], progress=None if verbose == "auto" else False))
+        encoder = SentenceEncoder.from_pretrained(
+            d.attributes, max_attribute_tokens=config.max_attribute_tokens
+        )
+        vectors.append(
+            encoder.encode(d.texts[vocab_lib.NUM_RESERVED :], progress=None if verbose == "auto" else False)
+        )
     vectors = np.concatenate(vectors)
     config = dataclasses.replace(config, use_id_embeddings=False)
-    model = kinds.get("unisrec").build(config, len(vectors), text_dim=vectors.shape[1], text_embeddings=vectors)
+    model = kinds.get("unisrec").build(
+        config, len(vectors), text_dim=vectors.shape[1], text_embeddings=vectors
+    )
     windows, targets = history_pairs(joined_sequences(domains), config.max_sequence_length)
-    ds = (tf.data.Dataset.from_tensor_slices(({"item_ids": windows}, targets))
-          .shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True)
-          .batch(config.batch_size, drop_remainder=len(targets) >= config.batch_size).prefetch(2))
+    ds = (
+        tf.data.Dataset.from_tensor_slices(({"item_ids": windows}, targets))
+        .shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True)
+        .batch(config.batch_size, drop_remainder=len(targets) >= config.batch_size)
+        .prefetch(2)
+    )
     task = UniSRecPretrainer(model, config.seq_seq_weight, config.item_drop, seed=config.seed)
     task.compile(optimizer=keras.optimizers.Adam(config.learning_rate))
     rows = _fit(task, ds, config, verbose)
@@ -186,13 +211,16 @@ def pretrain_recformer(domains, config, work, verbose):
     from tfseqrec.training import recformer as recformer_driver
 
     if config.cached_layers:
-        raise ValueError("pre-training trains every layer (its MLM reads the token embeddings); cached_layers "
-                         "is a fine-tuning option: pre-train without it, then fine-tune with init_from and it")
+        raise ValueError(
+            "pre-training trains every layer (its MLM reads the token embeddings); cached_layers "
+            "is a fine-tuning option: pre-train without it, then fine-tune with init_from and it"
+        )
     path = recformer_lib.minilm_path()
     tokens, types = [], []
     for d in domains:
-        tokenizer = text_lib.ItemTextTokenizer(os.path.join(path, "vocab.txt"), d.attributes,
-                                               config.max_attribute_tokens)
+        tokenizer = text_lib.ItemTextTokenizer(
+            os.path.join(path, "vocab.txt"), d.attributes, config.max_attribute_tokens
+        )
         t, y = tokenizer.tokenize(d.texts[vocab_lib.NUM_RESERVED :])
         tokens.append(t)
         types.append(y)
@@ -201,25 +229,40 @@ def pretrain_recformer(domains, config, work, verbose):
     item_types = tf.concat([tf.cast(empty, tf.int32)] + types, axis=0)
     num_items = int(item_tokens.nrows()) - vocab_lib.NUM_RESERVED
     backbone = recformer_lib.RecformerBackbone(
-        num_layers=config.num_layers, max_tokens=config.max_tokens, max_sequence_length=config.max_sequence_length,
-        attention_window=config.attention_window, dropout=config.dropout,
+        num_layers=config.num_layers,
+        max_tokens=config.max_tokens,
+        max_sequence_length=config.max_sequence_length,
+        attention_window=config.attention_window,
+        dropout=config.dropout,
     )
     backbone.build()
     recformer_lib.load_bert_weights(backbone, path)
-    model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=num_items,
-                                    pooling=config.pooling)
+    model = recformer_lib.Recformer(
+        backbone, temperature=config.temperature, num_items=num_items, pooling=config.pooling
+    )
     model.build()
-    recommender = recformer_lib.RecformerRecommender(model, item_tokens, item_types, tokenizer.cls_id, tokenizer)
+    recommender = recformer_lib.RecformerRecommender(
+        model, item_tokens, item_types, tokenizer.cls_id, tokenizer
+    )
     if recformer_driver.aligns(config):
         recformer_driver.align(recommender, config, verbose=verbose)
     histories, targets = recformer_driver.training_pairs(joined_sequences(domains), config.examples_per_user)
     width = recommender.item_width()
-    ds = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1), targets))
+    ds = tf.data.Dataset.from_tensor_slices(
+        (tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1), targets)
+    )
     ds = ds.shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
-    ds = ds.map(lambda h, y: (recommender.pack(h), recommender.pack(tf.RaggedTensor.from_tensor(y[:, None]), width)),
-                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
-    task = recformer_lib.RecformerPretrainer(backbone, temperature=config.temperature, mlm_weight=config.mlm_weight,
-                                             seed=config.seed, pooling=config.pooling)
+    ds = ds.map(
+        lambda h, y: (recommender.pack(h), recommender.pack(tf.RaggedTensor.from_tensor(y[:, None]), width)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).prefetch(2)
+    task = recformer_lib.RecformerPretrainer(
+        backbone,
+        temperature=config.temperature,
+        mlm_weight=config.mlm_weight,
+        seed=config.seed,
+        pooling=config.pooling,
+    )
     task.compile(optimizer=keras.optimizers.AdamW(config.learning_rate, weight_decay=0.0))
     rows = _fit(task, ds, config, verbose)
     backbone.save(os.path.join(work, BACKBONE_FILE))
@@ -230,7 +273,9 @@ def read_config(checkpoint, model):
     """The ``pretrain_config.json`` of a checkpoint directory of ``model``; errors say what is wrong."""
     path = os.path.join(checkpoint, CONFIG_FILE)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{checkpoint}: no {CONFIG_FILE}; is it a directory written by 'tfseqrec pretrain'?")
+        raise FileNotFoundError(
+            f"{checkpoint}: no {CONFIG_FILE}; is it a directory written by 'tfseqrec pretrain'?"
+        )
     with open(path) as f:
         info = json.load(f)
     if info.get("model") != model:

@@ -27,11 +27,11 @@ import tensorflow as tf
 from tfseqrec.data import readers, splits, text
 from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.models import recformer as recformer_lib
+from tfseqrec.training import directory
 from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import RecformerConfig
-from tfseqrec.training.schedules import WarmupLinearDecay
-from tfseqrec.training import directory
 from tfseqrec.training.directory import MODEL_FILE, TEXT_FILE, output_directory, read
+from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "recformer_config.json"
 
@@ -75,16 +75,21 @@ def build(config, vocabulary, texts, model=None):
     from all-MiniLM-L6-v2 when ``config.pretrained``.
     """
     path = recformer_lib.minilm_path()
-    tokenizer = text.ItemTextTokenizer(os.path.join(path, "vocab.txt"), config.attributes, config.max_attribute_tokens,
-                                       attribute_tokens=config.attribute_tokens)
+    tokenizer = text.ItemTextTokenizer(
+        os.path.join(path, "vocab.txt"),
+        config.attributes,
+        config.max_attribute_tokens,
+        attribute_tokens=config.attribute_tokens,
+    )
     shown = texts
     if config.common_value_share:
         shown, _ = text.drop_common_values(texts, config.common_value_share)
     tokens, types = tokenizer.tokenize(shown)
     if model is None and config.init_from:
         backbone = pretrained_backbone(config)
-        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items,
-                                        pooling=config.pooling)
+        model = recformer_lib.Recformer(
+            backbone, temperature=config.temperature, num_items=vocabulary.num_items, pooling=config.pooling
+        )
         model.build()
     if model is None:
         backbone = recformer_lib.RecformerBackbone(
@@ -98,12 +103,14 @@ def build(config, vocabulary, texts, model=None):
         backbone.build()
         if config.pretrained:
             recformer_lib.load_bert_weights(backbone, path)
-        model = recformer_lib.Recformer(backbone, temperature=config.temperature, num_items=vocabulary.num_items,
-                                        pooling=config.pooling)
+        model = recformer_lib.Recformer(
+            backbone, temperature=config.temperature, num_items=vocabulary.num_items, pooling=config.pooling
+        )
         model.build()
     pad_multiple = config.attention_window // 2 if config.pad_to_longest else None
-    recommender = recformer_lib.RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts,
-                                                     pad_multiple)
+    recommender = recformer_lib.RecformerRecommender(
+        model, tokens, types, tokenizer.cls_id, tokenizer, texts, pad_multiple
+    )
     return recommender.cache_item_states()
 
 
@@ -118,8 +125,10 @@ def text_report(config, texts, tokens):
     for row in rows:
         counts[row] = counts.get(row, 0) + 1
     lengths = np.array([len(r) for r in rows])
-    report["tokens_per_item"] = {"mean": float(lengths.mean()) if len(rows) else 0.0,
-                                 "max": int(lengths.max(initial=0))}
+    report["tokens_per_item"] = {
+        "mean": float(lengths.mean()) if len(rows) else 0.0,
+        "max": int(lengths.max(initial=0)),
+    }
     # Items of identical text get identical vectors: they tie in every ranking.
     report["items_sharing_their_text"] = int(sum(n for n in counts.values() if n > 1))
     return report
@@ -133,12 +142,15 @@ def pretrained_backbone(config):
     backbone = keras.saving.load_model(os.path.join(config.init_from, pretrain.BACKBONE_FILE))
     for name in ("num_layers", "max_tokens", "max_sequence_length", "attention_window"):
         if getattr(backbone, name) != getattr(config, name):
-            raise ValueError(f"{config.init_from} was pre-trained with {name} {getattr(backbone, name)}; "
-                             f"fine-tuning asks for {getattr(config, name)} (use the pre-training's sizes)")
+            raise ValueError(
+                f"{config.init_from} was pre-trained with {name} {getattr(backbone, name)}; "
+                f"fine-tuning asks for {getattr(config, name)} (use the pre-training's sizes)"
+            )
     if config.cached_layers != backbone.cached_layers:
         # The same weights; freezing and the second item-position table come with the new backbone.
-        cached = recformer_lib.RecformerBackbone.from_config({**backbone.get_config(),
-                                                               "cached_layers": config.cached_layers})
+        cached = recformer_lib.RecformerBackbone.from_config(
+            {**backbone.get_config(), "cached_layers": config.cached_layers}
+        )
         cached.build()
         for new, old in zip([cached.embedding] + cached.blocks, [backbone.embedding] + backbone.blocks):
             new.set_weights(old.get_weights())
@@ -197,7 +209,9 @@ def training_pairs(sequences, examples_per_user=1, rng=None):
         if rng is not None:
             positions = [int(rng.integers(1, len(seq)))]
         else:
-            positions = range(1 if examples_per_user is None else max(1, len(seq) - examples_per_user), len(seq))
+            positions = range(
+                1 if examples_per_user is None else max(1, len(seq) - examples_per_user), len(seq)
+            )
         for t in positions:
             histories.append(seq[:t])
             targets.append(seq[t])
@@ -217,12 +231,15 @@ def training_dataset(recommender, sequences, config):
     per_user = {"last": config.examples_per_user, "all": None}.get(config.training_targets)
 
     def pairs():
-        histories, targets = training_pairs(sequences, per_user, rng if config.training_targets == "random" else None)
+        histories, targets = training_pairs(
+            sequences, per_user, rng if config.training_targets == "random" else None
+        )
         for i in rng.permutation(len(targets)):
             yield histories[i], targets[i] - vocab_lib.NUM_RESERVED
 
-    ds = tf.data.Dataset.from_generator(pairs, output_signature=(tf.TensorSpec([None], tf.int64),
-                                                                 tf.TensorSpec([], tf.int64)))
+    ds = tf.data.Dataset.from_generator(
+        pairs, output_signature=(tf.TensorSpec([None], tf.int64), tf.TensorSpec([], tf.int64))
+    )
     multiple = recommender.pad_multiple
     if multiple:
         item_lengths = tf.constant(recommender.item_tokens.row_lengths().numpy())
@@ -232,12 +249,15 @@ def training_dataset(recommender, sequences, config):
             width = 1 + tf.reduce_sum(tf.gather(item_lengths, history[-recommender.max_sequence_length :]))
             return tf.minimum((width - 1) // multiple, buckets - 1)
 
-        ds = ds.group_by_window(bucket, lambda _, window: window.padded_batch(config.batch_size),
-                                window_size=config.batch_size)
+        ds = ds.group_by_window(
+            bucket, lambda _, window: window.padded_batch(config.batch_size), window_size=config.batch_size
+        )
     else:
         ds = ds.padded_batch(config.batch_size)
-    return ds.map(lambda h, y: (recommender.pack(tf.RaggedTensor.from_tensor(h, padding=0)), y),
-                  num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    return ds.map(
+        lambda h, y: (recommender.pack(tf.RaggedTensor.from_tensor(h, padding=0)), y),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).prefetch(2)
 
 
 def steps_per_epoch(recommender, sequences, config):
@@ -270,8 +290,10 @@ def finetune(recommender, split, config, verbose="auto", encode_items=True):
     rows, start = [], time.monotonic()
     budget = config.max_train_minutes * 60 if config.max_train_minutes else None
     best_weights, best = None, -np.inf
-    stages = [(1, config.epochs, config.learning_rate, True),
-              (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False)]
+    stages = [
+        (1, config.epochs, config.learning_rate, True),
+        (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False),
+    ]
     schedule = optimizer = None
     if config.learning_rate_schedule == "linear":
         total = steps_per_epoch(recommender, split.train, config) * (config.epochs + config.stage2_epochs)
@@ -296,7 +318,9 @@ def finetune(recommender, split, config, verbose="auto", encode_items=True):
             callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
         history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
         for epoch, values in enumerate(zip(*history.history.values())):
-            rows.append({"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))})
+            rows.append(
+                {"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))}
+            )
         if validation.best > best:
             best, best_weights = validation.best, validation.best_weights
         if validation.diverged is not None:
@@ -310,8 +334,17 @@ def finetune(recommender, split, config, verbose="auto", encode_items=True):
     return rows
 
 
-def train(data_path, item_text_path, output_dir, config=None, verbose="auto", split=None, vocabulary=None,
-          report=None, overwrite=False):
+def train(
+    data_path,
+    item_text_path,
+    output_dir,
+    config=None,
+    verbose="auto",
+    split=None,
+    vocabulary=None,
+    report=None,
+    overwrite=False,
+):
     """Fine-tunes a Recformer; returns ``(recommender, history_rows, split, vocabulary)``.
 
     Args:
@@ -335,12 +368,19 @@ def train(data_path, item_text_path, output_dir, config=None, verbose="auto", sp
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
     texts, missing = item_texts(raw_text, vocabulary, config.attributes)
     recommender = build(config, vocabulary, texts)
-    info = {"config": dataclasses.asdict(config), "data": str(data_path), "item_text": str(item_text_path),
-            "items_without_text": missing, "report": report or {},
-            "text": text_report(config, texts, recommender.item_tokens)}
+    info = {
+        "config": dataclasses.asdict(config),
+        "data": str(data_path),
+        "item_text": str(item_text_path),
+        "items_without_text": missing,
+        "report": report or {},
+        "text": text_report(config, texts, recommender.item_tokens),
+    }
     if verbose:
         print(f"item text: {json.dumps(info['text'])}", flush=True)
-    with output_directory(output_dir, {"config": info["config"], "data": info["data"]}, overwrite, CONFIG_FILE) as work:
+    with output_directory(
+        output_dir, {"config": info["config"], "data": info["data"]}, overwrite, CONFIG_FILE
+    ) as work:
         vocabulary.save(work)
         directory.write_item_text(work, raw_text, vocabulary)
         with open(os.path.join(work, CONFIG_FILE), "w") as f:
@@ -397,7 +437,9 @@ def load(model_dir):
     model, vocabulary, info = read(model_dir, CONFIG_FILE)
     raw_text = directory.read_item_text(model_dir)
     if raw_text is None:
-        raise FileNotFoundError(f"{model_dir}: no {TEXT_FILE}; a Recformer directory keeps its items' text there")
+        raise FileNotFoundError(
+            f"{model_dir}: no {TEXT_FILE}; a Recformer directory keeps its items' text there"
+        )
     config = RecformerConfig.from_dict(info["config"])
     texts, _ = item_texts(raw_text, vocabulary, config.attributes)
     return build(config, vocabulary, texts, model=model), vocabulary, info

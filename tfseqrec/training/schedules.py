@@ -34,5 +34,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return self.learning_rate * tf.where(step < self.warmup_steps, warm, after)
 
     def get_config(self):
-        return {"learning_rate": self.learning_rate, "total_steps": self.total_steps,
-                "warmup_steps": self.warmup_steps}
+        return {
+            "learning_rate": self.learning_rate,
+            "total_steps": self.total_steps,
+            "warmup_steps": self.warmup_steps,
+        }

@@ -80,24 +80,41 @@ class RecformerBackbone(keras.Model):
     ):
         super().__init__(**kwargs)
         if not 0 <= int(cached_layers) < num_layers:
-            raise ValueError(f"cached_layers must be in [0, num_layers - 1] = [0, {num_layers - 1}], "
-                             f"got {cached_layers}: at least one block must read the history")
+            raise ValueError(
+                f"cached_layers must be in [0, num_layers - 1] = [0, {num_layers - 1}], "
+                f"got {cached_layers}: at least one block must read the history"
+            )
         # === Layers ===
         self.embedding = RecformerEmbedding(
-            vocabulary_size, hidden_dim, max_tokens, max_sequence_length, text_lib.NUM_TOKEN_TYPES,
-            dropout=dropout, layer_norm_epsilon=layer_norm_epsilon, name="embedding",
+            vocabulary_size,
+            hidden_dim,
+            max_tokens,
+            max_sequence_length,
+            text_lib.NUM_TOKEN_TYPES,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            name="embedding",
         )
         self.blocks = [
             WindowedTransformerBlock(
-                num_heads, intermediate_dim, attention_window, num_global_tokens=1, dropout=dropout,
-                layer_norm_epsilon=layer_norm_epsilon, name=f"block_{i}",
+                num_heads,
+                intermediate_dim,
+                attention_window,
+                num_global_tokens=1,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                name=f"block_{i}",
             )
             for i in range(num_layers)
         ]
         self.state_position_embedding = None
         if cached_layers:
             self.state_position_embedding = keras.layers.Embedding(
-                max_sequence_length + 1, hidden_dim, embeddings_initializer="zeros", name="state_position_embedding")
+                max_sequence_length + 1,
+                hidden_dim,
+                embeddings_initializer="zeros",
+                name="state_position_embedding",
+            )
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
@@ -128,8 +145,10 @@ class RecformerBackbone(keras.Model):
         if not self.cached_layers:
             return self._blocks(self.embedding(inputs, training=training), mask, self.blocks, training)
         if "token_states" not in inputs:
-            raise ValueError(f"this backbone caches its lower {self.cached_layers} layers: its inputs carry "
-                             "token_states (tfseqrec.models.recformer.pack_inputs), not only token ids")
+            raise ValueError(
+                f"this backbone caches its lower {self.cached_layers} layers: its inputs carry "
+                "token_states (tfseqrec.models.recformer.pack_inputs), not only token ids"
+            )
         positions = ops.minimum(inputs["item_position_ids"], self.max_sequence_length)
         x = ops.cast(inputs["token_states"], self.compute_dtype) + self.state_position_embedding(positions)
         return self._blocks(x, mask, self.blocks[self.cached_layers :], training)
@@ -156,17 +175,19 @@ class RecformerBackbone(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "vocabulary_size": self.vocabulary_size,
-            "hidden_dim": self.hidden_dim,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "max_tokens": self.max_tokens,
-            "max_sequence_length": self.max_sequence_length,
-            "attention_window": self.attention_window,
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "cached_layers": self.cached_layers,
-        })
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "hidden_dim": self.hidden_dim,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "max_tokens": self.max_tokens,
+                "max_sequence_length": self.max_sequence_length,
+                "attention_window": self.attention_window,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "cached_layers": self.cached_layers,
+            }
+        )
         return config

@@ -59,24 +59,29 @@ def load_bert_weights(backbone, path):
 
 def _load_embeddings(backbone, take, path):
     e = backbone.embedding
-    e.token_embedding.embeddings.assign(take("embeddings.word_embeddings.weight",
-                                             (backbone.vocabulary_size, backbone.hidden_dim)))
+    e.token_embedding.embeddings.assign(
+        take("embeddings.word_embeddings.weight", (backbone.vocabulary_size, backbone.hidden_dim))
+    )
     positions = take("embeddings.position_embeddings.weight")
     if len(positions) < backbone.max_tokens:
         raise ValueError(f"{path} has {len(positions)} positions; max_tokens is {backbone.max_tokens}")
     e.position_embedding.embeddings.assign(positions[: backbone.max_tokens])
     type0 = take("embeddings.token_type_embeddings.weight")[0]
     e.token_type_embedding.embeddings.assign(np.tile(type0, (text_lib.NUM_TOKEN_TYPES, 1)))
-    e.item_position_embedding.embeddings.assign(np.zeros(e.item_position_embedding.embeddings.shape, np.float32))
+    e.item_position_embedding.embeddings.assign(
+        np.zeros(e.item_position_embedding.embeddings.shape, np.float32)
+    )
     e.norm.gamma.assign(take("embeddings.LayerNorm.weight"))
     e.norm.beta.assign(take("embeddings.LayerNorm.bias"))
 
 
 def _load_block(block, take, prefix, d, h):
     att = block.attention
-    for local, glob, name in ((att.query_dense, att.query_global_dense, "query"),
-                              (att.key_dense, att.key_global_dense, "key"),
-                              (att.value_dense, att.value_global_dense, "value")):
+    for local, glob, name in (
+        (att.query_dense, att.query_global_dense, "query"),
+        (att.key_dense, att.key_global_dense, "key"),
+        (att.value_dense, att.value_global_dense, "value"),
+    ):
         kernel = take(prefix + f"attention.self.{name}.weight").T.reshape(d, h, d // h)
         bias = take(prefix + f"attention.self.{name}.bias").reshape(h, d // h)
         for layer in (local, glob):

@@ -31,8 +31,9 @@ def pack_inputs(backbone, item_tokens, item_types, cls_id, max_tokens=None, pad_
     # An item's token past max_tokens - 1 never fits behind [CLS]: cut, the states line up with the tokens.
     item_tokens, item_types = (t[:, -length:, : max_tokens - 1] for t in (item_tokens, item_types))
     if cache is None:
-        index, table = item_token_states(backbone, item_tokens.merge_dims(0, 1), item_types.merge_dims(0, 1),
-                                         cls_id)
+        index, table = item_token_states(
+            backbone, item_tokens.merge_dims(0, 1), item_types.merge_dims(0, 1), cls_id
+        )
         index = item_tokens.with_values(index)
     else:
         index, table = cache[0][:, -length:, : max_tokens - 1], cache[1]
@@ -59,8 +60,12 @@ def item_token_states(backbone, tokens, types, cls_id):
     one_item = text_lib.pack_histories(items, item_types, cls_id, 1, backbone.max_tokens, pad_multiple=1)
     states = backbone.item_states(one_item)[:, 1:]
     rows = tf.RaggedTensor.from_tensor(states, lengths=tokens.row_lengths()).flat_values
-    lone_cls = {"token_ids": tf.constant([[cls_id]], tf.int64), "token_type_ids": tf.constant([[text_lib.CLS_TYPE]]),
-                "item_position_ids": tf.zeros([1, 1], tf.int32), "padding_mask": tf.ones([1, 1], tf.bool)}
+    lone_cls = {
+        "token_ids": tf.constant([[cls_id]], tf.int64),
+        "token_type_ids": tf.constant([[text_lib.CLS_TYPE]]),
+        "item_position_ids": tf.zeros([1, 1], tf.int32),
+        "padding_mask": tf.ones([1, 1], tf.bool),
+    }
     table = tf.concat([tf.cast(backbone.item_states(lone_cls)[0], rows.dtype), rows], axis=0)
     index = tokens.with_values(tf.range(1, 1 + tf.size(tokens.values, out_type=tf.int64)))
     return index, table
@@ -95,7 +100,9 @@ class RecformerRecommender(tf.Module):
     batch's items are computed as it is packed, the same numbers.
     """
 
-    def __init__(self, model, item_tokens, item_types, cls_id, tokenizer=None, item_text=None, pad_multiple=None):
+    def __init__(
+        self, model, item_tokens, item_types, cls_id, tokenizer=None, item_text=None, pad_multiple=None
+    ):
         super().__init__(name="recformer_recommender")
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "tokenizer", tokenizer)
@@ -121,9 +128,16 @@ class RecformerRecommender(tf.Module):
         limit = backbone.max_tokens - 1
         tokens, types = self.item_tokens[:, :limit], self.item_types[:, :limit]
         # Batch by batch (bounded memory); each batch's table repeats the lone [CLS] row 0.
-        fn = tf.function(lambda t, y: item_token_states(backbone, t, y, self.cls_id)[1], reduce_retracing=True)
-        tables = _batched(lambda i: fn(tokens[i : i + batch_size], types[i : i + batch_size]), int(tokens.nrows()),
-                          batch_size, progress, "cache item states")
+        fn = tf.function(
+            lambda t, y: item_token_states(backbone, t, y, self.cls_id)[1], reduce_retracing=True
+        )
+        tables = _batched(
+            lambda i: fn(tokens[i : i + batch_size], types[i : i + batch_size]),
+            int(tokens.nrows()),
+            batch_size,
+            progress,
+            "cache item states",
+        )
         table = tf.concat([tables[0][:1]] + [t[1:] for t in tables], axis=0)
         index = tokens.with_values(tf.range(1, 1 + tf.size(tokens.values, out_type=tf.int64)))
         object.__setattr__(self, "state_cache", (index, table))
@@ -132,8 +146,15 @@ class RecformerRecommender(tf.Module):
 
     def uncached(self):
         """This recommender without the state cache (what an export traces: no table in the graph)."""
-        return RecformerRecommender(self.model, self.item_tokens, self.item_types, self.cls_id, self.tokenizer,
-                                    self.item_text, self.pad_multiple)
+        return RecformerRecommender(
+            self.model,
+            self.item_tokens,
+            self.item_types,
+            self.cls_id,
+            self.tokenizer,
+            self.item_text,
+            self.pad_multiple,
+        )
 
     def pack(self, histories, max_tokens=None):
         """Recformer inputs of ragged id histories ``[batch, (items)]``, oldest first.
@@ -144,8 +165,15 @@ class RecformerRecommender(tf.Module):
         cache = None
         if self.state_cache is not None:
             cache = (tf.gather(self.state_cache[0], histories), self.state_cache[1])
-        return pack_inputs(self.model.backbone, tf.gather(self.item_tokens, histories),
-                           tf.gather(self.item_types, histories), self.cls_id, max_tokens, self.pad_multiple, cache)
+        return pack_inputs(
+            self.model.backbone,
+            tf.gather(self.item_tokens, histories),
+            tf.gather(self.item_types, histories),
+            self.cls_id,
+            max_tokens,
+            self.pad_multiple,
+            cache,
+        )
 
     def encode_histories(self, window):
         ids = tf.cast(window, tf.int64)
@@ -187,11 +215,18 @@ class RecformerRecommender(tf.Module):
         item_ids = np.asarray(item_ids, np.int64)
         width = self.item_width()
         fn = tf.function(
-            lambda ids: self.model(self.pack(tf.RaggedTensor.from_tensor(ids[:, None]), width), training=False),
+            lambda ids: self.model(
+                self.pack(tf.RaggedTensor.from_tensor(ids[:, None]), width), training=False
+            ),
             reduce_retracing=True,
         )
-        out = _batched(lambda i: fn(tf.constant(item_ids[i : i + batch_size])).numpy(), len(item_ids), batch_size,
-                       progress, "encode items")
+        out = _batched(
+            lambda i: fn(tf.constant(item_ids[i : i + batch_size])).numpy(),
+            len(item_ids),
+            batch_size,
+            progress,
+            "encode items",
+        )
         return np.concatenate(out) if out else np.zeros((0, self.model.hidden_dim), np.float32)
 
     def item_width(self):

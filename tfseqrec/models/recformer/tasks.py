@@ -81,8 +81,13 @@ class RecformerTask(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"backbone": keras.layers.serialize(self.backbone), "temperature": self.temperature,
-                       "pooling": self.pooling})
+        config.update(
+            {
+                "backbone": keras.layers.serialize(self.backbone),
+                "temperature": self.temperature,
+                "pooling": self.pooling,
+            }
+        )
         return config
 
     @classmethod
@@ -133,7 +138,9 @@ class Recformer(RecformerTask):
         if not self.backbone.built:
             self.backbone.build()
         self.item_embeddings = self.add_weight(
-            shape=(self.num_items, self.backbone.hidden_dim), initializer="zeros", trainable=False,
+            shape=(self.num_items, self.backbone.hidden_dim),
+            initializer="zeros",
+            trainable=False,
             name="item_embeddings",
         )
         self.built = True
@@ -190,16 +197,29 @@ class RecformerPretrainer(RecformerTask):
         seed: seed of the masking.
     """
 
-    def __init__(self, backbone, temperature=0.05, mlm_weight=0.1, mask_prob=0.15, mask_token_id=103,
-                 first_word_piece_id=999, seed=None, **kwargs):
+    def __init__(
+        self,
+        backbone,
+        temperature=0.05,
+        mlm_weight=0.1,
+        mask_prob=0.15,
+        mask_token_id=103,
+        first_word_piece_id=999,
+        seed=None,
+        **kwargs,
+    ):
         super().__init__(backbone, temperature, **kwargs)
         # === Layers ===
         epsilon = backbone.layer_norm_epsilon
         self.mlm_transform = keras.layers.Dense(backbone.hidden_dim, activation="gelu", name="mlm_transform")
         self.mlm_norm = keras.layers.LayerNormalization(epsilon=epsilon, name="mlm_norm")
         self.masking = ClozeMasking(
-            backbone.vocabulary_size - first_word_piece_id, mask_prob=mask_prob, mask_token_id=mask_token_id,
-            first_item_id=first_word_piece_id, seed=seed, name="mlm_masking",
+            backbone.vocabulary_size - first_word_piece_id,
+            mask_prob=mask_prob,
+            mask_token_id=mask_token_id,
+            first_item_id=first_word_piece_id,
+            seed=seed,
+            name="mlm_masking",
         )
         self.mlm_loss = losses.MaskedLMLoss()
 
@@ -215,7 +235,9 @@ class RecformerPretrainer(RecformerTask):
             self.backbone.build()
         self.mlm_transform.build((None, self.backbone.hidden_dim))
         self.mlm_norm.build((None, self.backbone.hidden_dim))
-        self.mlm_bias = self.add_weight(shape=(self.backbone.vocabulary_size,), initializer="zeros", name="mlm_bias")
+        self.mlm_bias = self.add_weight(
+            shape=(self.backbone.vocabulary_size,), initializer="zeros", name="mlm_bias"
+        )
         self.built = True
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -229,13 +251,15 @@ class RecformerPretrainer(RecformerTask):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "mlm_weight": self.mlm_weight,
-            "mask_prob": self.mask_prob,
-            "mask_token_id": self.mask_token_id,
-            "first_word_piece_id": self.first_word_piece_id,
-            "seed": self.seed,
-        })
+        config.update(
+            {
+                "mlm_weight": self.mlm_weight,
+                "mask_prob": self.mask_prob,
+                "mask_token_id": self.mask_token_id,
+                "first_word_piece_id": self.first_word_piece_id,
+                "seed": self.seed,
+            }
+        )
         return config
 
 
@@ -276,8 +300,9 @@ class RecformerAligner(RecformerTask):
         hidden = y_pred
         weight = ops.cast(x["padding_mask"], hidden.dtype)[:, 1:, None]
         mean = ops.sum(hidden[:, 1:] * weight, axis=1) / ops.maximum(ops.sum(weight, axis=1), 1.0)
-        return self._with_regularization(self.contrastive.in_batch(hidden[:, 0], ops.stop_gradient(mean),
-                                                                   self.temperature))
+        return self._with_regularization(
+            self.contrastive.in_batch(hidden[:, 0], ops.stop_gradient(mean), self.temperature)
+        )
 
 
 __all__ = ["Recformer", "RecformerAligner", "RecformerBackbone", "RecformerPretrainer", "RecformerTask"]
