@@ -213,12 +213,13 @@ def header(runs):
     print()
 
 
-def print_table(runs):
-    print(
+def accuracy_table(runs):
+    """Markdown: test metrics of each run, with and without seen items filtered, and the sampled ones."""
+    lines = [
         "| model | seed | seen filtered | NDCG@10 | HR@10 | MRR | sampled NDCG@10 (100 uniform) | "
-        "sampled NDCG@10 (100 popularity) |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+        "sampled NDCG@10 (100 popularity) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
         res = r["results"]
         for exclude in (True, False):
@@ -231,32 +232,37 @@ def print_table(runs):
                 if exclude
                 else ("", "")
             )
-            print(
-                f"| {r['model']} | {r['seed']} | {'yes' if exclude else 'no'} | {full['ndcg@10']:.4f} | {full['hr@10']:.4f} | "
-                f"{full['mrr']:.4f} | {sampled[0]} | {sampled[1]} |"
+            lines.append(
+                f"| {r['model']} | {r['seed']} | {'yes' if exclude else 'no'} | {full['ndcg@10']:.4f} | "
+                f"{full['hr@10']:.4f} | {full['mrr']:.4f} | {sampled[0]} | {sampled[1]} |"
             )
-    print()
-    print(
+    return "\n".join(lines)
+
+
+def speed_table(runs):
+    """Markdown: epochs, time to quality, s/epoch, memory and training FLOP/s of each run."""
+    lines = [
         "| model | seed | epochs (best) | min to best | min to 98% of best | train wall (s) | s/epoch | "
-        f"peak RSS (GiB) | GFLOP/epoch | GFLOP/s | % of {machine.PEAK_GFLOPS:.0f} GFLOP/s |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+        f"peak RSS (GiB) | GFLOP/epoch | GFLOP/s | % of {machine.PEAK_GFLOPS:.0f} GFLOP/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
-        print(
+        lines.append(
             f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
             f"{r['minutes_to_98pct_of_best']:.1f} | {r['train_wall_seconds']:.0f} | "
             f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
             f"{r['train_gflops']:.1f} | {100 * r['train_gflops'] / machine.PEAK_GFLOPS:.0f}% |"
         )
+    return "\n".join(lines)
 
 
-def print_seed_summary(runs):
-    """Mean and spread (sample standard deviation, min-max) over seeds, per model."""
-    print(
+def seed_summary(runs):
+    """Markdown: mean and spread (sample standard deviation, min-max) over seeds, per model."""
+    lines = [
         "| model | seeds | NDCG@10 mean ± std (min-max) | HR@10 mean ± std (min-max) | best epoch (mean) | "
-        "min to best (mean) |"
-    )
-    print("|---|---|---|---|---|---|")
+        "min to best (mean) |",
+        "|---|---|---|---|---|---|",
+    ]
     for name in dict.fromkeys(r["model"] for r in runs):
         group = [r for r in runs if r["model"] == name]
         cells = []
@@ -265,28 +271,30 @@ def print_seed_summary(runs):
             std = v.std(ddof=1) if len(v) > 1 else 0.0
             cells.append(f"{v.mean():.4f} ± {std:.4f} ({v.min():.4f}-{v.max():.4f})")
         seeds = ", ".join(str(r["seed"]) for r in group)
-        print(
+        lines.append(
             f"| {name} | {seeds} | {cells[0]} | {cells[1]} | {np.mean([r['best_epoch'] for r in group]):.0f} | "
             f"{np.mean([r['minutes_to_best'] for r in group]):.1f} |"
         )
+    return "\n".join(lines)
 
 
-def print_ablation(runs):
-    """One row a variant; "val NDCG@10 at epoch N" (N: the fewest epochs of any run) compares
+def ablation_table(runs):
+    """Markdown: one row a variant; "val NDCG@10 at epoch N" (N: the fewest epochs of any run) compares
     variants by epochs rather than minutes, which a CPU shared for part of the runs skews."""
     common = min(len(r["val_ndcg@10"]) for r in runs)
-    print(
+    lines = [
         "| model | variant | best val NDCG@10 | test NDCG@10 | test HR@10 | epochs (best) | s/epoch | "
-        f"min to best | val NDCG@10 at epoch {common} |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+        f"min to best | val NDCG@10 at epoch {common} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
         full = r["results"]["full_exclude_seen=True"]
-        print(
+        lines.append(
             f"| {r['model']} | {r['variant']} | {r['best_val_ndcg@10']:.4f} | {full['ndcg@10']:.4f} | "
             f"{full['hr@10']:.4f} | {r['epochs']} ({r['best_epoch']}) | {r['epoch_seconds_median']:.1f} | "
             f"{r['minutes_to_best']:.1f} | {r['val_ndcg@10'][common - 1]:.4f} |"
         )
+    return "\n".join(lines)
 
 
 def main():
@@ -367,15 +375,17 @@ def report(runs):
     print()
     ablation = [r for r in runs if "variant" in r]
     if ablation:
-        print_ablation(ablation)
+        print(ablation_table(ablation))
     plain = [r for r in runs if "variant" not in r]
     if plain:
         if ablation:
             print()
-        print_table(plain)
+        print(accuracy_table(plain))
+        print()
+        print(speed_table(plain))
         if len({r["seed"] for r in plain}) > 1:
             print()
-            print_seed_summary(plain)
+            print(seed_summary(plain))
 
 
 if __name__ == "__main__":

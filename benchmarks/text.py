@@ -329,14 +329,13 @@ def variant_name(overrides):
     return f" [{', '.join(f'{k}={v}' for k, v in overrides.items())}]" if overrides else ""
 
 
-def print_table(results, seconds, epochs, header):
-    """The rows of ``results``; ratios against the best SASRec row (by NDCG@10) among them."""
-    print(f"\n{header}\n")
-    print(
+def table(results, seconds, epochs):
+    """Markdown: the rows of ``results``; ratios against the best SASRec row (by NDCG@10) among them."""
+    lines = [
         "| model | NDCG@10 | Recall@10 | MRR | NDCG@10 / SASRec | Recall@10 / SASRec | cold NDCG@10 | "
-        "warm NDCG@10 | cold / warm | epochs | train wall (s) |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+        "warm NDCG@10 | cold / warm | epochs | train wall (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     sasrec = [r["all"] for name, r in results.items() if name.startswith("sasrec")]
     base = max(sasrec, key=lambda a: a["ndcg@10"]) if sasrec else None
     for name, r in results.items():
@@ -344,17 +343,26 @@ def print_table(results, seconds, epochs, header):
         ratio = r["cold"]["ndcg@10"] / r["warm"]["ndcg@10"] if r["warm"]["ndcg@10"] else float("nan")
         vs = f"{a['ndcg@10'] / base['ndcg@10']:.2f} | {a['hr@10'] / base['hr@10']:.2f}" if base else " | "
         wall = f"{seconds[name]:.0f}" if name in seconds else ""
-        print(
+        lines.append(
             f"| {name} | {a['ndcg@10']:.4f} | {a['hr@10']:.4f} | {a['mrr']:.4f} | {vs} | "
             f"{r['cold']['ndcg@10']:.4f} | {r['warm']['ndcg@10']:.4f} | {ratio:.2f} | {epochs.get(name) or ''} | "
             f"{wall} |"
         )
+    return "\n".join(lines)
 
 
-def report(paths, rows=None):
-    """One table of the rows of stored runs (``--json`` files); a row name two runs share gets its file's.
+def print_table(results, seconds, epochs, header):
+    """Print ``header``, then ``table``'s rows."""
+    print(f"\n{header}\n")
+    print(table(results, seconds, epochs))
 
-    ``rows``: the row names to print, in that order (all when ``None``); an unknown one is an error.
+
+def stored_rows(paths, rows=None):
+    """The rows of stored runs (``--json`` files): ``(results, seconds, epochs, runs)``.
+
+    A row name two runs share gets its file's name in brackets; ``runs`` says where each file's rows
+    come from (commit, start, end). ``rows``: the row names to keep, in that order (all when ``None``);
+    an unknown one is an error.
     """
     results, seconds, epochs, runs = {}, {}, {}, []
     for path in paths:
@@ -376,6 +384,12 @@ def report(paths, rows=None):
         if unknown:
             raise ValueError(f"rows {unknown} are in none of the runs; their rows: {list(results)}")
         results = {name: results[name] for name in rows}
+    return results, seconds, epochs, runs
+
+
+def report(paths, rows=None):
+    """Print one table of the rows of stored runs (``--json`` files), with where they come from."""
+    results, seconds, epochs, runs = stored_rows(paths, rows)
     print_table(
         results,
         seconds,
@@ -385,7 +399,8 @@ def report(paths, rows=None):
     )
 
 
-def main():
+def build_parser():
+    """The command line; ``benchmarks/tables.py`` reads its defaults to print a stored run's command."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -435,6 +450,11 @@ def main():
         help="with --report: JSON list of the row names to print, in order (a name two runs "
         "share carries its file's name in brackets, as the full report prints it)",
     )
+    return parser
+
+
+def main():
+    parser = build_parser()
     args = parser.parse_args()
     if args.report:
         return report(args.report, args.rows)
