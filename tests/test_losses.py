@@ -20,15 +20,40 @@ class LossesTest(test_case.TestCase):
         self.assertAllClose(loss([2], [[1.0, 2.0, 3.0]]), expected)
 
     def test_full_softmax_from_embeddings_equals_logits(self):
+        # Oracle: NumPy's log-softmax of hidden @ table.T + bias; then, with
+        # exclude_history, the same with each row's seen items (not its positive) removed.
         rng = np.random.default_rng(0)
         hidden, table, bias = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=6)
-        hidden, table, bias = (tf.constant(a, tf.float32) for a in (hidden, table, bias))
-        positives = tf.constant([0, 5, 2, 2])
-        loss = losses.FullSoftmaxCrossEntropy()
-        self.assertAllClose(
-            loss.from_embeddings(hidden, positives, table, bias),
-            loss(positives, tf.matmul(hidden, table, transpose_b=True) + bias),
+        positives = np.array([0, 5, 2, 2])
+        logits = hidden @ table.T + bias
+        log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        expected = -np.mean(log_softmax[np.arange(4), positives])
+        # Rows 0-1 are sequence 0 (seen: 1, 3, 5), rows 2-3 sequence 1 (seen: 2, 4).
+        rows = np.array([0, 0, 1, 1])
+        seen = np.zeros((2, 6), bool)
+        seen[0, [1, 3, 5]] = True
+        seen[1, [2, 4]] = True
+        kept = [[0, 2, 4], [0, 2, 4, 5], [0, 1, 2, 3, 5], [0, 1, 2, 3, 5]]  # by hand
+        without_seen = np.mean(
+            [np.log(np.exp(logits[n, kept[n]]).sum()) - logits[n, positives[n]] for n in range(4)]
         )
+        args = [tf.constant(hidden, tf.float32), tf.constant(positives)]
+        # The table as a tensor, and as ItemRows over an embedding with 3 reserved rows first.
+        padded = np.concatenate([rng.normal(size=(3, 3)), table])
+        for item_table in (
+            tf.constant(table, tf.float32),
+            losses.ItemRows(tf.constant(padded, tf.float32), 3),
+        ):
+            loss = losses.FullSoftmaxCrossEntropy()
+            self.assertAllClose(
+                loss.from_embeddings(*args, item_table, tf.constant(bias, tf.float32)), expected
+            )
+            history = (tf.constant(rows), tf.constant(seen))
+            got = losses.FullSoftmaxCrossEntropy(exclude_history=True).from_embeddings(
+                *args, item_table, tf.constant(bias, tf.float32), history=history
+            )
+            self.assertAllClose(got, without_seen, atol=1e-5)
+        self.assertGreater(expected - without_seen, 0.1)  # the exclusion matters here
 
     def test_full_softmax_without_the_history_against_numpy(self):
         rng = np.random.default_rng(1)
@@ -85,6 +110,8 @@ class LossesTest(test_case.TestCase):
             losses.GBCE(t=2.0)
 
     def test_sampled_softmax_uniform_logq_is_a_constant_shift(self):
+        # Under a uniform sampler every logit moves by log(num_items): the softmax is
+        # unchanged. (This cannot see the correction; the log-uniform tests below do.)
         rng = np.random.default_rng(1)
         hidden = tf.constant(rng.normal(size=(5, 4)), tf.float32)
         table = tf.constant(rng.normal(size=(50, 4)), tf.float32)
@@ -97,6 +124,79 @@ class LossesTest(test_case.TestCase):
             with_q.from_embeddings(hidden, positives, table),
             without.from_embeddings(hidden, positives, table),
         )
+
+    def test_sampled_softmax_log_uniform_logq_against_numpy(self):
+        # Fixed negatives (a duplicate, and item 2, a hit for row 1), the sampler's own
+        # log-probabilities; the oracle is Yi et al.'s corrected logit s_j - log Q(j),
+        # with Q the log-uniform (Zipf) law written out, and the hit removed.
+        rng = np.random.default_rng(2)
+        n = 10
+        hidden, table, bias = rng.normal(size=(2, 3)), rng.normal(size=(n, 3)), rng.normal(size=n)
+        positives, negatives = np.array([7, 2]), np.array([0, 0, 2, 9])
+
+        def q(ids):  # P(i) = log((i + 2) / (i + 1)) / log(n + 1)
+            return np.log((ids + 2.0) / (ids + 1.0)) / np.log(n + 1.0)
+
+        logits = hidden @ table.T + bias
+        expected = {}
+        for corrected in (True, False):
+            shift = np.log(q(np.arange(n))) if corrected else np.zeros(n)
+            values = []
+            for row, pos in enumerate(positives):
+                candidates = [pos] + [j for j in negatives if j != pos]
+                z = logits[row, candidates] - shift[candidates]
+                values.append(np.log(np.exp(z).sum()) - z[0])
+            expected[corrected] = np.mean(values)
+        for corrected in (True, False):
+            loss = losses.SampledSoftmaxCrossEntropy(
+                num_negatives=4, sampler="log_uniform", logq_correction=corrected
+            )
+            draw = loss.sample
+
+            def fixed(num_items, rows=None, draw=draw):
+                return tf.constant(negatives, tf.int32), draw(num_items, rows)[1]
+
+            loss.sample = fixed
+            got = loss.from_embeddings(
+                tf.constant(hidden, tf.float32),
+                tf.constant(positives),
+                tf.constant(table, tf.float32),
+                tf.constant(bias, tf.float32),
+            )
+            self.assertAllClose(got, expected[corrected], atol=1e-5)
+        self.assertGreater(abs(expected[True] - expected[False]), 0.1)  # the correction matters here
+
+    def test_sampled_softmax_logq_estimates_the_full_softmax(self):
+        # With the correction, the sampled softmax's denominator, over K draws from Q,
+        # is an unbiased estimate of K * (sum over the other items of exp(s_j)) / Q(pos)
+        # (Bengio & Senecal; Yi et al., RecSys 2019): the loss,
+        # log(1 + sum_k exp(s_k - log Q(k)) / exp(s_pos - log Q(pos))), so gives back the
+        # full softmax's loss. Without it, the estimate is of sum_j Q(j) exp(s_j), biased
+        # towards the popular (small) ids.
+        rng = np.random.default_rng(0)
+        n, pos, draws = 20, 10, 20000
+        hidden, table = rng.normal(size=(1, 4)), rng.normal(size=(n, 4))
+        s = table @ hidden[0]
+        q = np.log((np.arange(n) + 2.0) / (np.arange(n) + 1.0)) / np.log(n + 1.0)
+        others = np.arange(n) != pos
+        full = np.log(np.exp(s).sum()) - s[pos]  # the full softmax loss
+
+        def implied_full_loss(corrected):
+            loss = losses.SampledSoftmaxCrossEntropy(
+                num_negatives=draws, sampler="log_uniform", logq_correction=corrected, seed=0
+            )
+            value = float(
+                loss.from_embeddings(
+                    tf.constant(hidden, tf.float32), tf.constant([pos]), tf.constant(table, tf.float32)
+                )
+            )
+            z_others = np.expm1(value) * np.exp(s[pos]) / draws / (q[pos] if corrected else 1.0)
+            return np.log(np.exp(s[pos]) + z_others) - s[pos]
+
+        self.assertAllClose(implied_full_loss(True), full, atol=0.02)
+        biased = np.log(np.exp(s[pos]) + np.sum(q[others] * np.exp(s[others]))) - s[pos]
+        self.assertAllClose(implied_full_loss(False), biased, atol=0.02)
+        self.assertGreater(abs(full - biased), 1.0)
 
     def test_log_uniform_sampler_is_a_distribution(self):
         loss = losses.SampledSoftmaxCrossEntropy(num_negatives=1000, sampler="log_uniform", seed=0)
