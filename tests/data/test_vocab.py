@@ -46,11 +46,15 @@ def test_rejects_ids_that_cannot_be_stored():
 
 
 def test_tf_lookup_table_matches_numpy_lookup(tmp_path):
-    v = vocab.ItemVocabulary.from_items(["5", "6", "6", "7"])
-    path = v.save(tmp_path)
-    table = v.lookup_table(path)
-    raw = ["7", "6", "unknown", "5"]
-    np.testing.assert_array_equal(table.lookup(tf.constant(raw)).numpy(), v.lookup(raw))
+    # By hand: "6" is the most frequent, then count ties in natural order (7 before 10);
+    # ids start after the reserved ones, anything else is OOV.
+    v = vocab.ItemVocabulary.from_items(["5", "6", "6", "10", "7"])
+    expected = {"6": 3, "5": 4, "7": 5, "10": 6, "unknown": vocab.OOV_ID, "": vocab.OOV_ID, "1": vocab.OOV_ID}
+    table = v.lookup_table(v.save(tmp_path))
+    raw = ["7", "6", "unknown", "5", "10", "", "1", "6"]
+    want = [expected[r] for r in raw]
+    assert table.lookup(tf.constant(raw)).numpy().tolist() == want
+    assert v.lookup(raw).tolist() == want
 
 
 def test_factorize_against_numpy_unique():
