@@ -8,12 +8,14 @@ import sys
 
 import pytest
 
+from tfseqrec import cli, commands, kinds
 from tfseqrec.data import tfrecord
+from tfseqrec.distribute import STRATEGIES
 
 
-def _tfseqrec(*args, check=True):
+def _tfseqrec(*args, check=True, env=None):
     exe = shutil.which("tfseqrec", path=os.path.dirname(sys.executable)) or shutil.which("tfseqrec")
-    result = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"tfseqrec {args} failed ({result.returncode}):\n{result.stderr}")
     return result
@@ -236,3 +238,115 @@ def test_data_synthetic_writes_a_log_that_stats_reads(tmp_path):
         check=False,
     )
     assert bad.returncode != 0 and "9 users of at least 5 events need 45 events" in bad.stderr
+
+
+# Runs the command as the console script does, then reports which heavy modules it imported.
+HELP_PROBE = """
+import json, runpy, sys
+sys.argv = ["tfseqrec", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("tfseqrec.cli", run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "keras"})), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["train", "--help"], ["data", "stats", "--help"]])
+def test_help_answers_without_importing_tensorflow(argv):
+    result = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE, json.dumps(argv)], capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(result.stderr.strip().splitlines()[-1]) == [], result.stderr
+    assert result.stdout.startswith("usage: tfseqrec")
+
+
+def test_help_describes_every_command_and_model():
+    result = subprocess.run(
+        [sys.executable, "-m", "tfseqrec.cli", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    for name in ["data", "train", "pretrain", "evaluate", "plot", "recommend", "export", "pipeline"]:
+        assert any(line.split()[:1] == [name] and line.startswith("  ") for line in lines), name
+    for name in ["sasrec", "bert4rec", "hstu", "unisrec", "recformer"]:
+        assert f"  {name}" in result.stdout and cli.MODELS[name] in result.stdout
+    assert "flag parsing" not in result.stdout and "examples:" in result.stdout
+    train = subprocess.run(
+        [sys.executable, "-m", "tfseqrec.cli", "train", "--help"], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert train.startswith("usage: tfseqrec train ") and all(text in train for text in cli.MODELS.values())
+
+
+def test_help_tables_match_the_library():
+    assert sorted(cli.MODELS) == sorted(kinds.KINDS)
+    assert cli.PRETRAINABLE == sorted(name for name, kind in kinds.KINDS.items() if kind.pretrainable)
+    assert tuple(cli.STRATEGIES) == tuple(STRATEGIES)
+
+
+# The least each command needs to parse.
+MINIMAL_ARGV = {
+    "data stats": ["data", "stats", "log.csv"],
+    "data download": ["data", "download", "ml-100k"],
+    "data item-text": ["data", "item-text", "movies.dat", "--output", "o.item.json"],
+    "data synthetic": ["data", "synthetic", "--events", "9", "--items", "3", "--output", "o.csv"],
+    "data tfrecord": ["data", "tfrecord", "log.csv", "--output", "o"],
+    "train": ["train", "--data", "d", "--output", "o"],
+    "pretrain": ["pretrain", "--model", "unisrec", "--data", "d", "--item-text", "t", "--output", "o"],
+    "evaluate": ["evaluate", "--model-dir", "m", "--data", "d"],
+    "plot": ["plot", "--model-dir", "m"],
+    "recommend": ["recommend", "--model-dir", "m", "--history", "1 2"],
+    "export": ["export", "--model-dir", "m", "--output", "o"],
+    "pipeline run": ["pipeline", "run", "--data-root", "r"],
+}
+
+
+def test_every_command_parses_to_its_implementation():
+    leaves = {name for name in cli.SUMMARIES if not any(o.startswith(name + " ") for o in cli.SUMMARIES)}
+    assert leaves == set(commands.COMMANDS) == set(MINIMAL_ARGV)
+    parser = cli.build_parser()
+    for name, argv in MINIMAL_ARGV.items():
+        assert parser.parse_args(argv).run == name
+
+
+def test_a_command_without_its_subcommand_prints_its_help(capsys):
+    assert cli.main(["data"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: tfseqrec data ") and "  synthetic  " in out
+    assert cli.main([]) == 2
+    assert "  recommend  " in capsys.readouterr().out
+
+
+NOTICES = [
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+    b"I0000 00:00:1795812687.817777    8039 port.cc:153] oneDNN custom operations are on.\n",
+    b"2026-01-01 20:50:38.190894: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:10575] "
+    b"Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN when one "
+    b"has already been registered\n",
+    b"2026-01-01 20:50:38.146002: I tensorflow/core/util/port.cc:113] oneDNN custom operations are on.\n",
+]
+
+
+@pytest.mark.parametrize("level, shown", [("2", b""), ("0", b"".join(NOTICES))])
+def test_start_up_notices_are_hidden_and_other_lines_kept(level, shown):
+    # Written to file descriptor 2, as TensorFlow's C++ logging writes them.
+    code = (
+        "import ast, os, sys\n"
+        "from tfseqrec import cli\n"
+        "with cli._tensorflow_start_up_hidden():\n"
+        "    for line in ast.literal_eval(sys.argv[1]):\n"
+        "        os.write(2, line)\n"
+        "    os.write(2, b'a real problem\\n')\n"
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": level}
+    result = subprocess.run(
+        [sys.executable, "-c", code, repr(NOTICES)], capture_output=True, env=env, timeout=60
+    )
+    assert result.returncode == 0 and result.stderr == shown + b"a real problem\n"
+
+
+def test_a_command_prints_no_tensorflow_start_up_noise(data_root):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = _tfseqrec("data", "stats", data_root / "ml-100k", "--json", env=env)
+    assert json.loads(result.stdout)["num_users"] == 943
+    assert result.stderr == ""

@@ -1,30 +1,275 @@
-"""The ``tfseqrec`` command: flag parsing and wiring only.
+"""The ``tfseqrec`` command's flags and help: argparse only, so that ``--help`` needs no TensorFlow.
 
-Each subcommand is a ``_add_*`` function (its flags) and a function that calls the
-library; what a ``--model`` name means is ``tfseqrec.kinds``'s decision.
+Each subcommand is a ``_add_*`` function that declares its flags and records, as
+``args.run``, the name of the ``tfseqrec.commands`` function that carries it out;
+``main`` imports that module (and TensorFlow with it) once the arguments are parsed.
+What a ``--model`` name means is ``tfseqrec.kinds``'s decision; ``MODELS`` only names
+and describes the kinds for help and ``--model``'s choices (a test checks that it lists
+exactly ``kinds.KINDS``).
 """
 
 import argparse
-import json
+import contextlib
 import os
+import re
 import sys
+import tempfile
+import textwrap
+
+from tfseqrec.checks import check_number
+from tfseqrec.data.readers import FORMATS
+
+# The model kinds, one line each, in help's order.
+MODELS = {
+    "sasrec": "SASRec (2018): causal self-attention over a history's item ids",
+    "bert4rec": "BERT4Rec (2019): bidirectional attention, trained to fill in masked items",
+    "hstu": "HSTU (2024): Meta's generative recommender, with a time bias",
+    "unisrec": "UniSRec (2022): items as text vectors (ids optional); --item-text",
+    "recformer": "Recformer (2023): a language model over item text, no ids; --item-text",
+}
+# The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
+PRETRAINABLE = ["recformer", "unisrec"]
+STRATEGIES = ("mirrored", "multi_worker")
+
+# Each command's one line, as 'tfseqrec --help' (or 'tfseqrec data --help') lists it.
+SUMMARIES = {
+    "data": "inspect, fetch and convert interaction data",
+    "data stats": "counts and leave-one-out split sizes of a dataset",
+    "data download": "fetch ml-1m or ml-100k from their publishers (checked)",
+    "data item-text": "write item text as *.item.json, ids mapped (ml-1m.txt's ids)",
+    "data synthetic": "write a seeded synthetic log as user_id,item_id,timestamp CSV",
+    "data tfrecord": "write leave-one-out splits as TFRecord tf.Examples",
+    "train": "train a model on leave-one-out splits; prints its test metrics",
+    "pretrain": "pre-train unisrec or recformer on several datasets with item text",
+    "evaluate": "full-catalogue ranking metrics of a trained model, as JSON",
+    "plot": "PNGs: training curves and an attention map over a history",
+    "recommend": "top-k next items for a history",
+    "export": "write a SavedModel version for TensorFlow Serving",
+    "pipeline": "the TFX pipeline (primary stack: Python 3.10, tfx 1.16)",
+    "pipeline run": "run the pipeline locally (LocalDagRunner, SQLite ML Metadata)",
+}
+
+# Each command's help after its summary, one string per paragraph.
+DETAILS = {
+    "data": [
+        (
+            "Every command reads the same formats: the SASRec text format (ml-1m.txt: 'user item' "
+            "lines in time order), MovieLens (u.data, ratings.dat), CSV or TSV with a header "
+            "(--user-col, --item-col, --time-col) and *.inter.json. The format is detected from "
+            "the file unless --format names it; bad input stops with the file, the line and the "
+            "problem."
+        ),
+    ],
+    "data stats": [
+        (
+            "Reads a dataset as 'tfseqrec train' would and reports its users, items, "
+            "interactions, history lengths and density, the sizes of its leave-one-out splits "
+            "(each user's last item is the test case, the one before it the validation case) and "
+            "what the k-core filters and repeat removal took out."
+        ),
+    ],
+    "data download": [
+        (
+            "Downloads from GroupLens (and ml-1m.txt from the SASRec authors) into DIR/DATASET/, "
+            "checks every file against the published file's checksum, resumes an interrupted "
+            "download and, offline, says which URL to fetch by hand and where to put it. Prints "
+            "JSON with the folder and the data root to set TFSEQREC_DATA to."
+        ),
+    ],
+    "data item-text": [
+        (
+            "The text models (unisrec, recformer) read each item's attributes from --item-text. "
+            "This writes them as *.item.json, keyed by the ids of the interaction file: with "
+            "--id-map, ml-1m.txt's ids are mapped to movies.dat's. Prints a JSON summary."
+        ),
+    ],
+    "data synthetic": [
+        (
+            "A log of any size for scale tests: Zipf item popularity, log-normal history lengths "
+            "of at least 5 events, integer-second timestamps, and a learnable pattern (an event "
+            "continues the previous item along a fixed cycle with --follow-prob), so a sequential "
+            "model has something to beat popularity with. The same seed writes the same file."
+        ),
+    ],
+    "data tfrecord": [
+        (
+            "Writes train, valid and test .tfrecord.gz files (one tf.train.Example per user: raw "
+            "and numbered item ids, oldest first, event times where the data has them, and the "
+            "target of each evaluation case) and the item vocabulary (item_vocab.tsv)."
+        ),
+    ],
+    "train": [
+        (
+            "Trains on each user's history but the last two items, validates every epoch on the "
+            "second-to-last (full-catalogue NDCG@10), keeps the best epoch and stops after "
+            "--patience epochs without improvement; then prints the test metrics (NDCG@K, HR@K, "
+            "MRR on each user's last item, already-seen items excluded) as one JSON object."
+        ),
+        (
+            "The run works in OUTPUT.partial/ and becomes OUTPUT/ when it completes; a killed run "
+            "resumes from its last finished epoch when the same command is run again. TensorBoard "
+            "logs go to OUTPUT/logs."
+        ),
+        (
+            "Every option below is also a key of --config JSON; each model has its own defaults, "
+            "and an option the chosen model does not have is an error."
+        ),
+    ],
+    "pretrain": [
+        (
+            "Pre-trains a text model on the histories of several datasets at once, each with its "
+            "items' text, and writes a checkpoint that 'tfseqrec train --init-from' starts from "
+            "(on another dataset, or one of these). Prints a JSON summary."
+        ),
+    ],
+    "evaluate": [
+        (
+            "Splits --data as training did (each user's last item the test case, the one before "
+            "it the validation case), ranks every item of the catalogue for each case and prints "
+            "NDCG@K and HR@K (K = 1, 5, 10, 20) and MRR as one JSON object. Ties count against "
+            "the true item. Sampled metrics (sampled_*) are reported only with "
+            "--sampled-negatives; they can order models differently from the full ranking."
+        ),
+    ],
+    "plot": [
+        (
+            "Writes training_curves.png (loss and validation metrics per epoch, from the model "
+            "directory's history.csv) and attention.png (each layer's attention over a history). "
+            "Every model but recformer has attention maps. Prints the paths written as JSON."
+        ),
+    ],
+    "recommend": [
+        (
+            "Prints the --k items a trained model ranks highest after --history, one 'rank, item "
+            "id, score' line each (tab-separated), or one JSON object with --json. Item ids are "
+            "the data file's own; ids the model does not know are ignored (with a note on "
+            "stderr), and a history with no known item gets the most popular items."
+        ),
+    ],
+    "export": [
+        (
+            "Writes a trained model as OUTPUT/VERSION/, the layout TensorFlow Serving watches: a "
+            "SavedModel whose signatures take raw item ids and return the top-k raw ids and "
+            "scores (the vocabulary travels inside as an asset), with warm-up requests. Prints "
+            "JSON with the path, the version and the signatures."
+        ),
+    ],
+    "pipeline": [
+        (
+            "The TFX pipeline takes CSV events to a pushed TensorFlow Serving model: "
+            "EventExampleGen, SequenceBuilder (group by user, vocabulary, leave-one-out), "
+            "Trainer, RankingEvaluator (blesses a model that meets --threshold and beats the last "
+            "blessed one) and Pusher."
+        ),
+    ],
+    "pipeline run": [
+        (
+            "Runs every component in this process (Beam's DirectRunner unless --beam-arg says "
+            "otherwise) and prints a JSON summary of the run: the trained model's metrics and "
+            "whether it was blessed and pushed."
+        ),
+    ],
+}
+
+# Each command's examples, shown at the end of its help.
+EXAMPLES = {
+    "data": [
+        "tfseqrec data download ml-100k",
+        "tfseqrec data stats ml-100k --min-item-interactions 5 --json",
+        "tfseqrec data tfrecord ml-100k --output /tmp/ml100k",
+        "tfseqrec data synthetic --events 1000000 --items 100000 --output /tmp/synthetic.csv",
+    ],
+    "train": [
+        "tfseqrec train --data ml-1m/ml-1m.txt --output runs/sasrec --max-train-minutes 30",
+        "tfseqrec train --model bert4rec --data ml-1m/ml-1m.txt --output runs/bert4rec --epochs 100",
+        "tfseqrec train --model unisrec --data amazon-scientific-text/Scientific.inter.json \\",
+        "    --item-text amazon-scientific-text/Scientific.item.json --output runs/unisrec",
+    ],
+    "pretrain": [
+        "tfseqrec pretrain --model unisrec --data ml-1m/ml-1m.txt --item-text runs/ml-1m.item.json \\",
+        "    --data ml-100k --item-text ml-100k/u.item --output runs/unisrec-pre",
+        "tfseqrec train --model unisrec --data amazon-scientific-text/Scientific.inter.json \\",
+        "    --item-text amazon-scientific-text/Scientific.item.json --output runs/unisrec-ft \\",
+        "    --init-from runs/unisrec-pre",
+    ],
+    "evaluate": [
+        "tfseqrec evaluate --model-dir runs/sasrec --data ml-1m/ml-1m.txt --split valid",
+    ],
+    "plot": [
+        'tfseqrec plot --model-dir runs/sasrec --history "1 48 150 260"',
+    ],
+    "recommend": [
+        'tfseqrec recommend --model-dir runs/sasrec --history "1 48 150 260" --k 10 --json',
+    ],
+    "export": [
+        "tfseqrec export --model-dir runs/sasrec --output saved_models/ml1m",
+        "docker run -p 8501:8501 -v $PWD/saved_models/ml1m:/models/ml1m \\",
+        "    -e MODEL_NAME=ml1m tensorflow/serving",
+    ],
+    "pipeline": [
+        "tfseqrec pipeline run --data-root data/csv --train-steps 1000",
+    ],
+}
 
 DATA_HELP = (
     "interaction file or dataset directory (ml-1m.txt, u.data, ratings.dat, *.csv, *.tsv, "
     "*.inter.json); relative paths may also be given against $TFSEQREC_DATA"
 )
 
+DESCRIPTION = """\
+Transformer sequential recommenders: given each user's items in order, recommend
+the next. tfseqrec reads interaction logs, trains a model on each user's history
+(the last item held out for testing, the one before it for validation), ranks
+the whole catalogue to evaluate it, recommends next items, and exports
+SavedModels for TensorFlow Serving.
+"""
+
+EPILOG = """\
+examples:
+  tfseqrec data download ml-1m
+  tfseqrec data stats ml-1m/ml-1m.txt
+  tfseqrec train --model sasrec --data ml-1m/ml-1m.txt --output runs/sasrec
+  tfseqrec evaluate --model-dir runs/sasrec --data ml-1m/ml-1m.txt
+  tfseqrec recommend --model-dir runs/sasrec --history "1 48 150 260" --k 10
+  tfseqrec export --model-dir runs/sasrec --output saved_models/ml1m
+
+'tfseqrec COMMAND --help' describes a command and its flags. Data paths may be
+given relative to $TFSEQREC_DATA. Results go to stdout (most as one JSON
+object); an error is one line on stderr and a non-zero exit status.
+"""
+
+
+def _table(title, rows):
+    """A help block: ``title`` then one aligned ``name  text`` line per row."""
+    width = max(len(name) for name in rows)
+    return f"{title}:\n" + "".join(f"  {name:<{width}}  {text}\n" for name, text in rows.items())
+
+
+def _commands_help(parent=""):
+    """The commands under ``parent`` ('' for the top level, or 'data'), as a help block."""
+    depth = len(parent.split()) + 1
+    rows = {
+        name.split()[-1]: text
+        for name, text in SUMMARIES.items()
+        if len(name.split()) == depth and name.startswith(parent)
+    }
+    return _table("commands", rows)
+
 
 def main(argv=None):
-    # TensorFlow's C++ start-up chatter (CUDA probing on CPU machines) is not for CLI users.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # TensorFlow's INFO and WARNING notices (oneDNN, CUDA probing on a CPU machine) are not
+    # for users; a user who sets the level gets what it lets through.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not hasattr(args, "func"):
-        parser.print_help()
+    if not hasattr(args, "run"):
+        getattr(args, "help_parser", parser).print_help()
         return 2
+    with _tensorflow_start_up_hidden():
+        # Imported here, once the arguments are parsed: keeps `tfseqrec --help` free of TensorFlow.
+        from tfseqrec import commands
     try:
-        return args.func(args) or 0
+        return commands.run(args)
     except (ValueError, OSError, OverflowError) as e:
         # DataError is a ValueError whose message already says file:line: problem.
         # OSError covers missing files, permissions and existing outputs.
@@ -35,9 +280,62 @@ def main(argv=None):
         return 1
 
 
+# What TensorFlow writes to stderr while it loads that TF_CPP_MIN_LOG_LEVEL does not stop:
+# INFO and WARNING lines logged before its logging is set up (absl's "before
+# absl::InitializeLog()" banner with them), and the TF 2.16 wheels' duplicate CUDA plugin
+# registrations, logged as errors on every machine but harmless.
+_START_UP_NOTICE = re.compile(
+    rb"^WARNING: All log messages before absl::InitializeLog\(\) is called"
+    rb"|^[IW]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] "
+    rb"|^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] "
+    rb"|Unable to register cu(DNN|FFT|BLAS) factory: Attempting to register factory for plugin"
+)
+
+
+@contextlib.contextmanager
+def _tensorflow_start_up_hidden():
+    """Drops TensorFlow's start-up notices from stderr while TensorFlow loads in the block.
+
+    Every other line written to stderr meanwhile is written back after the block. A user
+    who asked for notices (``TF_CPP_MIN_LOG_LEVEL`` 0 or 1) sees them all.
+    """
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL") in ("0", "1"):
+        yield
+        return
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all: nothing to hide
+        saved = None
+    if saved is None:
+        yield
+        return
+    # The notices come from C++ and go to file descriptor 2, so that is what is redirected.
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            lines = captured.read().splitlines(True)
+            kept = b"".join(line for line in lines if not _START_UP_NOTICE.search(line))
+            while kept:
+                kept = kept[os.write(2, kept) :]
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="tfseqrec", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command")
+    parser = argparse.ArgumentParser(
+        prog="tfseqrec",
+        usage="%(prog)s [-h] COMMAND ...",
+        description=f"{DESCRIPTION}\n{_commands_help()}\n{_table('models (train --model)', MODELS)}",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    # The commands are listed in the description (argparse's own list misaligns them).
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="tfseqrec")
     for add in (
         _add_data,
         _add_train,
@@ -52,13 +350,53 @@ def build_parser():
     return parser
 
 
+def _command(sub, name, models=False):
+    """The parser of command ``name`` ('data stats'), its help from ``SUMMARIES``,
+    ``DETAILS`` and ``EXAMPLES``; ``models``: its help lists the model kinds.
+
+    A command with subcommands (``data``, ``pipeline``) lists them after its details; a
+    command without records its name as ``args.run``.
+    """
+    summary = SUMMARIES[name]
+    paragraphs = [summary[0].upper() + summary[1:] + ".", *DETAILS[name]]
+    description = "\n\n".join(textwrap.fill(p, 78, break_on_hyphens=False) for p in paragraphs)
+    nested = any(other.startswith(name + " ") for other in SUMMARIES)
+    if nested:
+        description += "\n\n" + _commands_help(name)
+    epilog = _table("models (--model)", MODELS) + "\n" if models else ""
+    if name in EXAMPLES:
+        epilog += "examples:\n" + "".join(f"  {line}\n" for line in EXAMPLES[name])
+    parser = sub.add_parser(
+        name.split()[-1],
+        usage=f"tfseqrec {name} [-h] COMMAND ..." if nested else None,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    # main runs commands.COMMANDS[run], or prints help_parser's help when no subcommand is given.
+    parser.set_defaults(**({"help_parser": parser} if nested else {"run": name}))
+    return parser
+
+
 # --- flags -------------------------------------------------------------------------
 
 
 def _add_data(sub):
-    data = sub.add_parser("data", help="inspect and convert interaction data")
-    data_sub = data.add_subparsers(dest="data_command")
-    stats = data_sub.add_parser("stats", help="counts and leave-one-out split sizes of a dataset")
+    data_sub = _command(sub, "data").add_subparsers(
+        dest="data_command", metavar="COMMAND", help=argparse.SUPPRESS, prog="tfseqrec data"
+    )
+    for add in (
+        _add_data_stats,
+        _add_data_download,
+        _add_data_item_text,
+        _add_data_synthetic,
+        _add_data_tfrecord,
+    ):
+        add(data_sub)
+
+
+def _add_data_stats(data_sub):
+    stats = _command(data_sub, "data stats")
     stats.add_argument("path", help=DATA_HELP)
     _add_format_flags(stats)
     stats.add_argument(
@@ -68,9 +406,10 @@ def _add_data(sub):
         "--min-item-interactions", type=_nonnegative_int, default=0, help="k-core: drop items with fewer"
     )
     stats.add_argument("--json", action="store_true", help="print one JSON object")
-    stats.set_defaults(func=_data_stats)
 
-    download = data_sub.add_parser("download", help="fetch ml-1m or ml-100k from their publishers (checked)")
+
+def _add_data_download(data_sub):
+    download = _command(data_sub, "data download")
     download.add_argument("dataset", choices=["ml-1m", "ml-100k"])
     download.add_argument(
         "--dir",
@@ -80,11 +419,10 @@ def _add_data(sub):
     download.add_argument(
         "--base-url", default=None, help="fetch every file from this URL prefix instead (a mirror)"
     )
-    download.set_defaults(func=_data_download)
 
-    item_text = data_sub.add_parser(
-        "item-text", help="write item text as *.item.json, ids mapped (ml-1m.txt's ids)"
-    )
+
+def _add_data_item_text(data_sub):
+    item_text = _command(data_sub, "data item-text")
     item_text.add_argument("path", help="item text: *.item.json, movies.dat or u.item")
     item_text.add_argument(
         "--id-map",
@@ -92,12 +430,10 @@ def _add_data(sub):
         "the output is keyed by the first",
     )
     item_text.add_argument("--output", required=True, help="the *.item.json to write")
-    item_text.set_defaults(func=_data_item_text)
 
-    synth = data_sub.add_parser(
-        "synthetic",
-        help="write a seeded synthetic log (Zipf items, log-normal lengths) as user_id,item_id,timestamp CSV",
-    )
+
+def _add_data_synthetic(data_sub):
+    synth = _command(data_sub, "data synthetic")
     synth.add_argument("--events", type=_positive_int, required=True, help="events in the log")
     synth.add_argument("--items", type=_positive_int, required=True, help="catalogue size")
     synth.add_argument("--users", type=_positive_int, default=None, help="users (default: events / 50)")
@@ -115,25 +451,22 @@ def _add_data(sub):
         help="share of events that continue the previous item's cycle (the learnable part)",
     )
     synth.add_argument("--output", required=True, help="the CSV to write (.csv or .csv.gz)")
-    synth.set_defaults(func=_data_synthetic)
 
-    convert = data_sub.add_parser("tfrecord", help="write leave-one-out splits as TFRecord tf.Examples")
+
+def _add_data_tfrecord(data_sub):
+    convert = _command(data_sub, "data tfrecord")
     convert.add_argument("path", help=DATA_HELP)
     _add_format_flags(convert)
     convert.add_argument(
         "--output", required=True, help="directory for train/valid/test .tfrecord.gz and the vocabulary"
     )
-    convert.set_defaults(func=_data_tfrecord)
 
 
 def _add_train(sub):
-    from tfseqrec import kinds
-    from tfseqrec.training.distribute import STRATEGIES
-
-    train = sub.add_parser(
-        "train", help="train a model (SASRec, BERT4Rec, UniSRec, Recformer) on leave-one-out splits"
+    train = _command(sub, "train", models=True)
+    train.add_argument(
+        "--model", choices=sorted(MODELS), default="sasrec", help="the model to train (default sasrec; below)"
     )
-    train.add_argument("--model", choices=sorted(kinds.KINDS), default="sasrec")
     train.add_argument(
         "--item-text", help="models that read item text (unisrec, recformer): *.item.json, movies.dat, u.item"
     )
@@ -185,14 +518,12 @@ def _add_train(sub):
         "cluster in TF_CONFIG (run the same command on each; the chief writes --output)",
     )
     train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
-    train.set_defaults(func=_train)
+    train.set_defaults(option_flags=[f[0] for f in TRAIN_FLAGS] + TRAIN_SWITCHES)
 
 
 def _add_pretrain(sub):
-    p = sub.add_parser(
-        "pretrain", help="pre-train unisrec or recformer on several (interactions, item text) datasets"
-    )
-    p.add_argument("--model", choices=["recformer", "unisrec"], required=True)
+    p = _command(sub, "pretrain")
+    p.add_argument("--model", choices=PRETRAINABLE, required=True)
     p.add_argument(
         "--data",
         action="append",
@@ -218,19 +549,21 @@ def _add_pretrain(sub):
             help=PRETRAIN_HELP.get(name, flags[name][1]),
         )
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
-    p.set_defaults(func=_pretrain)
+    p.set_defaults(option_flags=PRETRAIN_FLAGS)
 
 
 def _add_evaluate(sub):
-    evaluate = sub.add_parser("evaluate", help="full-catalogue ranking metrics of a trained model, as JSON")
-    evaluate.add_argument("--model-dir", required=True)
+    evaluate = _command(sub, "evaluate")
+    evaluate.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
     evaluate.add_argument("--data", required=True, help=DATA_HELP)
-    evaluate.add_argument("--split", choices=["test", "valid"], default="test")
+    evaluate.add_argument(
+        "--split", choices=["test", "valid"], default="test", help="the cases to rank (default test)"
+    )
     evaluate.add_argument(
         "--exclude-seen",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="remove each user's history from the candidates, the target excepted (default: yes)",
+        help="remove each user's history from the candidates, the target excepted",
     )
     evaluate.add_argument(
         "--batch-size",
@@ -245,14 +578,18 @@ def _add_evaluate(sub):
         default=None,
         help="also report sampled_* metrics against N negatives",
     )
-    evaluate.add_argument("--sampler", choices=["uniform", "popularity"], default="uniform")
+    evaluate.add_argument(
+        "--sampler",
+        choices=["uniform", "popularity"],
+        default="uniform",
+        help="how --sampled-negatives are drawn (default uniform)",
+    )
     _add_format_flags(evaluate)
-    evaluate.set_defaults(func=_evaluate)
 
 
 def _add_plot(sub):
-    plot = sub.add_parser("plot", help="PNGs: training curves and an attention heat map over a history")
-    plot.add_argument("--model-dir", required=True)
+    plot = _command(sub, "plot")
+    plot.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
     plot.add_argument("--output", help="directory for the PNGs (default: the model directory)")
     plot.add_argument("--history", help="raw item ids, oldest first; default: the last 20 items of --user")
     plot.add_argument("--user", help="a user of the training data (default: the first)")
@@ -262,12 +599,11 @@ def _add_plot(sub):
         default=None,
         help="with --history, for a model that reads event times: one time in seconds per item",
     )
-    plot.set_defaults(func=_plot)
 
 
 def _add_recommend(sub):
-    recommend = sub.add_parser("recommend", help="top-k next items for a history")
-    recommend.add_argument("--model-dir", required=True)
+    recommend = _command(sub, "recommend")
+    recommend.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
     recommend.add_argument("--history", required=True, help='raw item ids, oldest first: "id1 id2 ..."')
     recommend.add_argument(
         "--timestamps",
@@ -276,14 +612,18 @@ def _add_recommend(sub):
         help='the items\' times in seconds, one per --history item: "t1 t2 ..."; '
         "needed by (and only by) a model that reads event times (hstu with a time bias)",
     )
-    recommend.add_argument("--k", type=_positive_int, default=10)
-    recommend.add_argument("--exclude-seen", action=argparse.BooleanOptionalAction, default=True)
+    recommend.add_argument("--k", type=_positive_int, default=10, help="items to recommend (default 10)")
+    recommend.add_argument(
+        "--exclude-seen",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="never recommend an item of the history",
+    )
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
-    recommend.set_defaults(func=_recommend)
 
 
 def _add_export(sub):
-    export = sub.add_parser("export", help="write a SavedModel version for TensorFlow Serving")
+    export = _command(sub, "export")
     export.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
     export.add_argument(
         "--output",
@@ -307,13 +647,14 @@ def _add_export(sub):
         help="models that read item text (recformer): add the items of this file "
         "the model has not seen to the served index (encoded by the trained encoder; no retraining)",
     )
-    export.set_defaults(func=_export)
 
 
 def _add_pipeline(sub):
-    pipeline = sub.add_parser("pipeline", help="the TFX pipeline (primary stack: Python 3.10, tfx 1.16)")
-    pipeline_sub = pipeline.add_subparsers(dest="pipeline_command")
-    run = pipeline_sub.add_parser("run", help="run the pipeline locally (LocalDagRunner, SQLite ML Metadata)")
+    pipeline = _command(sub, "pipeline")
+    pipeline_sub = pipeline.add_subparsers(
+        dest="pipeline_command", metavar="COMMAND", help=argparse.SUPPRESS, prog="tfseqrec pipeline"
+    )
+    run = _command(pipeline_sub, "pipeline run")
     run.add_argument("--data-root", required=True, help="directory of CSV files: user_id,item_id,timestamp")
     run.add_argument(
         "--pipeline-root",
@@ -333,7 +674,7 @@ def _add_pipeline(sub):
     run.add_argument(
         "--custom-config", help="JSON object or file of training options (TrainConfig keys, serving_k)"
     )
-    run.add_argument("--pipeline-name", default="tfseqrec")
+    run.add_argument("--pipeline-name", default="tfseqrec", help="the pipeline's name in ML Metadata")
     run.add_argument("--train-steps", type=_positive_int, default=None, help="cap on training steps")
     run.add_argument(
         "--threshold", type=_finite_float, default=0.0, help="least --metric a model needs to be pushed"
@@ -347,9 +688,9 @@ def _add_pipeline(sub):
     run.add_argument(
         "--metric", default="ndcg@10", help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr"
     )
-    run.add_argument("--user-col", default="user_id")
-    run.add_argument("--item-col", default="item_id")
-    run.add_argument("--time-col", default="timestamp")
+    run.add_argument("--user-col", default="user_id", help="the CSV files' user column")
+    run.add_argument("--item-col", default="item_id", help="the CSV files' item column")
+    run.add_argument("--time-col", default="timestamp", help="the CSV files' timestamp column")
     run.add_argument(
         "--beam-arg",
         dest="beam_args",
@@ -357,7 +698,6 @@ def _add_pipeline(sub):
         default=None,
         help="a Beam pipeline option, repeatable (default: the in-process DirectRunner)",
     )
-    run.set_defaults(func=_pipeline_run)
 
 
 # Training options settable as flags; each must be an option of the chosen model's kind.
@@ -410,11 +750,9 @@ PRETRAIN_HELP = {
 
 
 def _checked(convert, **bounds):
-    """An argparse type: ``convert`` then ``training.config.check_number`` (the library's own check)."""
+    """An argparse type: ``convert`` then ``tfseqrec.checks.check_number`` (the library's own check)."""
 
     def parse(text):
-        from tfseqrec.training.config import check_number
-
         try:
             value = convert(text)
         except ValueError:
@@ -467,452 +805,11 @@ def _seconds_list(text):
 
 
 def _add_format_flags(p):
-    from tfseqrec.data.readers import FORMATS
-
     p.add_argument("--format", choices=FORMATS, default=None, help="input format (default: detect)")
     p.add_argument("--user-col", default="user_id", help="csv/tsv user column")
     p.add_argument("--item-col", default="item_id", help="csv/tsv item column")
     p.add_argument("--time-col", default="timestamp", help="csv/tsv timestamp column ('' for file order)")
-    p.add_argument("--encoding", default="utf-8")
-
-
-# --- wiring ------------------------------------------------------------------------
-
-
-def _resolve(path):
-    root = os.environ.get("TFSEQREC_DATA")
-    if path and not os.path.exists(path) and root and os.path.exists(os.path.join(root, path)):
-        return os.path.join(root, path)
-    return path
-
-
-def _read_kwargs(args):
-    return {
-        "format": args.format,
-        "user_col": args.user_col,
-        "item_col": args.item_col,
-        "time_col": args.time_col or None,
-        "encoding": args.encoding,
-    }
-
-
-def _load(args, vocabulary=None):
-    from tfseqrec.data import readers, splits
-
-    interactions = readers.read_interactions(
-        _resolve(args.path if hasattr(args, "path") else args.data), **_read_kwargs(args)
-    )
-    split, vocabulary, report = splits.prepare(
-        interactions,
-        getattr(args, "min_user_interactions", 0),
-        getattr(args, "min_item_interactions", 0),
-        vocabulary,
-    )
-    return interactions, split, vocabulary, report
-
-
-def _data_stats(args):
-    interactions, _, _, report = _load(args)
-    out = {
-        "path": interactions.path,
-        "format": interactions.format,
-        "has_timestamps": interactions.has_time,
-        "num_users": report["num_users"],
-        "num_items": report["num_items"],
-        "num_interactions": report["num_interactions"],
-        "sequence_length": report["sequence_length"],
-        "density": round(report["num_interactions"] / (report["num_users"] * report["num_items"]), 6),
-        "splits": {
-            key: report[key]
-            for key in ("train_users", "train_interactions", "valid_cases", "test_cases", "train_only_users")
-        },
-        "removed": {k: v for k, v in report.items() if k.startswith("removed_") or k == "oov_interactions"},
-    }
-    if args.json:
-        _print_json(out)
-    else:
-        width = max(len(k) for k in out)
-        for key, value in out.items():
-            print(f"{key:<{width}}  {value}")
-    return 0
-
-
-def _data_download(args):
-    import dataclasses
-
-    from tfseqrec.data import download
-
-    sources = None
-    if args.base_url:
-        base = args.base_url.rstrip("/")
-        sources = [
-            dataclasses.replace(s, url=f"{base}/{s.filename}") for s in download.DATASETS[args.dataset]
-        ]
-    folder = download.download(args.dataset, args.dir, sources)
-    _print_json(
-        {
-            "dataset": args.dataset,
-            "folder": folder,
-            "files": sorted(os.listdir(folder)),
-            "data_root": os.path.dirname(folder),
-        }
-    )
-    return 0
-
-
-def _data_item_text(args):
-    from tfseqrec.data import readers
-
-    if not args.output.endswith(".item.json"):
-        raise ValueError(
-            f"--output {args.output}: the name must end in .item.json (that is how readers know it)"
-        )
-    text = readers.read_item_text(_resolve(args.path))
-    missing = []
-    if args.id_map:
-        mapping = readers.read_id_map(_resolve(args.id_map))
-        missing = [new for new, original in mapping.items() if original not in text]
-        text = {new: text[original] for new, original in mapping.items() if original in text}
-    with open(args.output, "w", encoding="utf-8") as f:
-        json.dump(text, f, ensure_ascii=False)
-    print(
-        json.dumps(
-            {
-                "output": args.output,
-                "items": len(text),
-                "mapped_ids_without_text": len(missing),
-                "attributes": sorted({a for attrs in text.values() for a in attrs}),
-            }
-        )
-    )
-    return 0
-
-
-def _data_synthetic(args):
-    from tfseqrec.data import synthetic
-
-    if not args.output.endswith((".csv", ".csv.gz")):
-        raise ValueError(f"--output {args.output}: the name must end in .csv or .csv.gz")
-    log = synthetic.generate(
-        args.events,
-        args.items,
-        args.users,
-        seed=args.seed,
-        zipf_exponent=args.zipf_exponent,
-        follow_prob=args.follow_prob,
-    )
-    synthetic.write_csv(log, args.output)
-    print(
-        json.dumps(
-            {
-                "output": args.output,
-                "events": len(log),
-                "users": log.num_users,
-                "items_used": log.num_items,
-                "catalogue": args.items,
-                "seed": args.seed,
-            }
-        )
-    )
-    return 0
-
-
-def _data_tfrecord(args):
-    from tfseqrec.data import tfrecord
-
-    _, split, vocabulary, report = _load(args)
-    os.makedirs(args.output, exist_ok=True)
-    counts = {}
-    for name, part in (("train", split.train), ("valid", split.valid), ("test", split.test)):
-        counts[name] = tfrecord.write_examples(
-            os.path.join(args.output, f"{name}.tfrecord.gz"), part, vocabulary, "GZIP"
-        )
-    vocabulary.save(args.output)
-    print(json.dumps({"output": args.output, "records": counts, "num_items": vocabulary.num_items}))
-    return 0
-
-
-def _train(args):
-    from tfseqrec import evaluation, kinds
-
-    kind = kinds.get(args.model)
-    if args.item_text and not kind.needs_item_text:
-        raise ValueError(f"--item-text is for models that read item text; {args.model} reads item ids only")
-    options = _json_option("--config", args.config) or {}
-    for name in [f[0] for f in TRAIN_FLAGS] + TRAIN_SWITCHES:
-        if getattr(args, name) is not None:
-            if name not in kind.option_names():
-                raise ValueError(
-                    f"--{name.replace('_', '-')} is not an option of {args.model}; its options: "
-                    f"{sorted(kind.option_names())} (--config JSON)"
-                )
-            options[name] = getattr(args, name)
-    model, split, epochs = kind.train(
-        _resolve(args.data),
-        args.output,
-        options,
-        item_text=_resolve(args.item_text),
-        verbose=2 if args.quiet else "auto",
-        overwrite=args.overwrite,
-        strategy=args.strategy,
-        **_read_kwargs(args),
-    )
-    result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
-    result["model_dir"] = args.output
-    result["epochs"] = epochs
-    _print_json(result)
-    return 0
-
-
-def _pretrain(args):
-    from tfseqrec.training import pretrain
-
-    if len(args.data) != len(args.item_text):
-        raise ValueError(
-            f"give one --item-text per --data, in the same order: got {len(args.data)} --data and "
-            f"{len(args.item_text)} --item-text"
-        )
-    options = _json_option("--config", args.config) or {}
-    for name in PRETRAIN_FLAGS:
-        if getattr(args, name) is not None:
-            options[name] = getattr(args, name)
-    datasets = [(_resolve(d), _resolve(t)) for d, t in zip(args.data, args.item_text)]
-    rows = pretrain.pretrain(
-        args.model,
-        datasets,
-        args.output,
-        options,
-        verbose=2 if args.quiet else "auto",
-        overwrite=args.overwrite,
-    )
-    _print_json(
-        {
-            "output": args.output,
-            "model": args.model,
-            "datasets": len(datasets),
-            "epochs": len(rows),
-            "loss": rows[-1]["loss"] if rows else None,
-        }
-    )
-    return 0
-
-
-def _evaluate(args):
-    import numpy as np
-
-    from tfseqrec import evaluation, kinds
-
-    model, vocabulary, _ = kinds.load(args.model_dir)
-    _, split, _, report = _load(args, vocabulary)
-    sampled = None
-    if args.sampled_negatives:
-        sampled = {"num_negatives": args.sampled_negatives, "sampler": args.sampler}
-    result = evaluation.evaluate(
-        model,
-        split.test if args.split == "test" else split.valid,
-        exclude_seen=args.exclude_seen,
-        batch_size=args.batch_size,
-        sampled=sampled,
-        item_counts=vocabulary.counts,
-    )
-    if result["num_unknown_targets"]:
-        print(
-            f"tfseqrec: {result['num_unknown_targets']} cases predict an item the model's vocabulary "
-            "lacks; they count as misses (num_unknown_targets)",
-            file=sys.stderr,
-        )
-    result["split"] = args.split
-    result["skipped_unknown_targets"] = 0  # kept for old readers: unknown targets are misses, none is skipped
-    result["oov_interactions"] = report["oov_interactions"]
-    _print_json(result)
-    return 0 if np.isfinite(result["mrr"]) else 1
-
-
-def _plot(args):
-    from tfseqrec import kinds, plot
-    from tfseqrec.data import readers, splits
-
-    kind = kinds.for_model_dir(args.model_dir)
-    if not kind.attention_maps:
-        raise ValueError(
-            f"plot draws attention maps, which {kind.name} models do not have; "
-            "their training curves are in the model directory's history.csv"
-        )
-    model, vocabulary, info = kind.load(args.model_dir)
-    out = args.output or args.model_dir
-    os.makedirs(out, exist_ok=True)
-    written = [
-        plot.training_curves(
-            os.path.join(args.model_dir, "history.csv"), os.path.join(out, "training_curves.png")
-        )
-    ]
-    if not args.history:
-        events = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
-        user = args.user if args.user is not None else events.users[0]
-        mine = events.users == user
-        args.history = " ".join(str(i) for i in events.items[mine][-20:])
-        if not args.history:
-            raise ValueError(f"user {user!r} is not in {info['data']}")
-        if getattr(model, "uses_timestamps", False):
-            args.timestamps = events.timestamps[mine][-20:].tolist()
-    ids, times = _known_history(args, model, vocabulary)
-    if not ids:
-        raise ValueError("none of the history's items is in the model's vocabulary")
-    written.append(
-        plot.attention_map(
-            model, ids, os.path.join(out, "attention.png"), labels=vocabulary.to_raw(ids), timestamps=times
-        )
-    )
-    print(json.dumps({"written": written}))
-    return 0
-
-
-def _recommend(args):
-    import numpy as np
-
-    from tfseqrec import kinds, ranking
-    from tfseqrec.data import vocab
-
-    model, vocabulary, _ = kinds.load(args.model_dir)
-    history, times = _known_history(args, model, vocabulary)
-    if history:
-        # Only a model that reads times takes them (a Recformer's recommend has no such argument).
-        timed = {} if times is None else {"timestamps": [times]}
-        top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen, **timed)
-    else:
-        # As the SavedModel answers a history with no known item: by popularity.
-        print(
-            "tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr
-        )
-        top = ranking.top_k(vocabulary.popularity()[None], min(args.k, vocabulary.num_items))
-        top_ids, top_scores = top.indices.numpy().astype(np.int64) + vocab.NUM_RESERVED, top.values.numpy()
-    items = vocabulary.to_raw(top_ids[0])
-    scores = [float(s) for s in top_scores[0]]
-    if args.json:
-        _print_json({"item_ids": items, "scores": scores})
-    else:
-        for rank, (item, score) in enumerate(zip(items, scores), start=1):
-            print(f"{rank}\t{item}\t{score:.6f}")
-    return 0
-
-
-def _known_history(args, model, vocabulary):
-    """``(ids, times)`` of ``--history``'s known items (``times``: of ``--timestamps``, or ``None``)."""
-    from tfseqrec.data import vocab
-
-    raw, times = args.history.split(), args.timestamps
-    if getattr(model, "uses_timestamps", False):
-        if times is None:
-            raise ValueError(
-                "this model reads the items' event times (a time bias): give --timestamps, "
-                "one time in seconds per --history item"
-            )
-        if len(times) != len(raw):
-            raise ValueError(
-                f"--history has {len(raw)} items but --timestamps {len(times)} times (one per item)"
-            )
-    elif times is not None:
-        raise ValueError(
-            "--timestamps is for models that read event times (hstu trained with a time bias); "
-            "this model reads item ids only"
-        )
-    ids = vocabulary.lookup(raw)
-    unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
-    if unknown:
-        print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
-    known = [n for n, i in enumerate(ids) if i != vocab.OOV_ID]
-    return [int(ids[n]) for n in known], None if times is None else [times[n] for n in known]
-
-
-def _export(args):
-    from tfseqrec import export, kinds
-    from tfseqrec.data import readers
-
-    kind = kinds.for_model_dir(args.model_dir)
-    model, vocabulary, info = kind.load(args.model_dir)
-    added = []
-    if args.item_text:
-        model, vocabulary, added = kind.add_items(
-            model, vocabulary, info, readers.read_item_text(_resolve(args.item_text))
-        )
-    path, version = export.export_version(
-        model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup
-    )
-    print(
-        json.dumps(
-            {
-                "path": path,
-                "version": version,
-                "k": min(args.k, vocabulary.num_items),
-                "num_items": vocabulary.num_items,
-                "added_items": len(added),
-                "signatures": export.saved_signatures(path),
-            }
-        )
-    )
-    return 0
-
-
-def _pipeline_run(args):
-    try:
-        from components import pipeline
-    except ImportError as e:
-        raise ValueError(
-            f"the TFX pipeline needs the primary stack (pip install 'tfseqrec[tfx]'): {e}"
-        ) from None
-
-    if not os.path.isdir(args.data_root):
-        raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
-    summary = pipeline.run(
-        data_root=os.path.abspath(args.data_root),
-        pipeline_root=os.path.abspath(args.pipeline_root),
-        metadata_path=os.path.abspath(args.metadata_path),
-        serving_model_dir=os.path.abspath(args.serving_model_dir),
-        custom_config=_json_option("--custom-config", args.custom_config),
-        pipeline_name=args.pipeline_name,
-        train_steps=args.train_steps,
-        threshold=args.threshold,
-        min_improvement=args.min_improvement,
-        metric=args.metric,
-        user_column=args.user_col,
-        item_column=args.item_col,
-        time_column=args.time_col,
-        beam_pipeline_args=args.beam_args,
-    )
-    _print_json(summary)
-    return 0
-
-
-# --- output and option helpers -----------------------------------------------------
-
-
-def _print_json(value):
-    """Prints ``value`` as strict JSON: a non-finite float becomes ``null``, never ``-Infinity``."""
-    import math
-
-    def clean(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        return v
-
-    print(json.dumps(clean(value), allow_nan=False))
-
-
-def _json_option(flag, text):
-    if not text:
-        return None
-    text = open(text).read() if os.path.exists(text) else text
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{flag}: not valid JSON ({e})") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{flag}: expected a JSON object, got {type(value).__name__}")
-    return value
+    p.add_argument("--encoding", default="utf-8", help="the file's text encoding (default utf-8)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,442 @@
+"""What each ``tfseqrec`` command does, once ``tfseqrec.cli`` has parsed its flags.
+
+Every function here takes the parsed ``argparse.Namespace`` and returns the exit code;
+``COMMANDS`` maps the name the parser records (``args.run``) to it. Errors the user can
+fix are raised as ``ValueError`` or ``OSError``; ``cli.main`` prints them in one line.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+from tfseqrec import evaluation, export, kinds, plot, ranking
+from tfseqrec.data import download, readers, splits, synthetic, tfrecord, vocab
+from tfseqrec.training import pretrain
+
+
+def run(args):
+    """Runs the command ``args`` was parsed for; its exit code."""
+    return COMMANDS[args.run](args) or 0
+
+
+def _resolve(path):
+    root = os.environ.get("TFSEQREC_DATA")
+    if path and not os.path.exists(path) and root and os.path.exists(os.path.join(root, path)):
+        return os.path.join(root, path)
+    return path
+
+
+def _read_kwargs(args):
+    return {
+        "format": args.format,
+        "user_col": args.user_col,
+        "item_col": args.item_col,
+        "time_col": args.time_col or None,
+        "encoding": args.encoding,
+    }
+
+
+def _load(args, vocabulary=None):
+    interactions = readers.read_interactions(
+        _resolve(args.path if hasattr(args, "path") else args.data), **_read_kwargs(args)
+    )
+    split, vocabulary, report = splits.prepare(
+        interactions,
+        getattr(args, "min_user_interactions", 0),
+        getattr(args, "min_item_interactions", 0),
+        vocabulary,
+    )
+    return interactions, split, vocabulary, report
+
+
+def _data_stats(args):
+    interactions, _, _, report = _load(args)
+    out = {
+        "path": interactions.path,
+        "format": interactions.format,
+        "has_timestamps": interactions.has_time,
+        "num_users": report["num_users"],
+        "num_items": report["num_items"],
+        "num_interactions": report["num_interactions"],
+        "sequence_length": report["sequence_length"],
+        "density": round(report["num_interactions"] / (report["num_users"] * report["num_items"]), 6),
+        "splits": {
+            key: report[key]
+            for key in ("train_users", "train_interactions", "valid_cases", "test_cases", "train_only_users")
+        },
+        "removed": {k: v for k, v in report.items() if k.startswith("removed_") or k == "oov_interactions"},
+    }
+    if args.json:
+        _print_json(out)
+    else:
+        width = max(len(k) for k in out)
+        for key, value in out.items():
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _data_download(args):
+    sources = None
+    if args.base_url:
+        base = args.base_url.rstrip("/")
+        sources = [
+            dataclasses.replace(s, url=f"{base}/{s.filename}") for s in download.DATASETS[args.dataset]
+        ]
+    folder = download.download(args.dataset, args.dir, sources)
+    _print_json(
+        {
+            "dataset": args.dataset,
+            "folder": folder,
+            "files": sorted(os.listdir(folder)),
+            "data_root": os.path.dirname(folder),
+        }
+    )
+    return 0
+
+
+def _data_item_text(args):
+    if not args.output.endswith(".item.json"):
+        raise ValueError(
+            f"--output {args.output}: the name must end in .item.json (that is how readers know it)"
+        )
+    text = readers.read_item_text(_resolve(args.path))
+    missing = []
+    if args.id_map:
+        mapping = readers.read_id_map(_resolve(args.id_map))
+        missing = [new for new, original in mapping.items() if original not in text]
+        text = {new: text[original] for new, original in mapping.items() if original in text}
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump(text, f, ensure_ascii=False)
+    print(
+        json.dumps(
+            {
+                "output": args.output,
+                "items": len(text),
+                "mapped_ids_without_text": len(missing),
+                "attributes": sorted({a for attrs in text.values() for a in attrs}),
+            }
+        )
+    )
+    return 0
+
+
+def _data_synthetic(args):
+    if not args.output.endswith((".csv", ".csv.gz")):
+        raise ValueError(f"--output {args.output}: the name must end in .csv or .csv.gz")
+    log = synthetic.generate(
+        args.events,
+        args.items,
+        args.users,
+        seed=args.seed,
+        zipf_exponent=args.zipf_exponent,
+        follow_prob=args.follow_prob,
+    )
+    synthetic.write_csv(log, args.output)
+    print(
+        json.dumps(
+            {
+                "output": args.output,
+                "events": len(log),
+                "users": log.num_users,
+                "items_used": log.num_items,
+                "catalogue": args.items,
+                "seed": args.seed,
+            }
+        )
+    )
+    return 0
+
+
+def _data_tfrecord(args):
+    _, split, vocabulary, report = _load(args)
+    os.makedirs(args.output, exist_ok=True)
+    counts = {}
+    for name, part in (("train", split.train), ("valid", split.valid), ("test", split.test)):
+        counts[name] = tfrecord.write_examples(
+            os.path.join(args.output, f"{name}.tfrecord.gz"), part, vocabulary, "GZIP"
+        )
+    vocabulary.save(args.output)
+    print(json.dumps({"output": args.output, "records": counts, "num_items": vocabulary.num_items}))
+    return 0
+
+
+def _train(args):
+    kind = kinds.get(args.model)
+    if args.item_text and not kind.needs_item_text:
+        raise ValueError(f"--item-text is for models that read item text; {args.model} reads item ids only")
+    options = _json_option("--config", args.config) or {}
+    for name in args.option_flags:
+        if getattr(args, name) is not None:
+            if name not in kind.option_names():
+                raise ValueError(
+                    f"--{name.replace('_', '-')} is not an option of {args.model}; its options: "
+                    f"{sorted(kind.option_names())} (--config JSON)"
+                )
+            options[name] = getattr(args, name)
+    model, split, epochs = kind.train(
+        _resolve(args.data),
+        args.output,
+        options,
+        item_text=_resolve(args.item_text),
+        verbose=2 if args.quiet else "auto",
+        overwrite=args.overwrite,
+        strategy=args.strategy,
+        **_read_kwargs(args),
+    )
+    result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
+    result["model_dir"] = args.output
+    result["epochs"] = epochs
+    _print_json(result)
+    return 0
+
+
+def _pretrain(args):
+    if len(args.data) != len(args.item_text):
+        raise ValueError(
+            f"give one --item-text per --data, in the same order: got {len(args.data)} --data and "
+            f"{len(args.item_text)} --item-text"
+        )
+    options = _json_option("--config", args.config) or {}
+    for name in args.option_flags:
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    datasets = [(_resolve(d), _resolve(t)) for d, t in zip(args.data, args.item_text)]
+    rows = pretrain.pretrain(
+        kinds.get(args.model),
+        datasets,
+        args.output,
+        options,
+        verbose=2 if args.quiet else "auto",
+        overwrite=args.overwrite,
+    )
+    _print_json(
+        {
+            "output": args.output,
+            "model": args.model,
+            "datasets": len(datasets),
+            "epochs": len(rows),
+            "loss": rows[-1]["loss"] if rows else None,
+        }
+    )
+    return 0
+
+
+def _evaluate(args):
+    model, vocabulary, _ = kinds.load(args.model_dir)
+    _, split, _, report = _load(args, vocabulary)
+    sampled = None
+    if args.sampled_negatives:
+        sampled = {"num_negatives": args.sampled_negatives, "sampler": args.sampler}
+    result = evaluation.evaluate(
+        model,
+        split.test if args.split == "test" else split.valid,
+        exclude_seen=args.exclude_seen,
+        batch_size=args.batch_size,
+        sampled=sampled,
+        item_counts=vocabulary.counts,
+    )
+    if result["num_unknown_targets"]:
+        print(
+            f"tfseqrec: {result['num_unknown_targets']} cases predict an item the model's vocabulary "
+            "lacks; they count as misses (num_unknown_targets)",
+            file=sys.stderr,
+        )
+    result["split"] = args.split
+    result["skipped_unknown_targets"] = 0  # kept for old readers: unknown targets are misses, none is skipped
+    result["oov_interactions"] = report["oov_interactions"]
+    _print_json(result)
+    return 0 if np.isfinite(result["mrr"]) else 1
+
+
+def _plot(args):
+    kind = kinds.for_model_dir(args.model_dir)
+    if not kind.attention_maps:
+        raise ValueError(
+            f"plot draws attention maps, which {kind.name} models do not have; "
+            "their training curves are in the model directory's history.csv"
+        )
+    model, vocabulary, info = kind.load(args.model_dir)
+    out = args.output or args.model_dir
+    os.makedirs(out, exist_ok=True)
+    written = [
+        plot.training_curves(
+            os.path.join(args.model_dir, "history.csv"), os.path.join(out, "training_curves.png")
+        )
+    ]
+    if not args.history:
+        events = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
+        user = args.user if args.user is not None else events.users[0]
+        mine = events.users == user
+        args.history = " ".join(str(i) for i in events.items[mine][-20:])
+        if not args.history:
+            raise ValueError(f"user {user!r} is not in {info['data']}")
+        if getattr(model, "uses_timestamps", False):
+            args.timestamps = events.timestamps[mine][-20:].tolist()
+    ids, times = _known_history(args, model, vocabulary)
+    if not ids:
+        raise ValueError("none of the history's items is in the model's vocabulary")
+    written.append(
+        plot.attention_map(
+            model, ids, os.path.join(out, "attention.png"), labels=vocabulary.to_raw(ids), timestamps=times
+        )
+    )
+    print(json.dumps({"written": written}))
+    return 0
+
+
+def _recommend(args):
+    model, vocabulary, _ = kinds.load(args.model_dir)
+    history, times = _known_history(args, model, vocabulary)
+    if history:
+        # Only a model that reads times takes them (a Recformer's recommend has no such argument).
+        timed = {} if times is None else {"timestamps": [times]}
+        top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen, **timed)
+    else:
+        # As the SavedModel answers a history with no known item: by popularity.
+        print(
+            "tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr
+        )
+        top = ranking.top_k(vocabulary.popularity()[None], min(args.k, vocabulary.num_items))
+        top_ids, top_scores = top.indices.numpy().astype(np.int64) + vocab.NUM_RESERVED, top.values.numpy()
+    items = vocabulary.to_raw(top_ids[0])
+    scores = [float(s) for s in top_scores[0]]
+    if args.json:
+        _print_json({"item_ids": items, "scores": scores})
+    else:
+        for rank, (item, score) in enumerate(zip(items, scores), start=1):
+            print(f"{rank}\t{item}\t{score:.6f}")
+    return 0
+
+
+def _known_history(args, model, vocabulary):
+    """``(ids, times)`` of ``--history``'s known items (``times``: of ``--timestamps``, or ``None``)."""
+    raw, times = args.history.split(), args.timestamps
+    if getattr(model, "uses_timestamps", False):
+        if times is None:
+            raise ValueError(
+                "this model reads the items' event times (a time bias): give --timestamps, "
+                "one time in seconds per --history item"
+            )
+        if len(times) != len(raw):
+            raise ValueError(
+                f"--history has {len(raw)} items but --timestamps {len(times)} times (one per item)"
+            )
+    elif times is not None:
+        raise ValueError(
+            "--timestamps is for models that read event times (hstu trained with a time bias); "
+            "this model reads item ids only"
+        )
+    ids = vocabulary.lookup(raw)
+    unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
+    if unknown:
+        print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
+    known = [n for n, i in enumerate(ids) if i != vocab.OOV_ID]
+    return [int(ids[n]) for n in known], None if times is None else [times[n] for n in known]
+
+
+def _export(args):
+    kind = kinds.for_model_dir(args.model_dir)
+    model, vocabulary, info = kind.load(args.model_dir)
+    added = []
+    if args.item_text:
+        model, vocabulary, added = kind.add_items(
+            model, vocabulary, info, readers.read_item_text(_resolve(args.item_text))
+        )
+    path, version = export.export_version(
+        kind, model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup
+    )
+    print(
+        json.dumps(
+            {
+                "path": path,
+                "version": version,
+                "k": min(args.k, vocabulary.num_items),
+                "num_items": vocabulary.num_items,
+                "added_items": len(added),
+                "signatures": export.saved_signatures(path),
+            }
+        )
+    )
+    return 0
+
+
+def _pipeline_run(args):
+    try:
+        # TFX is an optional heavy dependency (the primary stack only): imported when a pipeline runs.
+        from components import pipeline
+    except ImportError as e:
+        raise ValueError(
+            f"the TFX pipeline needs the primary stack (pip install 'tfseqrec[tfx]'): {e}"
+        ) from None
+
+    if not os.path.isdir(args.data_root):
+        raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
+    summary = pipeline.run(
+        data_root=os.path.abspath(args.data_root),
+        pipeline_root=os.path.abspath(args.pipeline_root),
+        metadata_path=os.path.abspath(args.metadata_path),
+        serving_model_dir=os.path.abspath(args.serving_model_dir),
+        custom_config=_json_option("--custom-config", args.custom_config),
+        pipeline_name=args.pipeline_name,
+        train_steps=args.train_steps,
+        threshold=args.threshold,
+        min_improvement=args.min_improvement,
+        metric=args.metric,
+        user_column=args.user_col,
+        item_column=args.item_col,
+        time_column=args.time_col,
+        beam_pipeline_args=args.beam_args,
+    )
+    _print_json(summary)
+    return 0
+
+
+# --- output and option helpers -----------------------------------------------------
+
+
+def _print_json(value):
+    """Prints ``value`` as strict JSON: a non-finite float becomes ``null``, never ``-Infinity``."""
+
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    print(json.dumps(clean(value), allow_nan=False))
+
+
+def _json_option(flag, text):
+    if not text:
+        return None
+    text = open(text).read() if os.path.exists(text) else text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{flag}: not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{flag}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+COMMANDS = {
+    "data stats": _data_stats,
+    "data download": _data_download,
+    "data item-text": _data_item_text,
+    "data synthetic": _data_synthetic,
+    "data tfrecord": _data_tfrecord,
+    "train": _train,
+    "pretrain": _pretrain,
+    "evaluate": _evaluate,
+    "plot": _plot,
+    "recommend": _recommend,
+    "export": _export,
+    "pipeline run": _pipeline_run,
+}
