@@ -4,16 +4,24 @@ Interaction formats (``format=`` names one; ``None`` detects it from the path):
 
     ``sasrec``     "user item" per line, lines in time order per user (the SASRec /
                    BERT4Rec ``ml-1m.txt``); plain or ``.gz``. No timestamps: the line
-                   number orders events.
+                   number orders events. No header: a first line of column names
+                   ("user item") is refused.
     ``movielens``  MovieLens raw ratings: ``u.data`` (tab separated) or
                    ``ratings.dat`` (``::`` separated): user, item, rating, timestamp.
+                   No header either.
     ``csv``/``tsv`` a header row with user, item and timestamp columns (names set by
                    ``user_col``, ``item_col``, ``time_col``; ``time_col=None`` orders by
                    line). Timestamps are numbers or ISO-8601 dates.
-    ``inter_json`` LC-Rec ``*.inter.json``: ``{"user": [item, item, ...]}`` in time order.
+    ``inter_json`` LC-Rec ``*.inter.json``: ``{"user": [item, item, ...]}`` in time order;
+                   an item is a string or an integer.
 
-A directory is accepted where it holds one obvious interaction file (see
-``resolve_interactions_path``).
+A directory is accepted where it holds exactly one interaction file (see
+``resolve_interactions_path``); with several, it is refused with their names.
+
+Timestamps (``parse_timestamp``, the one parser) are seconds within the int64 range:
+anything beyond (``1e26``, ``-1e30``) is refused, so no time can wrap when written as
+int64. Item ids hold no tab or line break (the vocabulary stores one per line). A
+truncated or corrupt ``.gz`` is one ``DataError`` naming the file.
 
 Item text formats (``read_item_text``): LC-Rec ``*.item.json``, MovieLens ``movies.dat``
 (ML-1M) and ``u.item`` (ML-100K), both latin-1.
@@ -27,9 +35,12 @@ import dataclasses
 import datetime
 import glob
 import gzip
+import itertools
 import json
 import math
 import os
+import re
+import zlib
 
 import numpy as np
 import pyarrow
@@ -92,9 +103,12 @@ class Interactions:
 def resolve_interactions_path(path):
     """Picks the interaction file of a dataset directory.
 
-    Returns ``(file, format)``. A directory qualifies when it holds one ``*.inter.json``,
-    a ``ratings.dat``, a ``u.data``, a ``<directory name>.txt`` (the SASRec convention),
-    or one ``*.csv`` / ``*.tsv``. A file is returned as is with ``format=None``.
+    Returns ``(file, format)``. A directory qualifies when it holds exactly one
+    interaction file: a ``*.inter.json``, ``ratings.dat``, ``u.data``,
+    ``<directory name>.txt`` (the SASRec convention), ``*.csv`` or ``*.tsv``. With
+    several (the GroupLens ``ratings.dat`` beside the SASRec ``ml-1m.txt``, say), none
+    is picked: the ``DataError`` lists them, to name one. A file is returned as is
+    with ``format=None``.
     """
     path = os.fspath(path)
     if not os.path.isdir(path):
@@ -104,16 +118,25 @@ def resolve_interactions_path(path):
         ("*.inter.json", "inter_json"),
         ("ratings.dat", "movielens"),
         ("u.data", "movielens"),
-        (f"{name}.txt", "sasrec"),
+        (f"{glob.escape(name)}.txt", "sasrec"),
         ("*.csv", "csv"),
         ("*.tsv", "tsv"),
     ]
-    for pattern, fmt in rules:
-        found = sorted(glob.glob(os.path.join(path, pattern)))
-        if len(found) == 1:
-            return found[0], fmt
-        if len(found) > 1:
-            raise DataError(path, 0, f"several files match {pattern}: {found}; name one")
+    found = [
+        (file, fmt)
+        for pattern, fmt in rules
+        for file in sorted(glob.glob(os.path.join(glob.escape(path), pattern)))
+    ]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        names = [os.path.basename(file) for file, _ in found]
+        raise DataError(
+            path,
+            0,
+            f"holds {len(found)} interaction files {names}, so none is read: give the path of "
+            f"the one to read (e.g. {found[0][0]})",
+        )
     listing = sorted(os.listdir(path))
     raise DataError(
         path, 0, f"no interaction file found (looked for {[r[0] for r in rules]}); it holds {listing}"
@@ -274,27 +297,38 @@ def _lines(path, encoding, progress=False):
     size = os.path.getsize(path)
     bar = _progress_bar(size, path, progress)
     line_no = 0
-    with _open_binary(path) as f:
-        for chunk in f:
-            if bar is not None:
-                bar.update(len(chunk))
-            # \n, \r\n and a bare \r (old Mac files) all end a line, as in Python's
-            # universal newlines.
-            for raw in chunk.splitlines():
-                line_no += 1
-                try:
-                    line = raw.decode(encoding)
-                except UnicodeDecodeError as e:
-                    raise DataError(
-                        path,
-                        line_no,
-                        f"not valid {encoding} ({e.reason} at byte {e.start}); pass encoding='latin-1' "
-                        "or the file's real encoding",
-                    ) from None
-                if line_no == 1:
-                    line = line.lstrip("\ufeff")  # a UTF-8 byte-order mark (Excel writes one)
-                if line.strip():
-                    yield line_no, line
+    try:
+        with _open_binary(path) as f:
+            for chunk in f:
+                if bar is not None:
+                    bar.update(len(chunk))
+                # \n, \r\n and a bare \r (old Mac files) all end a line, as in Python's
+                # universal newlines.
+                for raw in chunk.splitlines():
+                    line_no += 1
+                    try:
+                        line = raw.decode(encoding)
+                    except UnicodeDecodeError as e:
+                        raise DataError(
+                            path,
+                            line_no,
+                            f"not valid {encoding} ({e.reason} at byte {e.start}); pass encoding='latin-1' "
+                            "or the file's real encoding",
+                        ) from None
+                    if line_no == 1:
+                        line = line.lstrip("\ufeff")  # a UTF-8 byte-order mark (Excel writes one)
+                    if line.strip():
+                        yield line_no, line
+    # A truncated or corrupt .gz is one line naming the file, not a traceback.
+    except EOFError:
+        raise DataError(
+            path,
+            0,
+            f"truncated gzip file: the compressed data ends early (after line {line_no}); "
+            "copy or download it again",
+        ) from None
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise DataError(path, 0, f"corrupt gzip file ({e}; after line {line_no})") from None
     if bar is not None:
         bar.close()
 
@@ -303,7 +337,7 @@ def _progress_bar(size, path, progress):
     if progress is False or (progress is None and size < 32 * 2**20):
         return None
     try:
-        import tqdm
+        import tqdm  # optional: without it, no bar
     except ImportError:
         return None
     return tqdm.tqdm(
@@ -321,15 +355,55 @@ def _first_line(path):
     raise DataError(path, 0, "no interactions: the file is empty")
 
 
+# Column names a header line of a headerless format is made of ("user item", "userId
+# movieId rating timestamp", ...): a first line of only these is refused as a header.
+_COLUMN_NAME = re.compile(
+    r"(user|item|session|customer|visitor|movie|product|track|song|artist|book|business|article"
+    r"|query|target|rating|score|time|timestamp|date|datetime)s?([ _.-]?ids?)?|uid|iid|sid",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+def _header_error(path, line, fmt):
+    return DataError(
+        path,
+        1,
+        f"the first line {line!r} looks like a header (column names), but the {fmt} format has "
+        "none; delete that line, or read the file as csv/tsv (format=, --format), which have one",
+    )
+
+
 def _read_sasrec(path, encoding, progress):
     users, items = [], []
+    first = None
     for line_no, line in _lines(path, encoding, progress):
         parts = line.split()
         if len(parts) != 2:
             raise DataError(path, line_no, f"expected 'user item', got {len(parts)} fields: {line!r}")
+        if first is None:
+            first = line
+            if all(_COLUMN_NAME.fullmatch(p) for p in parts):
+                raise _header_error(path, line, "sasrec")
         users.append(parts[0])
         items.append(parts[1])
+    if _named_column(users) or _named_column(items):
+        raise _header_error(path, first, "sasrec")
     return users, items, np.arange(len(users), dtype=np.int64)
+
+
+def _named_column(values):
+    """Whether ``values[0]`` reads as a column name over integer ids.
+
+    A word (letters only) over a column whose every other value is an integer id
+    (``user`` over ``1, 1, 2, ...``): a real first event's id looks like the others.
+    """
+    if len(values) < 2 or not _WORD.fullmatch(values[0]):
+        return False
+    return all(v.isdigit() for v in itertools.islice(values, 1, None))
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _read_movielens(path, encoding, progress):
@@ -345,7 +419,9 @@ def _read_movielens(path, encoding, progress):
                 line_no,
                 f"expected user{sep}item{sep}rating{sep}timestamp, got {len(parts)} fields: {line!r}",
             )
-        if not parts[3].strip().lstrip("-").isdigit():
+        if not users and not any(_is_number(p) for p in parts):
+            raise _header_error(path, line, "movielens")
+        if not _INTEGER.fullmatch(parts[3].strip()):
             raise DataError(path, line_no, f"timestamp {parts[3]!r} is not an integer")
         if not -(2**63) <= int(parts[3]) < 2**63:
             raise DataError(path, line_no, f"timestamp {parts[3]!r} is out of the int64 range")
@@ -356,23 +432,31 @@ def _read_movielens(path, encoding, progress):
 
 
 def _csv_rows(path, delimiter, encoding, progress):
-    """``(line number, fields)`` of each record; a malformed one is a ``DataError`` at its line."""
-    where = [0]  # the line the csv module has read up to
+    """``(line number, fields)`` of each record, numbered by the line it starts on.
+
+    A malformed record is a ``DataError`` at the line it starts on (where a quote
+    left open begins), saying where the csv module gave up.
+    """
+    where = [0, 0]  # the line the current record starts on, the line read up to
 
     def text():
         for line_no, line in _lines(path, encoding, progress):
-            where[0] = line_no
+            where[0] = where[0] or line_no
+            where[1] = line_no
             yield line + "\n"
 
     # One csv.reader over the whole file, so a quoted field may hold a newline.
     reader = csv.reader(text(), delimiter=delimiter, strict=True)
     while True:
+        where[0] = 0
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as e:
-            raise DataError(path, where[0], f"malformed CSV ({e})") from None
+            start, end = where[0] or where[1], where[1]
+            span = f"; the record runs on to line {end}: a quote left open?" if end > start else ""
+            raise DataError(path, start, f"malformed CSV ({e}){span}") from None
         yield where[0], row
 
 
@@ -401,6 +485,8 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
             raise DataError(path, line_no, f"expected {len(header)} fields as in the header, got {len(row)}")
         users.append(row[ui].strip())
         items.append(row[ii].strip())
+        if "\n" in items[-1] or "\r" in items[-1] or "\t" in items[-1]:
+            raise DataError(path, line_no, _bad_item(item_col, items[-1]))
         if ti is not None:
             value = row[ti].strip()
             if parse_time is None:
@@ -414,6 +500,15 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
     if ti is None:
         return users, items, np.arange(len(users), dtype=np.int64), False
     return users, items, _integral_times(times), True
+
+
+def _bad_item(column, item):
+    """The problem with an item id holding a tab or line break (the vocabulary file stores one per line)."""
+    what = "tab" if "\t" in item else "line break (a quoted field spanning lines)"
+    return (
+        f"{column!r}: item id {item!r:.60} holds a {what}; item ids are stored one per line, "
+        "tab-separated, in the vocabulary"
+    )
 
 
 # A field the fast path leaves to the line-by-line reader: a quote, a carriage return or
@@ -464,6 +559,8 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
         return None
     if any(pc.any(pc.equal(pc.utf8_length(used[c].dictionary), 0)).as_py() for c in (user_col, item_col)):
         return None
+    if pc.any(pc.match_substring(used[item_col].dictionary, "\t")).as_py():
+        return None
     # Each distinct id becomes one Python string, shared by all its events.
     users, items = (
         used[c].dictionary.to_numpy(zero_copy_only=False)[used[c].indices.to_numpy()]
@@ -482,7 +579,8 @@ def _columnar_seconds(text):
             seconds = pc.cast(text.dictionary, pyarrow.float64()).to_numpy(zero_copy_only=False)
         except pyarrow.ArrowInvalid:
             return None
-        if not np.all(np.isfinite(seconds)):
+        # NaN, inf and times near or beyond int64 (checked exactly there) are left to _read_csv.
+        if not np.all(np.abs(seconds) < 2.0**62):
             return None
     else:
         try:
@@ -503,28 +601,91 @@ def _integral_times(times):
 def parse_timestamp(text):
     """Seconds since the epoch of a timestamp field: the one parser of the project.
 
-    A number (integer or decimal seconds) as it is; otherwise an ISO 8601 date, where
-    a date without a UTC offset is UTC (never the machine's local time zone, so the
-    split does not change with ``TZ``). The readers and the TFX SequenceBuilder both
-    call this.
+    A number (integer or decimal seconds) as it is; otherwise an ISO 8601 date and
+    time, where a time without a UTC offset is UTC (never the machine's local time
+    zone, so the split does not change with ``TZ``). The readers and the TFX
+    SequenceBuilder both call this.
+
+    ISO 8601 is parsed here, not by ``datetime.fromisoformat`` (Python 3.10's takes
+    only what ``isoformat`` writes, 3.11's more), so every Python reads the same
+    times: a calendar (``2020-01-31``), week (``2020-W05-5``) or ordinal
+    (``2020-031``) date, extended or basic; then optionally ``T`` (or a space) and
+    ``hh[:mm[:ss[.f]]]`` or ``hhmm[ss[.f]]``, any number of fraction digits after
+    ``.`` or ``,``; then optionally ``Z``, ``+hh``, ``+hh:mm`` or ``+hhmm``. A bare
+    number is always seconds (``20200131`` is not a date).
+
+    >>> parse_timestamp("2020-01-01T00:00:02.5Z"), parse_timestamp("2020-01-01T01:00:00+0100")
+    (1577836802.5, 1577836800.0)
 
     Raises:
         ValueError: not a finite number and not an ISO 8601 date (``nan`` and
-            ``inf`` are refused: an event must have a place in time).
+            ``inf`` are refused: an event must have a place in time), or seconds
+            beyond the int64 range (``1e26``), which no int64 record could hold.
     """
     text = text.strip()
     if _is_number(text):
         value = float(text)
         if not math.isfinite(value):
-            raise ValueError(f"timestamp {text!r} is not a finite number")
-        return value
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"cannot parse timestamp {text!r} (expected a number or an ISO 8601 date)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.timestamp()
+            overflow = text.lower().lstrip("+-") not in ("inf", "infinity", "nan")
+            raise ValueError(
+                f"timestamp {text!r:.40} is not a finite number"
+                + (" (it overflows a float); times are seconds within the int64 range" if overflow else "")
+            )
+    else:
+        value = _iso8601_seconds(text)
+    exact = abs(value) < 2.0**62 or not _INTEGER.fullmatch(text) or -(2**63) <= int(text) < 2**63
+    if not (exact and -(2.0**63) <= value < 2.0**63):
+        raise ValueError(
+            f"timestamp {text!r:.40} is out of the int64 range of seconds (|t| < 2**63, "
+            "about 9.2e18, as a float64): times are stored as int64 seconds"
+        )
+    return value
+
+
+_ISO_DATE = (
+    r"(?P<year>[0-9]{4})(?:"
+    r"-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})|(?P<bmonth>[0-9]{2})(?P<bday>[0-9]{2})"
+    r"|-[Ww](?P<week>[0-9]{2})-(?P<weekday>[0-9])|[Ww](?P<bweek>[0-9]{2})(?P<bweekday>[0-9])"
+    r"|-?(?P<yday>[0-9]{3}))"
+)
+_ISO_TIME = (
+    r"(?P<hour>[0-9]{2})(?:(?P<colon>:?)(?P<minute>[0-9]{2})"
+    r"(?:(?P=colon)(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]+))?)?)?"
+)
+_ISO_OFFSET = r"(?P<utc>[Zz])|(?P<sign>[+-])(?P<off_hour>[0-9]{2})(?::?(?P<off_minute>[0-9]{2}))?"
+_ISO8601 = re.compile(rf"{_ISO_DATE}(?:[Tt ]{_ISO_TIME}(?:{_ISO_OFFSET})?)?")
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+
+
+def _iso8601_seconds(text):
+    """Seconds since the epoch of an ISO 8601 date and time (see ``parse_timestamp``)."""
+    match = _ISO8601.fullmatch(text)
+    problem = None if match else "expected a number or an ISO 8601 date"
+    if match:
+        g = {
+            k: (int(v) if v and v.isdigit() and k != "fraction" else v) for k, v in match.groupdict().items()
+        }
+        try:
+            if g["week"] or g["bweek"]:
+                week, weekday = g["week"] or g["bweek"], g["weekday"] or g["bweekday"]
+                date = datetime.date.fromisocalendar(g["year"], week, weekday)
+            elif g["yday"] is not None:
+                date = datetime.date(g["year"], 1, 1) + datetime.timedelta(days=g["yday"] - 1)
+                if not 1 <= g["yday"] or date.year != g["year"]:
+                    raise ValueError(f"day {g['yday']} of year {g['year']} does not exist")
+            else:
+                date = datetime.date(g["year"], g["month"] or g["bmonth"], g["day"] or g["bday"])
+        except ValueError as e:
+            problem = str(e)
+        hour, minute, second = (g[k] or 0 for k in ("hour", "minute", "second"))
+        off_hour, off_minute = g["off_hour"] or 0, g["off_minute"] or 0
+        if hour > 23 or minute > 59 or second > 59 or off_hour > 23 or off_minute > 59:
+            problem = "hour, minute or second out of range"
+    if problem:
+        raise ValueError(f"cannot parse timestamp {text!r:.60} ({problem})")
+    offset = (off_hour * 3600 + off_minute * 60) * (-1 if g["sign"] == "-" else 1)
+    whole = (date.toordinal() - _EPOCH_ORDINAL) * 86400 + hour * 3600 + minute * 60 + second - offset
+    return float(whole) + (float("0." + g["fraction"]) if g["fraction"] else 0.0)
 
 
 def _iso_seconds(value):
@@ -552,10 +713,19 @@ def _read_inter_json(path, encoding):
         if not isinstance(seq, list):
             raise DataError(path, 0, f"user {user!r}: expected a list of items, got {seq!r:.60}")
         for pos, item in enumerate(seq):
-            if isinstance(item, (dict, list)) or item is None or item == "":
-                raise DataError(path, 0, f"user {user!r}, position {pos}: bad item {item!r:.60}")
+            # An id is a string or an integer: a float (1e30, 2.0) or a boolean has no one
+            # spelling as a raw id.
+            if not isinstance(item, (str, int)) or isinstance(item, bool) or item == "":
+                raise DataError(
+                    path,
+                    0,
+                    f"user {user!r}, position {pos}: bad item {item!r:.60} (item ids are strings or integers)",
+                )
+            item = str(item)
+            if "\n" in item or "\r" in item or "\t" in item:
+                raise DataError(path, 0, f"user {user!r}, position {pos}: " + _bad_item("item", item))
             users.append(str(user))
-            items.append(str(item))
+            items.append(item)
             times.append(pos)
     return users, items, np.asarray(times, dtype=np.int64)
 

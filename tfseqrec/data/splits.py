@@ -3,6 +3,7 @@
 The steps, each reporting what it removed:
 
     sort_by_time      events in time order per user, stable on ties (file order wins)
+    drop_duplicates   exact duplicate events (same user, item and time) kept once
     k_core            drop users and items with too few events, until none remain
     build_sequences   one integer sequence per user, through an ``ItemVocabulary``
     leave_one_out     last item test, second-last validation, the rest training
@@ -174,6 +175,32 @@ def sort_by_time(interactions):
     return interactions.select(order)
 
 
+def drop_duplicates(interactions):
+    """Keeps each exact duplicate event (same user, item and time) once, the first in order.
+
+    Only data with real times has exact duplicates: in the SASRec text format (and
+    ``*.inter.json``) an event's time is its line (or list position), so the same
+    item twice in a row is a repeat, kept as written (``build_sequences`` can drop
+    repeats). A log whose every event is written twice (a file concatenated with
+    itself, a join) would otherwise train on, and be tested with, each item twice.
+
+    Returns:
+        ``(interactions, report)``; ``report["removed_duplicates"]`` counts the dropped events.
+    """
+    if not interactions.has_time or len(interactions) < 2:
+        return interactions, {"removed_duplicates": 0}
+    _, users = vocab_lib.factorize(interactions.users)
+    _, items = vocab_lib.factorize(interactions.items)
+    _, times = np.unique(interactions.timestamps, return_inverse=True)
+    order = np.lexsort((np.arange(len(users)), times.ravel(), items, users))
+    key = np.stack([users, items, times.ravel()])[:, order]
+    repeat = np.zeros(len(users), bool)
+    repeat[order[1:]] = np.all(key[:, 1:] == key[:, :-1], axis=0)
+    if not repeat.any():
+        return interactions, {"removed_duplicates": 0}
+    return interactions.select(~repeat), {"removed_duplicates": int(repeat.sum())}
+
+
 def k_core(interactions, min_user_interactions=5, min_item_interactions=5):
     """Repeatedly drops users and items with too few events until none remain.
 
@@ -326,7 +353,10 @@ def training_vocabulary(vocabulary, train):
 
 
 def prepare(interactions, min_user_interactions=0, min_item_interactions=0, vocabulary=None):
-    """Interactions to a leave-one-out ``Split``: sort, k-core, vocabulary, split.
+    """Interactions to a leave-one-out ``Split``: sort, duplicates, k-core, vocabulary, split.
+
+    Exact duplicate events (same user, item and time) are kept once
+    (``drop_duplicates``, counted in ``report["removed_duplicates"]``).
 
     A new vocabulary (``vocabulary=None``) holds every item of ``interactions``, but
     its counts, hence its popularity id order, come from the *training* events only
@@ -338,7 +368,8 @@ def prepare(interactions, min_user_interactions=0, min_item_interactions=0, voca
         each removed row is accounted for.
     """
     report = {"input_interactions": len(interactions)}
-    events = sort_by_time(interactions)
+    events, duplicates = drop_duplicates(sort_by_time(interactions))
+    report.update(duplicates)
     if min_user_interactions > 1 or min_item_interactions > 1:
         events, core = k_core(events, min_user_interactions, min_item_interactions)
         report.update(core)

@@ -46,14 +46,26 @@ def make_example(user_id, item_ids, items, target_id=None, target=None, timestam
     if timestamps is not None:
         if len(timestamps) != len(item_ids):
             raise ValueError(f"user {user_id!r}: {len(item_ids)} items but {len(timestamps)} timestamps")
-        seconds = (
-            np.floor(np.asarray(timestamps, np.float64)).astype(np.int64).tolist() if len(timestamps) else []
-        )
+        seconds = _int64_seconds(user_id, timestamps)
         feature["timestamps"] = tf.train.Feature(int64_list=tf.train.Int64List(value=seconds))
     if target_id is not None:
         feature["target"] = _bytes([target])
         feature["target_id"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(target_id)]))
     return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def _int64_seconds(user_id, timestamps):
+    """Whole seconds as int64 (floored); a time beyond int64 is an error, never a wrapped value."""
+    times = np.asarray(timestamps)
+    if times.dtype.kind == "i":  # exact: int64 times near 2**63 do not survive float64
+        return times.astype(np.int64).tolist()
+    seconds = np.floor(times.astype(np.float64))
+    bad = ~((seconds >= -(2.0**63)) & (seconds < 2.0**63))  # NaN too
+    if bad.any():
+        raise ValueError(
+            f"user {user_id!r}: timestamp {times[bad][0]!r} is not a finite number of seconds within int64"
+        )
+    return seconds.astype(np.int64).tolist()
 
 
 def write_examples(path, data, vocabulary, compression=None):
