@@ -1,0 +1,1099 @@
+"""Every measured table, printed from the stored runs in ``benchmarks/results/*.json``.
+
+Writes ``benchmarks/README.md`` (every table: its protocol, the published anchor it is
+comparable with, the command that reproduces it, a link to its JSON) and the results
+table of the front page, the lines of ``README.md`` between ``<!-- results-table:begin -->``
+and ``<!-- results-table:end -->``. Nothing is trained: the tables come from the JSON, so
+they cannot drift from it; the provenance of each run (commit, start, end, environment)
+stays in its JSON. The formatting is the benchmark scripts' own (``ml1m.py``, ``text.py``,
+``time_bias.py``, ``scale.py``, ``transfer.py``), imported; the prose around the tables
+is written here.
+
+Usage:
+    python benchmarks/tables.py           # write benchmarks/README.md and README.md's table
+    python benchmarks/tables.py --check   # exit 1 naming each file that differs; write nothing
+
+A new stored run: write it with the script's ``--json benchmarks/results/NAME.json``, give
+it a protocol (a ``"protocol"`` field in the JSON, or an entry of ``FILE_PROTOCOLS``),
+add it to a section of ``sections()``, and run this script. A stored JSON that no
+section shows is an error, so none is left out by mistake.
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import glob
+import io
+import json
+import os
+import shlex
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import ml1m  # noqa: E402  (benchmarks/ml1m.py: its tables)
+import numpy as np  # noqa: E402
+import scale  # noqa: E402
+import text  # noqa: E402
+import time_bias  # noqa: E402
+import transfer  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+BENCHMARKS_README = os.path.join(HERE, "README.md")
+FRONT_README = os.path.join(ROOT, "README.md")
+BEGIN, END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """How a table's numbers were measured, and what published figure they may be set beside."""
+
+    data: str
+    split: str
+    ranking: str
+    seen: str
+    anchor: str
+    summary: str  # the one line a table carries
+    comparable: str  # the anchor, in a table's line
+
+
+def protocol_line(name, anchor=None):
+    """A table's line: its protocol in short and what published figure it is comparable with."""
+    p = PROTOCOLS[name]
+    return f"Protocol [`{name}`](#protocols): {p.summary}. Comparable with: {anchor or p.comparable}."
+
+
+LOO = "leave-one-out, the last item of each user tested and the one before it validated"
+PROTOCOLS = {
+    "sasrec-plus": Protocol(
+        data="`ml-1m/ml-1m.txt`, SASRec's 5-core ML-1M (6,040 users, 3,416 items, order only)",
+        split=LOO,
+        ranking="full ranking over all 3,416 items",
+        seen="the user's whole history filtered",
+        anchor="SASRec+ (Klenitskiy & Vasilev, RecSys 2023) on the same file and protocol: SASRec "
+        "0.1857 NDCG@10 / 0.3159 HR@10 with 3,000 negatives (0.1821 / 0.3152 full softmax), BERT4Rec "
+        "0.1537 / 0.2843. HSTU's rows are not comparable with the HSTU paper's 0.1893 / 0.3294, "
+        "which uses the raw ratings, no validation split and sampled softmax",
+        summary="`ml-1m/ml-1m.txt` (SASRec's 5-core ML-1M), leave-one-out with a validation split, full "
+        "ranking over 3,416 items, the whole history filtered",
+        comparable="SASRec+ (Klenitskiy & Vasilev, RecSys 2023): SASRec 0.1857 NDCG@10 with 3,000 "
+        "negatives, BERT4Rec 0.1537",
+    ),
+    "scientific": Protocol(
+        data="`amazon-scientific-text/Scientific.inter.json` and `Scientific.item.json` (8,317 users, "
+        "4,344 items; 73 test targets never in training: the cold cases)",
+        split=LOO,
+        ranking="full ranking over all 4,344 items",
+        seen="the user's history filtered",
+        anchor="no anchor (the UniSRec and Recformer papers filter this Amazon category "
+        "differently); the ratios to this library's SASRec on the same split are the comparison",
+        summary="`amazon-scientific-text/Scientific.inter.json` with `Scientific.item.json`, "
+        "leave-one-out with a validation split, full ranking over 4,344 items, the history filtered",
+        comparable="no anchor (ratios to SASRec on the same split)",
+    ),
+    "ml100k": Protocol(
+        data="`ml-100k/u.data` with its event times (943 users, 1,682 items)",
+        split=LOO,
+        ranking="full ranking over all items",
+        seen="the user's history filtered",
+        anchor="no anchor",
+        summary="`ml-100k/u.data` with its event times, leave-one-out with a validation split, full "
+        "ranking over 1,682 items, the history filtered",
+        comparable="no anchor",
+    ),
+    "transfer": Protocol(
+        data="trained on `ml-1m/ml-1m.txt` with `movies.dat`'s titles and genres only, tested on "
+        "`ml-100k/u.data` and `amazon-scientific-text/Scientific.inter.json`",
+        split="the target's leave-one-out test split, none of its interactions read (but by "
+        "its popularity row)",
+        ranking="full ranking over the target's items",
+        seen="the user's history filtered",
+        anchor="no anchor",
+        summary="UniSRec trained on `ml-1m/ml-1m.txt` with `movies.dat`'s text, tested on "
+        "`ml-100k/u.data` and `Scientific.inter.json` without reading their interactions (but by "
+        "popularity), leave-one-out test split, full ranking, the history filtered",
+        comparable="no anchor",
+    ),
+    "synthetic": Protocol(
+        data="seeded synthetic logs (`tfseqrec data synthetic`), users = events / 50",
+        split="leave-one-out",
+        ranking="full ranking over the catalogue (validation on a 1,000-user sample)",
+        seen="the user's history filtered",
+        anchor="no anchor (a measure of cost, not of accuracy)",
+        summary="seeded synthetic logs (`tfseqrec data synthetic`), leave-one-out, full ranking over "
+        "the catalogue, the history filtered",
+        comparable="no anchor (a measure of cost)",
+    ),
+}
+
+# The protocol of each stored file that does not say it (no "protocol" field), by file name.
+FILE_PROTOCOLS = {
+    **dict.fromkeys(
+        [
+            "ml1m-ablation-bert4rec-1",
+            "ml1m-ablation-bert4rec-2",
+            "ml1m-ablation-hstu-1",
+            "ml1m-ablation-hstu-2",
+            "ml1m-ablation-sasrec-1",
+            "ml1m-ablation-sasrec-2",
+            "ml1m-bert4rec-keras-init-seed-0",
+            "ml1m-bert4rec-seed-0",
+            "ml1m-bert4rec-seeds-1-2",
+            "ml1m-hstu-seed-0",
+            "ml1m-sasrec-cosine-speed-check",
+        ],
+        "sasrec-plus",
+    ),
+    **dict.fromkeys(
+        [
+            "text-recformer-cached",
+            "text-recformer-linear",
+            "text-recformer-pretrained",
+            "text-recformer-zero-shot-cached-kept",
+            "text-recformer-zero-shot-full",
+            "text-recformer-zero-shot-mean",
+            "text-seeds",
+            "text-unisrec-384-more",
+            "text-unisrec-384",
+            "text-unisrec-cold",
+            "text-unisrec-id",
+            "text-unisrec-pretrained",
+            "text-unisrec-screen",
+            "text-unisrec-transfer",
+            "text-unisrec-wide",
+            "text-unisrec",
+        ],
+        "scientific",
+    ),
+    "ml100k-hstu-time-bias": "ml100k",
+    "transfer": "transfer",
+    "transfer-ml100k": "transfer",
+    "scale": "synthetic",
+}
+
+
+def load(stem):
+    with open(os.path.join(RESULTS, f"{stem}.json")) as f:
+        return json.load(f)
+
+
+def protocol_of(stem):
+    """The JSON's own ``protocol`` field, else ``FILE_PROTOCOLS``'s entry; an error if neither."""
+    data = load(stem)
+    first = data[0] if isinstance(data, list) else data
+    name = first.get("protocol") or FILE_PROTOCOLS.get(stem)
+    if name not in PROTOCOLS:
+        raise ValueError(
+            f"benchmarks/results/{stem}.json: protocol {name!r} is not one of {sorted(PROTOCOLS)}; give the "
+            'JSON a "protocol" field or benchmarks/tables.py\'s FILE_PROTOCOLS an entry'
+        )
+    return name
+
+
+# === Commands, from what each JSON stored ===
+
+
+def _flag(name, value):
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    elif isinstance(value, float):
+        value = f"{value:g}"
+    return f"--{name.replace('_', '-')} {shlex.quote(str(value))}"
+
+
+def ml1m_command(stem, runs):
+    """``benchmarks/ml1m.py``'s command for a file of runs: one model and budget, its seeds and variants."""
+    (model,) = {r["model"] for r in runs}
+    (minutes,) = {r["config"]["max_train_minutes"] for r in runs}
+    seeds = list(dict.fromkeys(r["seed"] for r in runs))
+    variants = list(dict.fromkeys(r["variant"] for r in runs if "variant" in r))
+    extra = {}
+    for r in runs:
+        overrides = ml1m.ABLATIONS[model][r["variant"]] if "variant" in r else {}
+        for key, value in r["config"].items():
+            if key not in ("model", "max_train_minutes", "seed") and overrides.get(key, object()) != value:
+                extra[key] = value
+    parts = [f"python benchmarks/ml1m.py --model {model}", _flag("minutes", float(minutes))]
+    parts.append("--seeds " + " ".join(str(s) for s in seeds))
+    if variants:
+        parts.append(_flag("ablation", ",".join(variants)))
+    if extra:
+        parts.append(_flag("config", extra))
+    return " ".join(parts + [f"--json benchmarks/results/{stem}.json"])
+
+
+def text_command(stem, run):
+    """``benchmarks/text.py``'s command: the stored arguments that differ from the script's defaults."""
+    defaults = vars(text.build_parser().parse_args([]))
+    args = run["args"]
+    parts = ["python benchmarks/text.py", _flag("models", args["models"])]
+    for key in (
+        "minutes",
+        "recformer_minutes",
+        "layers",
+        "pretrain_minutes",
+        "sasrec_config",
+        "unisrec_config",
+        "recformer_config",
+    ):
+        if args.get(key, defaults[key]) != defaults[key]:
+            parts.append(_flag(key, args[key]))
+    return " ".join(parts + [f"--json benchmarks/results/{stem}.json"])
+
+
+def transfer_command(stem, run):
+    args = run["args"]
+    parts = [
+        "python benchmarks/transfer.py",
+        _flag("epochs", args["epochs"]),
+        _flag("minutes", args["minutes"]),
+    ]
+    if args["targets"] != ",".join(transfer.TARGETS):
+        parts.append(_flag("targets", args["targets"]))
+    if args.get("no_zero_shot"):
+        parts.append("--no-zero-shot")
+    return " ".join(parts + [f"--json benchmarks/results/{stem}.json"])
+
+
+def time_bias_command(stem, run):
+    seeds = " ".join(str(s) for s in dict.fromkeys(r["seed"] for r in run["runs"]))
+    return f"python benchmarks/time_bias.py --epochs {run['epochs']} --seeds {seeds} --json benchmarks/results/{stem}.json"
+
+
+def scale_command(stem, run):
+    sizes = " ".join(f"{r['events']}:{r['items']}" for r in run["rows"])
+    return f"python benchmarks/scale.py --sizes {sizes} --json benchmarks/results/{stem}.json"
+
+
+def command(stem):
+    """The command that wrote ``benchmarks/results/STEM.json``, rebuilt from what it stored."""
+    for prefix, build in (
+        ("ml1m-", ml1m_command),
+        ("text-", text_command),
+        ("transfer", transfer_command),
+        ("ml100k-hstu-time-bias", time_bias_command),
+        ("scale", scale_command),
+    ):
+        if stem.startswith(prefix):
+            return build(stem, load(stem))
+    raise ValueError(f"benchmarks/results/{stem}.json: no script known to have written it")
+
+
+# === Tables ===
+
+
+def ml1m_runs(stems, default_variant=False):
+    """The runs of ML-1M files in order; ``default_variant`` names a plain run's variant "default"."""
+    runs = [r for stem in stems for r in load(stem)]
+    return [{**r, "variant": r.get("variant", "default")} for r in runs] if default_variant else runs
+
+
+def ml1m_results(stems):
+    runs = ml1m_runs(stems)
+    tables = [ml1m.accuracy_table(runs), ml1m.speed_table(runs)]
+    if len({r["seed"] for r in runs}) > 1:
+        tables.append(ml1m.seed_summary(runs))
+    return "\n\n".join(tables)
+
+
+def ml1m_ablation(stems):
+    return ml1m.ablation_table(ml1m_runs(stems, default_variant=True))
+
+
+def best_so_far_table(stems, epochs=(10, 20, 40, 60, 80, 100)):
+    """Markdown: the best validation NDCG@10 so far at the given epochs, a row a run."""
+    runs = ml1m_runs(stems, default_variant=True)
+    lines = [
+        "| variant | "
+        + " | ".join(f"epoch {e}" for e in epochs)
+        + " | best (epoch) | test NDCG@10 / HR@10 |",
+        "|---|" + "---|" * (len(epochs) + 2),
+    ]
+    for r in runs:
+        val = np.maximum.accumulate(r["val_ndcg@10"])
+        full = r["results"]["full_exclude_seen=True"]
+        lines.append(
+            f"| {r['variant']} | "
+            + " | ".join(f"{val[e - 1]:.4f}" for e in epochs)
+            + f" | {r['best_val_ndcg@10']:.4f} ({r['best_epoch']}) | {full['ndcg@10']:.4f} / {full['hr@10']:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def text_rows(stems, rows=None):
+    """``text.py``'s table of stored rows (``rows``: their names, as ``--report --rows`` takes them)."""
+    results, seconds, epochs, _ = text.stored_rows([os.path.join(RESULTS, f"{s}.json") for s in stems], rows)
+    return text.table(results, seconds, epochs)
+
+
+def _printed(function, *args):
+    """What a script's ``print_tables`` prints, as text."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        function(*args)
+    return out.getvalue().strip("\n")
+
+
+def time_bias_table(stems):
+    return time_bias.table([r for s in stems for r in load(s)["runs"]])
+
+
+def scale_tables(stems):
+    return "\n\n".join(_printed(scale.print_tables, load(s)["rows"]) for s in stems)
+
+
+def transfer_tables(stems):
+    tables = []
+    for s in stems:
+        run = load(s)
+        tables.append(
+            _printed(transfer.print_tables, run["targets"], run["source"]["seconds"], run["source"]["epochs"])
+        )
+    return "\n\n".join(tables)
+
+
+def mean_sd(values):
+    """``mean ± sd`` (sample standard deviation) to four places."""
+    v = np.asarray(values, dtype=float)
+    return f"{v.mean():.4f} ± {(v.std(ddof=1) if len(v) > 1 else 0.0):.4f}"
+
+
+# The seeds of SASRec (width 64) and UniSRec with ids (384 wide) on Scientific: (file, row) each.
+SCIENTIFIC_SEEDS = {
+    "SASRec (width 64)": [
+        ("text-unisrec-screen", "sasrec"),
+        ("text-seeds", "sasrec [seed=1]"),
+        ("text-seeds", "sasrec [seed=2]"),
+    ],
+    "UniSRec text + id (384 wide)": [
+        ("text-unisrec-384", "unisrec-id [hidden_dim=384, num_heads=2]"),
+        ("text-unisrec-384-more", "unisrec-id [hidden_dim=384, num_heads=2, seed=1, epochs=8]"),
+        ("text-seeds", "unisrec-id [hidden_dim=384, num_heads=2, seed=2, epochs=8]"),
+    ],
+}
+
+
+def seed_rows(pairs):
+    return [load(stem)["results"][row] for stem, row in pairs]
+
+
+def scientific_seeds_table(stems):
+    """Markdown: per model, each seed's NDCG@10 and Recall@10, their mean ± sd, and against SASRec's mean."""
+    lines = [
+        "| model | metric | seed 0 | seed 1 | seed 2 | mean ± sd | / SASRec's mean |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    base = {}
+    for model, pairs in SCIENTIFIC_SEEDS.items():
+        rows = seed_rows(pairs)
+        for key, label in (("ndcg@10", "NDCG@10"), ("hr@10", "Recall@10")):
+            v = [r["all"][key] for r in rows]
+            base.setdefault(key, np.mean(v))
+            lines.append(
+                f"| {model} | {label} | "
+                + " | ".join(f"{x:.4f}" for x in v)
+                + f" | {mean_sd(v)} | {np.mean(v) / base[key]:.3f} |"
+            )
+        ratios = [r["cold"]["ndcg@10"] / r["warm"]["ndcg@10"] for r in rows]
+        lines.append(
+            f"| {model} | cold / warm NDCG@10 | " + " | ".join(f"{x:.2f}" for x in ratios) + " | | |"
+        )
+    return "\n".join(lines)
+
+
+# === benchmarks/README.md ===
+
+
+@dataclasses.dataclass
+class Section:
+    heading: str
+    protocol: str
+    stems: list
+    table: object  # stems -> markdown
+    prose: str = ""
+    after: str = ""
+    anchor: str = None  # instead of the protocol's
+
+    def render(self):
+        for stem in self.stems:
+            if protocol_of(stem) != self.protocol:
+                raise ValueError(
+                    f"benchmarks/results/{stem}.json is on protocol {protocol_of(stem)!r}, its section "
+                    f"{self.heading!r} on {self.protocol!r}"
+                )
+        links = ", ".join(f"[`{s}.json`](results/{s}.json)" for s in self.stems)
+        commands = "\n".join(command(s) for s in self.stems)
+        parts = [
+            f"### {self.heading}",
+            protocol_line(self.protocol, self.anchor),
+            f"Stored: {links}.",
+            self.prose.strip(),
+            f"```bash\n{commands}\n```",
+            self.table(self.stems),
+            self.after.strip(),
+        ]
+        return "\n\n".join(p for p in parts if p)
+
+
+HSTU_ANCHOR = (
+    "no HSTU figure on this protocol; the HSTU paper's 0.1893 NDCG@10 (HSTU-large) is not comparable: "
+    "it uses the raw ratings, no validation split and a sampled softmax"
+)
+
+
+def sections():
+    """Every table of benchmarks/README.md under its part's heading, with the prose written for it."""
+    return {
+        "ML-1M: SASRec, BERT4Rec, HSTU": (
+            """
+`benchmarks/ml1m.py` trains a model with the library's defaults for at most a budget of
+`fit` minutes on this project's 2-core CPU, keeps the best epoch by validation NDCG@10 and
+evaluates it on the test split. Every choice is made on validation NDCG@10; test is only
+reported. "seen filtered" says whether the user's history was removed from the candidates;
+the sampled columns rank the true item against 100 sampled negatives, as the SASRec paper
+(0.5905, 100 uniform) and the BERT4Rec paper (0.4818, 100 popularity-sampled) did, and are
+not comparable with full ranking. FLOP/s counts the matmuls of training (3x the forward
+pass) against the ~130 GFLOP/s a large fp32 matmul reaches on this CPU. s/epoch is training
+alone: a CPU shared with other work during a run raises it (each JSON says what ran beside
+it), and the ablations compare variants after the same number of epochs for that reason.
+Run benchmarks from a checkout nobody edits meanwhile (a `git worktree`): autograph reads a
+function's source file when it first traces it.
+""",
+            [
+                Section(
+                    "HSTU, defaults, 60 minutes",
+                    "sasrec-plus",
+                    ["ml1m-hstu-seed-0"],
+                    ml1m_results,
+                    anchor=HSTU_ANCHOR,
+                    after="""
+The best epoch was 77 of 78: still improving when the hour ended. An HSTU epoch costs about
+twice a SASRec one (8 layers of width 50 against 2 of 64: 1.4x the FLOPs, at a lower share
+of the matmul peak), and 98% of its best validation NDCG@10 came after 47 minutes. One seed:
+the spread over seeds is not measured yet.
+""",
+                ),
+                Section(
+                    "BERT4Rec, defaults, three seeds, 60 minutes",
+                    "sasrec-plus",
+                    ["ml1m-bert4rec-seed-0", "ml1m-bert4rec-seeds-1-2"],
+                    ml1m_results,
+                    prose="""
+Defaults: Adam at 4e-3 after a 5-epoch linear warm-up, softmax without the sequence's other
+items, 80/10/10 masking, positions from the newest item. A BERT4Rec run starts on a
+plateau at chance, and without the warm-up its length depends on the seed (the ablation's
+"no warm-up" row below stays there for ten minutes). Seeds 1 and 2 shared the CPU with test
+runs, so they fit fewer epochs into the hour (the s/epoch column), and seed 2 was still
+improving at its last epoch.
+""",
+                ),
+                Section(
+                    "SASRec ablation, 10 minutes each",
+                    "sasrec-plus",
+                    ["ml1m-ablation-sasrec-1", "ml1m-ablation-sasrec-2"],
+                    ml1m_ablation,
+                    prose="""
+Each row switches one of the reference code's differences back (or the loss to BCE, or
+turns on a speed lever) against the defaults; the last column compares every variant after
+the same number of epochs. The first file's runs shared the CPU with test runs at low
+priority (s/epoch about 15% above a run alone).
+""",
+                    after="""
+Every reference-code change helps on its own, and all five together ("previous") are the
+gap between the code before and after them. BCE trains an epoch in 9 s but learns far less
+per minute; drawing its negative outside the history (the paper's) or from every item makes
+no difference at this catalogue size. bfloat16 learns as much per epoch as float32, but an
+epoch takes longer: this CPU's bfloat16 matmuls do not pay for the casts around them at
+width 64. XLA is as fast per epoch as the stock ops and ends a little lower on validation.
+In ten minutes the cosine decay has barely begun (its row measures its warm-up epoch more
+than the decay), and its s/epoch is not the schedule's cost (the speed check below). None
+of the four replaces a default.
+""",
+                ),
+                Section(
+                    "SASRec: the cosine decay's speed, side by side",
+                    "sasrec-plus",
+                    ["ml1m-sasrec-cosine-speed-check"],
+                    ml1m_ablation,
+                    prose="""
+The defaults and the cosine decay for 1.5 minutes each, one after the other on an idle CPU:
+the ablation's s/epoch for the cosine row came from the CPU, not the schedule.
+""",
+                ),
+                Section(
+                    "BERT4Rec ablation, 10 minutes each",
+                    "sasrec-plus",
+                    ["ml1m-ablation-bert4rec-1", "ml1m-ablation-bert4rec-2"],
+                    ml1m_ablation,
+                    prose="""
+Seed 0, one change against the defaults a row (Adam at 2e-3 and 1e-3 are not in this
+batch). The CPU was shared with short profiling and test runs during the first two
+variants, so the last column compares every variant after the same number of epochs.
+""",
+                    after="""
+Without the warm-up, and with always-[MASK] masking, seed 0 stays at chance (~0.02) for the
+whole ten minutes. The fixed loss normaliser and the softmax without the sequence's other
+items learn faster per epoch; bfloat16 and XLA cost more per epoch than float32 with the
+stock ops on this CPU. Keras's default initialisers start faster than the reference's
+N(0, 0.02) for BERT4Rec (the opposite of SASRec); over the whole hour (next table) the
+lead is gone.
+""",
+                ),
+                Section(
+                    "BERT4Rec: Keras default initialisers over the hour",
+                    "sasrec-plus",
+                    ["ml1m-bert4rec-seed-0", "ml1m-bert4rec-keras-init-seed-0"],
+                    best_so_far_table,
+                    prose="""
+Seed 0 with the default N(0, 0.02) initialisers and with Keras's defaults, 60 minutes each:
+the best validation NDCG@10 so far at each epoch.
+""",
+                    after="""
+A faster start, gone by epoch 60; the default stays N(0, 0.02).
+""",
+                ),
+                Section(
+                    "HSTU: its parts, 12 minutes each",
+                    "sasrec-plus",
+                    ["ml1m-ablation-hstu-1", "ml1m-ablation-hstu-2"],
+                    ml1m_ablation,
+                    anchor=HSTU_ANCHOR,
+                    prose="""
+One change against the defaults (pointwise SiLU attention, relative position bias, full
+softmax) a row, seed 0. Twelve minutes are the start of HSTU's hour: these rows say how
+each part changes the first epochs, not where it ends.
+""",
+                    after="""
+Pointwise attention spends its first epochs near popularity where softmax attention learns
+at once; the relative position bias is worth about 0.017 of validation NDCG@10 at the
+common epoch; the sampled softmax (128 log-uniform negatives per position, the paper's)
+costs less an epoch but learns less per epoch, which its cheaper epochs do not make up
+within the budget. On ML-1M's 3,416 items the full softmax is the better loss; the sampled
+one is for catalogues too large to score whole.
+""",
+                ),
+            ],
+        ),
+        "ML-100K: HSTU's time bias": (
+            """
+ML-1M's `ml-1m.txt` has no event times, so HSTU's relative time bias is measured on
+ML-100K, whose `u.data` has them: the HSTU defaults for a fixed number of epochs, with and
+without the 128 log buckets of the time gap.
+""",
+            [
+                Section(
+                    "HSTU with and without its time bias",
+                    "ml100k",
+                    ["ml100k-hstu-time-bias"],
+                    time_bias_table,
+                    after="""
+No difference beyond the seed-to-seed spread on this small dataset (runs still improving at
+epoch 60). The bias stays on by default because it is the paper's model;
+`--num-time-buckets 0` is the variant.
+""",
+                ),
+            ],
+        ),
+        "Amazon Scientific: the text models": (
+            """
+`benchmarks/text.py` trains each row on the same split. SASRec and UniSRec share one
+configuration (`ID_CONFIG`: length 50, width 64, 2 layers, dropout 0.5, batch 128, best
+epoch by validation NDCG@10) and a budget of minutes; a row's overrides are in its name.
+Recall@10 is HR@10 (one target a user). "cold" are the test cases whose target never occurs
+in training (73 of 8,317), "warm" the others: an id model cannot rank a cold target, as it
+never trained its embedding. Ratios are against the best SASRec row of the same table.
+"train wall (s)" counts UniSRec's text encoding and the pre-training of pre-trained rows.
+""",
+            [
+                Section(
+                    "Every text model in one table",
+                    "scientific",
+                    [
+                        "text-recformer-zero-shot-mean",
+                        "text-recformer-zero-shot-full",
+                        "text-unisrec-screen",
+                        "text-seeds",
+                        "text-recformer-cached",
+                        "text-recformer-pretrained",
+                        "text-unisrec",
+                        "text-unisrec-pretrained",
+                        "text-unisrec-384",
+                        "text-unisrec-384-more",
+                        "text-unisrec-transfer",
+                    ],
+                    lambda stems: text_rows(stems, EVERY_TEXT_MODEL),
+                    after="""
+Rows: `recformer-zero-shot` is all-MiniLM-L6-v2 mean-pooled with no training, four layers
+cached (the fine-tuned rows' encoder), then all six over the whole history, the common
+category dropped in both; `recformer` and `recformer-pretrained` are six layers (four
+cached), mean pooling, a random target per user each epoch, 256 tokens, 10 epochs, the
+second after one ML-1M pre-training epoch; `unisrec` is text only, width 64, 8 minutes, and
+`unisrec-pretrained` the same after 10 minutes of pre-training on ML-1M; `unisrec-transfer`
+never reads Scientific's interactions (trained on ML-1M, moved by text); `unisrec-id` is
+text and ids, width 384, three seeds.
+""",
+                ),
+                Section(
+                    "UniSRec and SASRec over three seeds",
+                    "scientific",
+                    ["text-unisrec-screen", "text-unisrec-384", "text-unisrec-384-more", "text-seeds"],
+                    scientific_seeds_table,
+                    after="""
+Mean against mean, UniSRec with text and ids is above SASRec on both metrics, with the cold
+cases kept (every UniSRec seed is above every SASRec seed); the margin over 1.10x on
+NDCG@10 is smaller than one seed's spread.
+""",
+                ),
+                Section(
+                    "UniSRec at width 64: text only, text and ids, pre-trained on ML-1M",
+                    "scientific",
+                    ["text-unisrec-screen", "text-unisrec-id", "text-unisrec", "text-unisrec-pretrained"],
+                    lambda stems: text_rows(
+                        stems, ["sasrec", "unisrec-id (text-unisrec-id)", "unisrec", "unisrec-pretrained"]
+                    ),
+                    after="""
+Text and ids together are level with SASRec at this width; text alone is below on NDCG@10,
+level on Recall@10 and still rising after 8 minutes. Pre-training on ML-1M's titles and
+genres (the paper's sequence-item and sequence-sequence contrast) does not help the
+laboratory catalogue: movie text is no substitute for the paper's neighbouring Amazon
+domains, which this data lacks.
+""",
+                ),
+                Section(
+                    "UniSRec with ids: width",
+                    "scientific",
+                    ["text-unisrec-screen"],
+                    text_rows,
+                    prose="""
+Three widths and a lower learning rate, 6 minutes each (`--unisrec-config` takes a list, a
+row per entry).
+""",
+                    after="""
+Width is the lever (the paper's models are 300 wide).
+""",
+                ),
+                Section(
+                    "UniSRec and SASRec at equal width",
+                    "scientific",
+                    ["text-unisrec-wide"],
+                    text_rows,
+                    after="""
+SASRec gains nothing from the width, so the fair ratio is against SASRec's best configuration
+(64 wide), as the other tables take it.
+""",
+                ),
+                Section(
+                    "UniSRec with ids: cold items by their text",
+                    "scientific",
+                    ["text-unisrec-wide", "text-unisrec-cold"],
+                    text_rows,
+                    prose="""
+An item that never occurs in the training sequences has an id embedding trained only as a
+negative. The first file's row is from before such items were scored by their text alone
+(its cold cases score 0); the second file's rows read them by their text, with and without
+`id_dropout` 0.2 (the share of item occurrences a training step reads by text alone).
+""",
+                    after="""
+Reading cold items by their text lifts the cold cases from 0 and leaves the whole level;
+`id_dropout` gives about the same whole with a weaker cold start, so its default stays 0.
+With 73 cold cases the cold figures move by a few hits.
+""",
+                ),
+                Section(
+                    "UniSRec with ids, 384 wide: a second seed and a cosine decay",
+                    "scientific",
+                    ["text-unisrec-screen", "text-unisrec-384", "text-unisrec-384-more"],
+                    lambda stems: text_rows(
+                        stems,
+                        [
+                            "sasrec",
+                            "unisrec-id [hidden_dim=384, num_heads=2]",
+                            "unisrec-id [hidden_dim=384, num_heads=2, seed=1, epochs=8]",
+                            "unisrec-id [hidden_dim=384, num_heads=2, learning_rate_schedule=cosine, epochs=8]",
+                        ],
+                    ),
+                    after="""
+384 is the text vectors' width. The cosine decay over the 8 epochs does not help.
+""",
+                ),
+                Section(
+                    "Recformer fine-tuned",
+                    "scientific",
+                    [
+                        "text-unisrec-screen",
+                        "text-recformer-cached",
+                        "text-recformer-linear",
+                        "text-recformer-pretrained",
+                    ],
+                    lambda stems: text_rows(
+                        stems,
+                        ["sasrec", "recformer", "recformer (text-recformer-linear)", "recformer-pretrained"],
+                    ),
+                    prose="""
+All six all-MiniLM-L6-v2 layers with the lower four cached per item (`cached_layers`), mean
+pooling (no `[CLS]` alignment), a target drawn at random from each user's sequence every
+epoch, 256 tokens per history packed to the batch's longest, the category every item
+carries dropped (`common_value_share`), learning rate 1e-4. The second row adds warm-up and
+a linear decay over 20 planned epochs; the third starts from one epoch of `tfseqrec
+pretrain --model recformer` on ML-1M (MLM and item-item contrast). The third file's
+pre-training budget was checked at epoch ends when it ran, so its one epoch ran whole; the
+budget now stops at the first step past it, and `--pretrain-minutes 60` repeats that epoch.
+""",
+                    after="""
+Validation NDCG@10 plateaus near 0.068 from the 8th epoch whatever the learning rate does
+(each file's `history` has the per-epoch rows). With 2 of 6 layers trained, 256 tokens
+(about 9 items of a history) and no pre-training on neighbouring domains, Recformer stops
+near 0.77x SASRec on this CPU; the paper's figure is a full-size Longformer pre-trained on
+millions of Amazon interactions on GPUs. Pre-training on ML-1M gives a head start in the
+first epochs and the same plateau, with a weaker cold start.
+""",
+                ),
+                Section(
+                    "Recformer zero-shot",
+                    "scientific",
+                    [
+                        "text-recformer-zero-shot-mean",
+                        "text-recformer-zero-shot-cached-kept",
+                        "text-recformer-zero-shot-full",
+                    ],
+                    text_rows,
+                    prose="""
+all-MiniLM-L6-v2 mean-pooled, 6 layers, 256 tokens, no training and no alignment: rows with
+four layers cached (each item read alone there) or all six over the whole history, the
+common category dropped or every category kept (the file names say which; the fourth
+corner, six layers with every category kept, is the Scientific zero-shot row of the
+transfer table below).
+""",
+                    after="""
+Zero-shot passes popularity without reading an interaction. The caching accounts for the
+gap between the rows; dropping "Industrial & Scientific" changes little. After fine-tuning
+the cached model is the one measured (the only one that fits two CPU hours).
+""",
+                ),
+            ],
+        ),
+        "Transfer: datasets never trained on": (
+            """
+`benchmarks/transfer.py`: UniSRec text only trained once on ML-1M and moved to each
+target's catalogue by its items' text (`UniSRec.for_catalogue`); Recformer zero-shot with no
+training at all; popularity reads the target's training interactions (the floor a transfer
+has to clear), `ml1m-popularity` ranks the target's items by ML-1M's counts of the same
+title.
+""",
+            [
+                Section(
+                    "From ML-1M to ML-100K and Amazon Scientific",
+                    "transfer",
+                    ["transfer"],
+                    transfer_tables,
+                    after="""
+ML-100K is the same domain in other years with other users, and nearly every test target
+has a title ML-1M has; the transferred UniSRec still ranks below ML-100K's own popularity.
+On Scientific, another domain, it is further below; Recformer zero-shot passes popularity
+there and not on ML-100K. The paper's transfer is from five Amazon domains to a sixth,
+fine-tuned on the target.
+""",
+                ),
+                Section(
+                    "ML-100K again, with ML-1M's popularity moved by title",
+                    "transfer",
+                    ["transfer-ml100k"],
+                    transfer_tables,
+                    after="""
+What was popular in ML-1M's years is a poor guide to ML-100K's, and the transferred UniSRec
+is well above it: it carries over what follows what, and falls short of the target's own
+popularity because the popularity of the target's years is what it cannot know without the
+target's interactions.
+""",
+                ),
+            ],
+        ),
+        "Scale": (
+            """
+`benchmarks/scale.py` measures each stage on seeded synthetic logs of 10^5, 10^6 and 10^7
+events over 10^4, 10^5 and 10^6 items, each stage in a fresh process so that its peak memory
+is its own: reading and preparing the splits; two SASRec epochs (hidden 32, length 50,
+sampled softmax with 256 log-uniform negatives and logQ correction); full-catalogue
+evaluation of 10,000 test users; export, and `serving_default` at batch 1 through the
+session loader TF Serving uses.
+""",
+            [
+                Section(
+                    "Every stage at three sizes",
+                    "synthetic",
+                    ["scale"],
+                    scale_tables,
+                    after="""
+From 100,000 items with a sampled loss the library trains with `RowSparseAdam` (only the
+rows a batch read move), a different optimizer from dense Adam (`--no-sparse-item-updates`).
+Evaluation ranks the catalogue in blocks of 4,096 items and counts, never keeps, each
+block's scores, so its memory does not grow with the catalogue; the matmul bound is
+`2 * hidden * items` FLOP a user at ~130 GFLOP/s.
+""",
+                ),
+            ],
+        ),
+    }
+
+
+# The rows of "Every text model in one table", in order (names as ``text.py --report --rows`` takes them).
+EVERY_TEXT_MODEL = [
+    "popularity",
+    "sasrec",
+    "sasrec [seed=1]",
+    "sasrec [seed=2]",
+    "recformer-zero-shot",
+    "recformer-zero-shot (text-recformer-zero-shot-full)",
+    "recformer",
+    "recformer-pretrained",
+    "unisrec",
+    "unisrec-pretrained",
+    "unisrec-transfer",
+    "unisrec-id [hidden_dim=384, num_heads=2]",
+    "unisrec-id [hidden_dim=384, num_heads=2, seed=1, epochs=8]",
+    "unisrec-id [hidden_dim=384, num_heads=2, seed=2, epochs=8]",
+]
+
+# Measured figures with no stored JSON: not shown until a run stores them (what, command).
+NOT_STORED = [
+    (
+        "SASRec on ML-1M, defaults, 30 minutes, three seeds (the front page's SASRec row is the "
+        "10-minute ablation's default until then)",
+        "python benchmarks/ml1m.py --model sasrec --minutes 30 --seeds 0 1 2 --json "
+        "benchmarks/results/ml1m-sasrec-seeds-0-1-2.json",
+    ),
+    (
+        "HSTU on ML-1M, seeds 1 and 2",
+        "python benchmarks/ml1m.py --model hstu --minutes 60 --seeds 1 2 --json "
+        "benchmarks/results/ml1m-hstu-seeds-1-2.json",
+    ),
+    (
+        "BERT4Rec's learning rates in 10 minutes (Adam at 1e-3, 2e-3, 4e-3) and the warm-up on seeds 1 and 2",
+        'python benchmarks/ml1m.py --model bert4rec --minutes 10 --seeds 0 1 2 --ablation "default,Adam at '
+        '2e-3,Adam at 1e-3 (previous),no warm-up (previous)" --json benchmarks/results/ml1m-bert4rec-lr.json',
+    ),
+    (
+        "Serving: p50 / p99 latency at batch 1 and users/s at batch 256 of SASRec's export",
+        "python benchmarks/serving.py --json benchmarks/results/serving.json",
+    ),
+    (
+        "Cloze masking: sequences/s of `ClozeMasking` against a per-item loop, and its share of a BERT4Rec step",
+        "python benchmarks/masking.py --json benchmarks/results/masking.json",
+    ),
+    (
+        "Ranking alone: users/s of the block ranking over 10^6 items against the matmul bound",
+        "python benchmarks/ranking.py --json benchmarks/results/ranking.json",
+    ),
+    (
+        "Every row of `make bench-text` in one run, Recformer with 2 of 6 layers and `[CLS]` alignment "
+        "(the first Recformer configuration)",
+        "python benchmarks/text.py --minutes 20 --recformer-minutes 80 --recformer-config "
+        '\'{"epochs": 6, "stage2_epochs": 2, "learning_rate": 1e-4, "examples_per_user": 2}\' '
+        "--json benchmarks/results/text-all.json",
+    ),
+    (
+        "HSTU's learning rate and parts on a GPU, in the PyTorch transcription (not the library)",
+        'python benchmarks/probes/hstu_torch.py \'{"2e-3": {"lr": 0.002, "epochs": 80}}\'',
+    ),
+]
+
+INTRO = """\
+# Benchmarks
+
+<!-- Written by benchmarks/tables.py from benchmarks/results/*.json: edit the script, then run it. -->
+
+Every table here is printed from a stored run in [`results/`](results/) by
+`python benchmarks/tables.py`, and `tests/test_benchmark_tables.py` checks that this file
+equals its output, so a table cannot drift from its result. Each JSON keeps its run's
+provenance (the commit of the library code, start and end, environment); what shared the CPU
+during a run is in [`results/README.md`](results/README.md). Each table says its protocol,
+the published figure it may be set beside (or "no anchor"), the command that wrote its JSON
+(rerun it, then `python benchmarks/tables.py`), and links its JSON. Runs are on a 2-core CPU
+unless a table says otherwise.
+
+## Protocols
+
+| protocol | data | split | ranking | seen items | comparable with |
+|---|---|---|---|---|---|
+"""
+
+
+def protocols_table():
+    return "\n".join(
+        f"| `{name}` | {p.data} | {p.split} | {p.ranking} | {p.seen} | {p.anchor} |"
+        for name, p in PROTOCOLS.items()
+    )
+
+
+def not_stored():
+    lines = [
+        "## Not stored yet",
+        "",
+        "Measured once, but no JSON holds the figures, so no table shows them; each command "
+        "writes the JSON that will.",
+        "",
+    ]
+    for what, cmd in NOT_STORED:
+        lines += [f"- {what}:", "", "  ```bash", f"  {cmd}", "  ```", ""]
+    return "\n".join(lines).rstrip("\n")
+
+
+def benchmarks_readme():
+    """The text of benchmarks/README.md; an error if a stored JSON appears in no section."""
+    parts = [INTRO + protocols_table()]
+    used = set()
+    for heading, (intro, items) in sections().items():
+        parts.append(f"## {heading}\n\n{intro.strip()}")
+        for section in items:
+            parts.append(section.render())
+            used.update(section.stems)
+    parts.append(not_stored())
+    used.update(stem for *_, pairs in HEADLINES for stem in headline_stems(pairs))
+    stored = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(RESULTS, "*.json"))}
+    if stored - used:
+        raise ValueError(f"stored runs no table shows: {sorted(stored - used)}; add them to a section")
+    return "\n\n".join(parts) + "\n"
+
+
+# === README.md's results table ===
+
+
+def ml1m_headline(pairs):
+    """Mean NDCG@10, HR@10 (seen filtered), training minutes and count of the runs ``(file, variant)``
+    names (``None``: the file's runs without a variant)."""
+    runs = [r for stem, variant in pairs for r in load(stem) if r.get("variant") == variant]
+    full = [r["results"]["full_exclude_seen=True"] for r in runs]
+    return (
+        np.mean([f["ndcg@10"] for f in full]),
+        np.mean([f["hr@10"] for f in full]),
+        np.mean([r["train_wall_seconds"] for r in runs]) / 60,
+        len(runs),
+    )
+
+
+def text_headline(pairs):
+    """Mean NDCG@10, Recall@10, wall minutes and count of the stored text rows ``(file, row)`` names."""
+    rows = seed_rows(pairs)
+    seconds = [load(stem)["seconds"].get(row, 0.0) for stem, row in pairs]
+    return (
+        np.mean([r["all"]["ndcg@10"] for r in rows]),
+        np.mean([r["all"]["hr@10"] for r in rows]),
+        np.mean(seconds) / 60,
+        len(rows),
+    )
+
+
+# (model, dataset, figures, (file, run) pairs): a row of the front page's table, the mean of its runs.
+HEADLINES = [
+    ("SASRec, 10-minute budget", "ML-1M", ml1m_headline, [("ml1m-ablation-sasrec-1", "default")]),
+    (
+        "BERT4Rec",
+        "ML-1M",
+        ml1m_headline,
+        [("ml1m-bert4rec-seed-0", None), ("ml1m-bert4rec-seeds-1-2", None)],
+    ),
+    ("HSTU", "ML-1M", ml1m_headline, [("ml1m-hstu-seed-0", None)]),
+    ("popularity", "Amazon Scientific", text_headline, [("text-recformer-zero-shot-mean", "popularity")]),
+    ("SASRec", "Amazon Scientific", text_headline, SCIENTIFIC_SEEDS["SASRec (width 64)"]),
+    (
+        "UniSRec text + id, 384 wide",
+        "Amazon Scientific",
+        text_headline,
+        SCIENTIFIC_SEEDS["UniSRec text + id (384 wide)"],
+    ),
+    ("Recformer, fine-tuned", "Amazon Scientific", text_headline, [("text-recformer-cached", "recformer")]),
+    (
+        "Recformer, zero-shot (no training)",
+        "Amazon Scientific",
+        text_headline,
+        [("text-recformer-zero-shot-mean", "recformer-zero-shot")],
+    ),
+]
+
+
+def headline_stems(pairs):
+    return list(dict.fromkeys(stem for stem, _ in pairs))
+
+
+def headline_row(model, dataset, protocol, ndcg, hr, minutes, runs, stems):
+    """One row of the front page's table: means over ``runs`` seeds, minutes to the nearest one."""
+    seeds = f" (mean of {runs} seeds)" if runs > 1 else ""
+    links = ", ".join(f"[{s}](benchmarks/results/{s}.json)" for s in stems)
+    return (
+        f"| {model}{seeds} | {dataset} | [`{protocol}`](benchmarks/README.md#protocols) | {ndcg:.4f} | "
+        f"{hr:.4f} | {minutes:.0f} | {links} |"
+    )
+
+
+def results_table():
+    """The lines between README.md's markers (without them)."""
+    lines = [
+        "| model | dataset | protocol | NDCG@10 | HR@10 | CPU minutes to train | stored result |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for model, dataset, figures, pairs in HEADLINES:
+        stems = headline_stems(pairs)
+        (protocol,) = {protocol_of(stem) for stem in stems}
+        lines.append(headline_row(model, dataset, protocol, *figures(pairs), stems))
+    return "\n".join(lines)
+
+
+def front_readme(current):
+    """``current`` (README.md's text) with the lines between the markers replaced by the results table."""
+    lines = current.split("\n")
+    if lines.count(BEGIN) != 1 or lines.count(END) != 1 or lines.index(BEGIN) > lines.index(END):
+        raise ValueError(f"needs one line {BEGIN} and, after it, one line {END}")
+    begin, end = lines.index(BEGIN), lines.index(END)
+    return "\n".join(lines[: begin + 1] + results_table().split("\n") + lines[end:])
+
+
+def outputs():
+    """{path: the text this script writes there, or the ValueError that says why it cannot}."""
+    wanted = {BENCHMARKS_README: benchmarks_readme()}
+    with open(FRONT_README) as f:
+        front = f.read()
+    try:
+        wanted[FRONT_README] = front_readme(front)
+    except ValueError as error:
+        wanted[FRONT_README] = error
+    return wanted
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 naming each file that differs"
+    )
+    args = parser.parse_args()
+    try:
+        wanted = outputs()
+    except ValueError as error:
+        sys.exit(f"benchmarks/tables.py: {error}")
+    problems = []
+    for path, content in wanted.items():
+        name = os.path.relpath(path, ROOT)
+        if isinstance(content, ValueError):
+            problems.append(f"{name}: {content}")
+            continue
+        current = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                current = f.read()
+        if current == content:
+            continue
+        if args.check:
+            problems.append(f"{name} differs from the stored runs' tables; run python benchmarks/tables.py")
+        else:
+            with open(path, "w") as f:
+                f.write(content)
+            print(f"wrote {name}")
+    if problems:
+        sys.exit("benchmarks/tables.py: " + "\n".join(problems))
+
+
+if __name__ == "__main__":
+    main()
