@@ -196,11 +196,15 @@ def protocol_of(stem):
 
 
 def _flag(name, value):
+    """``--name value``, the value quoted for a POSIX shell (JSON for a dict or list)."""
     if isinstance(value, (dict, list)):
         value = json.dumps(value)
     elif isinstance(value, float):
         value = f"{value:g}"
-    return f"--{name.replace('_', '-')} {shlex.quote(str(value))}"
+    value = str(value)
+    # An apostrophe ("the paper's") reads better in double quotes, where nothing else is special.
+    quoted = f'"{value}"' if "'" in value and not set('"$`\\!') & set(value) else shlex.quote(value)
+    return f"--{name.replace('_', '-')} {quoted}"
 
 
 def ml1m_command(stem, runs):
