@@ -460,8 +460,9 @@ the sampled columns rank the true item against 100 sampled negatives, as the SAS
 (0.5905, 100 uniform) and the BERT4Rec paper (0.4818, 100 popularity-sampled) did, and are
 not comparable with full ranking. FLOP/s counts the matmuls of training (3x the forward
 pass) against the ~130 GFLOP/s a large fp32 matmul reaches on this CPU. s/epoch is training
-alone: a CPU shared with other work during a run raises it (each JSON says what ran beside
-it), and the ablations compare variants after the same number of epochs for that reason.
+alone: a CPU shared with other work during a run raises it ([`results/README.md`](results/README.md)
+says what ran beside each run), and the ablations compare variants after the same number of
+epochs for that reason.
 Run benchmarks from a checkout nobody edits meanwhile (a `git worktree`): autograph reads a
 function's source file when it first traces it.
 """,
