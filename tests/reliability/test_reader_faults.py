@@ -192,6 +192,27 @@ def test_exact_duplicate_events_are_counted_and_kept_once(tmp_path):
     assert splits.prepare(again)[2]["removed_duplicates"] == 0
 
 
+def test_duplicates_among_ties_match_a_set_oracle(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [(f"u{u}", f"i{i}", t) for u, i, t in rng.integers(0, [4, 5, 3], size=(200, 3)).tolist()]
+    events = readers.read_interactions(_write(tmp_path / "log.csv", _csv(rows)))
+    kept, report = splits.drop_duplicates(splits.sort_by_time(events))
+    seen, first = set(), []
+    for row in rows:  # the oracle: each (user, item, time) once, the first in file order
+        if row not in seen:
+            seen.add(row)
+            first.append(row)
+    assert report["removed_duplicates"] == len(rows) - len(first)
+    got = list(zip(kept.users.tolist(), kept.items.tolist(), kept.timestamps.tolist()))
+    assert sorted(got) == sorted(first) and len(got) == len(set(got))
+    # Within a user and a time, the kept events keep their file order.
+    by_key = {}
+    for user, item, time in first:
+        by_key.setdefault((user, time), []).append(item)
+    for (user, time), items in by_key.items():
+        assert [i for u, i, t in got if (u, t) == (user, time)] == items
+
+
 def test_data_stats_reports_duplicates(tmp_path, capsys):
     rows = [("u", "a", 1), ("u", "b", 2), ("u", "c", 3)]
     path = _write(tmp_path / "log.csv", _csv(rows * 2))

@@ -178,24 +178,33 @@ def sort_by_time(interactions):
 def drop_duplicates(interactions):
     """Keeps each exact duplicate event (same user, item and time) once, the first in order.
 
-    Only data with real times has exact duplicates: in the SASRec text format (and
-    ``*.inter.json``) an event's time is its line (or list position), so the same
-    item twice in a row is a repeat, kept as written (``build_sequences`` can drop
-    repeats). A log whose every event is written twice (a file concatenated with
-    itself, a join) would otherwise train on, and be tested with, each item twice.
+    ``interactions`` must be sorted by ``sort_by_time``. Only data with real times has
+    exact duplicates: in the SASRec text format (and ``*.inter.json``) an event's time
+    is its line (or list position), so the same item twice in a row is a repeat, kept
+    as written (``build_sequences`` can drop repeats). A log whose every event is
+    written twice (a file concatenated with itself, a join) would otherwise train on,
+    and be tested with, each item twice.
 
     Returns:
         ``(interactions, report)``; ``report["removed_duplicates"]`` counts the dropped events.
     """
-    if not interactions.has_time or len(interactions) < 2:
+    times = interactions.timestamps
+    same = times[1:] == times[:-1] if interactions.has_time else np.zeros(0, bool)
+    if not same.any():
         return interactions, {"removed_duplicates": 0}
-    _, users = vocab_lib.factorize(interactions.users)
-    _, items = vocab_lib.factorize(interactions.items)
-    _, times = np.unique(interactions.timestamps, return_inverse=True)
-    order = np.lexsort((np.arange(len(users)), times.ravel(), items, users))
-    key = np.stack([users, items, times.ravel()])[:, order]
-    repeat = np.zeros(len(users), bool)
-    repeat[order[1:]] = np.all(key[:, 1:] == key[:, :-1], axis=0)
+    # Sorted by user then time, duplicates lie within a run of equal times: only the
+    # (few) events in such runs are compared, by (run, user, item).
+    in_run = np.zeros(len(times), bool)
+    in_run[1:] |= same
+    in_run[:-1] |= same
+    where = np.flatnonzero(in_run)
+    run = np.cumsum(np.concatenate([[True], ~same]))[where]
+    _, users = vocab_lib.factorize(interactions.users[where])
+    _, items = vocab_lib.factorize(interactions.items[where])
+    order = np.lexsort((where, items, users, run))
+    key = np.stack([run, users, items])[:, order]
+    repeat = np.zeros(len(times), bool)
+    repeat[where[order[1:]]] = np.all(key[:, 1:] == key[:, :-1], axis=0)
     if not repeat.any():
         return interactions, {"removed_duplicates": 0}
     return interactions.select(~repeat), {"removed_duplicates": int(repeat.sum())}
