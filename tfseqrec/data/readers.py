@@ -660,29 +660,30 @@ _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 def _iso8601_seconds(text):
     """Seconds since the epoch of an ISO 8601 date and time (see ``parse_timestamp``)."""
     match = _ISO8601.fullmatch(text)
-    problem = None if match else "expected a number or an ISO 8601 date"
-    if match:
-        g = {
-            k: (int(v) if v and v.isdigit() and k != "fraction" else v) for k, v in match.groupdict().items()
-        }
-        try:
-            if g["week"] or g["bweek"]:
-                week, weekday = g["week"] or g["bweek"], g["weekday"] or g["bweekday"]
-                date = datetime.date.fromisocalendar(g["year"], week, weekday)
-            elif g["yday"] is not None:
-                date = datetime.date(g["year"], 1, 1) + datetime.timedelta(days=g["yday"] - 1)
-                if not 1 <= g["yday"] or date.year != g["year"]:
-                    raise ValueError(f"day {g['yday']} of year {g['year']} does not exist")
-            else:
-                date = datetime.date(g["year"], g["month"] or g["bmonth"], g["day"] or g["bday"])
-        except ValueError as e:
-            problem = str(e)
-        hour, minute, second = (g[k] or 0 for k in ("hour", "minute", "second"))
-        off_hour, off_minute = g["off_hour"] or 0, g["off_minute"] or 0
-        if hour > 23 or minute > 59 or second > 59 or off_hour > 23 or off_minute > 59:
-            problem = "hour, minute or second out of range"
-    if problem:
-        raise ValueError(f"cannot parse timestamp {text!r:.60} ({problem})")
+    if not match:
+        raise ValueError(f"cannot parse timestamp {text!r:.60} (expected a number or an ISO 8601 date)")
+    g = match.groupdict()
+
+    def number(*names):  # the extended or the basic form's field, whichever matched
+        value = next((g[n] for n in names if g[n] is not None), None)
+        return 0 if value is None else int(value)
+
+    year = number("year")
+    try:
+        if g["week"] is not None or g["bweek"] is not None:
+            date = datetime.date.fromisocalendar(year, number("week", "bweek"), number("weekday", "bweekday"))
+        elif g["yday"] is not None:
+            date = datetime.date(year, 1, 1) + datetime.timedelta(days=number("yday") - 1)
+            if date.year != year:
+                raise ValueError(f"day {g['yday']} of year {year} does not exist")
+        else:
+            date = datetime.date(year, number("month", "bmonth"), number("day", "bday"))
+    except (ValueError, OverflowError) as e:
+        raise ValueError(f"cannot parse timestamp {text!r:.60} ({e})") from None
+    hour, minute, second = number("hour"), number("minute"), number("second")
+    off_hour, off_minute = number("off_hour"), number("off_minute")
+    if hour > 23 or minute > 59 or second > 59 or off_hour > 23 or off_minute > 59:
+        raise ValueError(f"cannot parse timestamp {text!r:.60} (hour, minute or second out of range)")
     offset = (off_hour * 3600 + off_minute * 60) * (-1 if g["sign"] == "-" else 1)
     whole = (date.toordinal() - _EPOCH_ORDINAL) * 86400 + hour * 3600 + minute * 60 + second - offset
     return float(whole) + (float("0." + g["fraction"]) if g["fraction"] else 0.0)
