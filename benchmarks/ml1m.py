@@ -42,7 +42,7 @@ import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 
-from tfseqrec import evaluation, training  # noqa: E402
+from tfseqrec import evaluation, kinds, training  # noqa: E402
 
 # Each variant changes one thing against the defaults; "previous" is the
 # configuration before the reference-code changes, all of them at once.
@@ -161,11 +161,10 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
     timer = EpochTimer()
     out = tempfile.mkdtemp(prefix=f"ml1m-{model_name}-")
     start = time.perf_counter()
-    model, history, split, vocabulary = training.train(data, out, config, callbacks=[timer], verbose=2)
+    kind = kinds.get(config.model)
+    model, history, split, vocabulary = training.train(kind, data, out, config, callbacks=[timer], verbose=2)
     train_wall = time.perf_counter() - start
-    flops = training_flops_per_epoch(
-        config, training.training_dataset(config, split.train), vocabulary.num_items
-    )
+    flops = training_flops_per_epoch(config, kind.training_dataset(config, split.train), vocabulary.num_items)
     results = {}
     for exclude in (True, False):
         results[f"full_exclude_seen={exclude}"] = evaluation.evaluate(

@@ -88,7 +88,7 @@ def stage_prepare(args):
 def stage_train(args):
     import keras
 
-    from tfseqrec import training
+    from tfseqrec import kinds, training
 
     split, vocabulary, _, _, _ = read_and_prepare(csv_path(args.work, args.events, args.items))
     data_rss = peak_rss_gib()
@@ -121,7 +121,13 @@ def stage_train(args):
     timer = Timer()
     start = time.perf_counter()
     model, history = training.fit(
-        split, vocabulary, model_dir(args.work, args.events, args.items), config, callbacks=[timer], verbose=0
+        kinds.get(config.model),
+        split,
+        vocabulary,
+        model_dir(args.work, args.events, args.items),
+        config,
+        callbacks=[timer],
+        verbose=0,
     )
     first, second = timer.seconds
     return {
@@ -139,10 +145,11 @@ def stage_train(args):
 
 
 def stage_evaluate(args):
-    from tfseqrec import evaluation, training
+    import tfseqrec
+    from tfseqrec import evaluation
 
     split, vocabulary, _, _, _ = read_and_prepare(csv_path(args.work, args.events, args.items))
-    model, _, _ = training.load(model_dir(args.work, args.events, args.items))
+    model, _, _ = tfseqrec.load(model_dir(args.work, args.events, args.items))
     cases = split.test.sample(args.eval_users, seed=0)
     warm = evaluation.BLOCK_RANKED_BATCH_SIZE + 300  # trace: a full batch, then any size
     evaluation.evaluate(model, cases.select(range(min(warm, len(cases)))), progress=False)
@@ -167,13 +174,17 @@ def stage_evaluate(args):
 def stage_serve(args):
     import numpy as np
 
-    from tfseqrec import export, serving, training
+    import tfseqrec
+    from tfseqrec import export, kinds, serving
 
     split, vocabulary, _, _, _ = read_and_prepare(csv_path(args.work, args.events, args.items))
-    model, _, _ = training.load(model_dir(args.work, args.events, args.items))
+    model, _, _ = tfseqrec.load(model_dir(args.work, args.events, args.items))
     start = time.perf_counter()
     path, _ = export.export_version(
-        model, vocabulary, os.path.join(args.work, f"saved-{args.events}-{args.items}")
+        kinds.for_model(model),
+        model,
+        vocabulary,
+        os.path.join(args.work, f"saved-{args.events}-{args.items}"),
     )
     export_s = time.perf_counter() - start
     fn = serving.SavedModelPredictor(path).callable("serving_default")

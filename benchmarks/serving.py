@@ -32,7 +32,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
 
-from tfseqrec import export, serving, training  # noqa: E402
+import tfseqrec  # noqa: E402
+from tfseqrec import export, kinds, serving, training  # noqa: E402
 from tfseqrec.data import readers, splits  # noqa: E402
 
 
@@ -93,10 +94,16 @@ def main(argv=None):
         model_dir = os.path.join(work, "model")
         # Latency does not depend on how well the weights are trained.
         training.train(
-            args.data, model_dir, {"model": "sasrec", "epochs": 1, "max_sequence_length": 200}, verbose=0
+            kinds.get("sasrec"),
+            args.data,
+            model_dir,
+            {"model": "sasrec", "epochs": 1, "max_sequence_length": 200},
+            verbose=0,
         )
-    model, vocabulary, _ = training.load(model_dir)
-    path, _ = export.export_version(model, vocabulary, os.path.join(work, "saved_models", "bench"), k=args.k)
+    model, vocabulary, _ = tfseqrec.load(model_dir)
+    path, _ = export.export_version(
+        kinds.for_model(model), model, vocabulary, os.path.join(work, "saved_models", "bench"), k=args.k
+    )
     predictor = serving.SavedModelPredictor(path)
     fn = predictor.callable("serving_default")  # inputs: history; outputs: item_ids, scores
 

@@ -49,7 +49,7 @@ import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfseqrec import evaluation, training  # noqa: E402
+from tfseqrec import evaluation, kinds, training  # noqa: E402
 from tfseqrec.data import readers, splits  # noqa: E402
 from tfseqrec.data import text as text_lib  # noqa: E402
 from tfseqrec.data import vocab as vocab_lib  # noqa: E402
@@ -125,7 +125,9 @@ def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=No
     if model == "unisrec" and model_kwargs.pop("use_id_embeddings", False):
         config["use_id_embeddings"] = True
     with tempfile.TemporaryDirectory() as tmp:
-        fitted, history = training.fit(split, vocabulary, tmp, config, verbose=2, model_kwargs=model_kwargs)
+        fitted, history = training.fit(
+            kinds.get(model), split, vocabulary, tmp, config, verbose=2, model_kwargs=model_kwargs
+        )
     return fitted, len(history.history["loss"])
 
 
@@ -185,7 +187,7 @@ def pretrained(model, root, work, minutes, options):
     dataset = ml1m_item_text(root, os.path.join(work, "ml-1m.item.json"))
     out = os.path.join(work, f"{model}-pretrained")
     rows = pretrain.pretrain(
-        model, [dataset], out, {**options, "max_train_minutes": minutes, "epochs": 1000}, verbose=2
+        kinds.get(model), [dataset], out, {**options, "max_train_minutes": minutes, "epochs": 1000}, verbose=2
     )
     print(
         f"{model} pre-training: {len(rows)} epochs ({sum(r['steps'] for r in rows)} steps), loss "

@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from tfseqrec import evaluation, training  # noqa: E402
+from tfseqrec import evaluation, kinds, training  # noqa: E402
 
 VARIANTS = {"time bias (128 buckets)": 128, "no time bias": 0}
 
@@ -41,7 +41,7 @@ def run(data, variant, seed, epochs):
     }
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        model, history, split, _ = training.train(data, out, config, verbose=0)
+        model, history, split, _ = training.train(kinds.get("hstu"), data, out, config, verbose=0)
         seconds = time.perf_counter() - start
     test = evaluation.evaluate(model, split.test, progress=False)
     val = history.history["val_ndcg_10"]

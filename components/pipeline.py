@@ -157,7 +157,7 @@ def run(**kwargs):
 
 def summary(metadata_path, pipeline_root):
     """What the last run evaluated and pushed, from the ML Metadata store at ``metadata_path``."""
-    from ml_metadata.metadata_store import metadata_store
+    from ml_metadata.metadata_store import metadata_store  # TFX's store: only this summary reads it
 
     config = tfx.orchestration.metadata.sqlite_metadata_connection_config(os.fspath(metadata_path))
     store = metadata_store.MetadataStore(config)

@@ -8,7 +8,7 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
   ``max_sequence_length``, ...), plus ``serving_k`` (items per ``serving_default``
   answer, default 10), ``strategy`` (``mirrored``: every GPU of the trainer's
   machine; ``multi_worker``: every worker of ``TF_CONFIG``'s cluster, the chief
-  writing the outputs; ``tfseqrec.training.distribute``) and, for the kinds that read item text
+  writing the outputs; ``tfseqrec.distribute``) and, for the kinds that read item text
   (``unisrec``), ``item_text`` (the path of the items' text file, read with
   ``tf.io.gfile``);
 - records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
@@ -25,10 +25,9 @@ import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx_bsl.public import tfxio
 
-from tfseqrec import export, kinds
+from tfseqrec import distribute, export, kinds
 from tfseqrec.data import splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
-from tfseqrec.training import distribute
 
 # The sequence records' features, every one of variable length (sparse when read).
 SCHEMA = schema_pb2.Schema(
@@ -103,7 +102,7 @@ def run_fn(fn_args):
         item_text=_local_copy(item_text, run_dir) if item_text else None,
         strategy=strategy,
     )
-    export.save(model, vocabulary, serving_dir, k=k)
+    export.save(kind, model, vocabulary, serving_dir, k=k)
     for own, chief in ((run_dir, fn_args.model_run_dir), (serving_dir, fn_args.serving_model_dir)):
         if own != chief:
             tf.io.gfile.rmtree(own)

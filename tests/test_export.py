@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import tfseqrec
 from tests.test_cli import _tfseqrec
-from tfseqrec import export, serving, training
+from tfseqrec import export, serving
 from tfseqrec.data import tfrecord
 
 TINY = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 12, "--batch-size", 256, "--quiet"]
@@ -33,7 +34,7 @@ def exported(request, data_root, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def in_memory(exported):
-    model, vocabulary, _ = training.load(exported[0])
+    model, vocabulary, _ = tfseqrec.load(exported[0])
     return model, vocabulary
 
 

@@ -35,7 +35,7 @@ def trained(data_root, tmp_path_factory):
         "max_sequence_length": MAX_LEN,
         "batch_size": 256,
     }
-    _, _, split, _ = id_models.train(data_root / "ml-100k", model_dir, config, verbose=0)
+    _, _, split, _ = id_models.train(kinds.get("hstu"), data_root / "ml-100k", model_dir, config, verbose=0)
     return model_dir, split
 
 
@@ -49,7 +49,9 @@ def in_memory(trained):
 
 @pytest.fixture(scope="module")
 def exported(in_memory, tmp_path_factory):
-    path, version = export.export_version(*in_memory, tmp_path_factory.mktemp("saved_models") / "ml100k", k=5)
+    path, version = export.export_version(
+        kinds.get("hstu"), *in_memory, tmp_path_factory.mktemp("saved_models") / "ml100k", k=5
+    )
     assert version == 1
     return path
 
@@ -333,7 +335,9 @@ def test_an_hstu_without_time_bias_serves_histories_alone(in_memory, tmp_path):
 
     _, vocabulary = in_memory
     model = HSTU(vocabulary.num_items, max_sequence_length=MAX_LEN, hidden_dim=8, num_layers=1)  # untrained
-    path, _ = export.export_version(model, vocabulary, tmp_path / "untimed", k=5, warmup=False)
+    path, _ = export.export_version(
+        kinds.get("hstu"), model, vocabulary, tmp_path / "untimed", k=5, warmup=False
+    )
     assert export.saved_signatures(path)["serving_default"]["inputs"] == {"history": "string"}
     out = serving.SavedModelPredictor(path).run(
         "serving_default", {"history": serving.pad_histories(HISTORIES)}

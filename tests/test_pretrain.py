@@ -278,7 +278,7 @@ def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path, capsys):
 
 def test_pretraining_budget_stops_at_the_first_step_past_it(data, tmp_path):
     rows = pretrain.pretrain(
-        "unisrec",
+        kinds.get("unisrec"),
         [(data / "Tiny.inter.json", data / "Tiny.item.json")],
         tmp_path / "p",
         {**UNISREC, "epochs": 3, "batch_size": 4, "max_train_minutes": 1e-6},

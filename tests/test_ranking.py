@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests import test_case
-from tfseqrec import evaluation, export, metrics, ranking
+from tfseqrec import evaluation, export, kinds, metrics, ranking
 from tfseqrec.data import ItemVocabulary, pipeline, splits
 from tfseqrec.models import SASRec
 
@@ -348,7 +348,7 @@ def test_every_ranking_path_gives_the_same_numbers(tmp_path):
     assert abs(window_only["mrr"] - library["mrr"]) > 1e-3
 
     path = str(tmp_path / "export" / "1")
-    export.save(model, vocabulary, path, warmup=False)
+    export.save(kinds.get("sasrec"), model, vocabulary, path, warmup=False)
     raw_histories = [[vocabulary.items[i - R].encode() for i in h] for h in cases.histories.to_list()]
     raw_targets = [vocabulary.items[t - R].encode() if t >= R else b"unknown-item" for t in cases.targets]
     served = ranking_evaluator.evaluate_export(path, raw_histories, raw_targets, batch_size=7)

@@ -38,7 +38,7 @@ def trained(data, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def loaded(trained):
-    return recformer_training.load(trained[0])
+    return kinds.load(trained[0])
 
 
 @pytest.fixture(scope="module")
@@ -338,7 +338,7 @@ def test_training_targets_are_drawn_afresh_and_batches_grouped_by_width(loaded, 
 
 
 def test_linear_schedule_runs_one_optimiser_over_both_stages(trained, data):
-    recommender, vocabulary, info = recformer_training.load(trained[0])  # a copy: `loaded` stays as trained
+    recommender, vocabulary, info = kinds.load(trained[0])  # a copy: `loaded` stays as trained
     split, _, _ = splits.prepare(readers.read_interactions(data / "Tiny.inter.json"), vocabulary=vocabulary)
     config = training.RecformerConfig.from_dict(
         {**info["config"], "learning_rate_schedule": "linear", "warmup_share": 0.25, "learning_rate": 1e-3}
@@ -379,7 +379,7 @@ def test_cached_lower_layers_train_export_and_serve_text_as_in_process(data, tmp
         "align_epochs": 0,
     }
     model_dir, result = train_text_model("recformer", data, tmp_path / "model", config)
-    recommender, vocabulary, info = recformer_training.load(model_dir)
+    recommender, vocabulary, info = kinds.load(model_dir)
     assert info["config"]["cached_layers"] == 1 and recommender.state_cache is not None
     assert 0.0 <= result["ndcg@10"] <= 1.0
     out = json.loads(

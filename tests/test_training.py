@@ -11,9 +11,11 @@ import keras
 import numpy as np
 import pytest
 
+import tfseqrec
 from tfseqrec import kinds, losses, training
 from tfseqrec.data import splits
 
+SASREC = kinds.get("sasrec")
 TINY = {
     "max_sequence_length": 20,
     "hidden_dim": 8,
@@ -44,13 +46,15 @@ class _FirstEpoch(keras.callbacks.Callback):
 def test_killed_run_resumes_where_it_stopped(data_root, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        training.train(data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=1)], verbose=0)
+        training.train(SASREC, data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=1)], verbose=0)
     first = _FirstEpoch()
-    model, history, _, _ = training.train(data_root / "ml-100k", out, TINY, callbacks=[first], verbose=0)
+    model, history, _, _ = training.train(
+        SASREC, data_root / "ml-100k", out, TINY, callbacks=[first], verbose=0
+    )
     assert first.first == 2  # epochs 0 and 1 were done before the kill
     epochs = [int(row["epoch"]) for row in csv.DictReader(open(out / "history.csv"))]
     assert epochs == [0, 1, 2]
-    loaded, vocabulary, info = training.load(out)
+    loaded, vocabulary, info = tfseqrec.load(out)
     assert info["config"]["hidden_dim"] == 8 and vocabulary.num_items == 1682
     assert not os.path.exists(out / "backup")  # removed after a finished run
 
@@ -58,7 +62,9 @@ def test_killed_run_resumes_where_it_stopped(data_root, tmp_path):
 def test_bert4rec_run_with_mixed_precision_and_xla(data_root, tmp_path):
     config = dict(TINY, model="bert4rec", epochs=1, mixed_precision=True, jit_compile=True)
     try:
-        model, history, split, _ = training.train(data_root / "ml-100k", tmp_path, config, verbose=0)
+        model, history, split, _ = training.train(
+            kinds.get("bert4rec"), data_root / "ml-100k", tmp_path, config, verbose=0
+        )
         assert model.dtype_policy.name == "mixed_bfloat16"
         assert np.isfinite(history.history["loss"][0])
         assert np.isfinite(history.history["val_ndcg_10"][0])
@@ -149,13 +155,13 @@ def test_loss_normalizer_is_the_mean_target_count_of_a_batch():
     # Users of 3 and 5 items, windows of 3 inputs: 2 and 3 targets; batches of 2.
     seqs = splits.Sequences.from_list(["a", "b"], [[3, 4, 5], [3, 4, 5, 6, 7]])
     config = training.TrainConfig(max_sequence_length=3, batch_size=128)
-    assert training.loss_normalizer(config, seqs) == 2.5 * 2
+    assert training.loss_normalizer(SASREC, config, seqs) == 2.5 * 2
     # BERT4Rec: 3 items in each window, 0.2 * 3 < 1, and at least one is masked.
     config = training.TrainConfig(model="bert4rec", max_sequence_length=3, batch_size=128)
-    assert training.loss_normalizer(config, seqs) == 1.0 * 2
-    assert training.loss_normalizer(training.TrainConfig(loss_normalization="batch"), seqs) is None
+    assert training.loss_normalizer(kinds.get("bert4rec"), config, seqs) == 1.0 * 2
+    assert training.loss_normalizer(SASREC, training.TrainConfig(loss_normalization="batch"), seqs) is None
     with pytest.raises(ValueError, match="loss_normalization"):
-        training.loss_normalizer(training.TrainConfig(loss_normalization="sum"), seqs)
+        training.loss_normalizer(SASREC, training.TrainConfig(loss_normalization="sum"), seqs)
 
 
 def test_cosine_learning_rate_warms_up_then_decays_to_zero():
@@ -210,7 +216,7 @@ def test_time_limit_stops_at_an_epoch_end_or_within_the_epoch():
 
 def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_root, tmp_path):
     config = dict(TINY, epochs=1, validation_users=100, seed=3)
-    model, history, split, _ = training.train(data_root / "ml-100k", tmp_path, config, verbose=0)
+    model, history, split, _ = training.train(SASREC, data_root / "ml-100k", tmp_path, config, verbose=0)
     sample = split.valid.sample(100, seed=3)
     assert len(sample) == 100 and len(split.valid) == 943
     from tfseqrec import evaluation
@@ -222,8 +228,8 @@ def test_validation_on_a_seeded_sample_of_users_scores_as_evaluate_on_it(data_ro
 
 
 def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypatch):
+    from tfseqrec import distribute
     from tfseqrec.data import synthetic
-    from tfseqrec.training import distribute
 
     data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
     config = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "dropout": 0.0}
@@ -266,11 +272,13 @@ def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
         hstu.num_negatives,
         hstu.temperature,
     ) == (50, 8, 2, "softmax", None, 0.05)
-    full = training.build_model(training.TrainConfig(model="hstu", num_layers=1, hidden_dim=8), 10)
+    full = training.build_model(
+        kinds.get("hstu"), training.TrainConfig(model="hstu", num_layers=1, hidden_dim=8), 10
+    )
     assert full.loss_fn.get_config() == losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config()
     # The paper's sampled softmax, with the kind's 128 negatives.
     config = training.TrainConfig(model="hstu", loss="sampled_softmax", num_layers=1, hidden_dim=8)
-    sampled = training.build_model(config, 10)
+    sampled = training.build_model(kinds.get("hstu"), config, 10)
     assert (
         isinstance(sampled.loss_fn, losses.SampledSoftmaxCrossEntropy)
         and sampled.loss_fn.num_negatives == 128
@@ -279,15 +287,17 @@ def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
         sampled.loss_fn.per_position and config.negatives_per_position
     )  # the reference draws them per position
     shared = training.build_model(
-        training.TrainConfig(loss="sampled_softmax", num_negatives=8, num_layers=1, hidden_dim=8), 10
+        SASREC, training.TrainConfig(loss="sampled_softmax", num_negatives=8, num_layers=1, hidden_dim=8), 10
     )
     assert not shared.loss_fn.per_position
     with pytest.raises(
         ValueError, match="negatives_per_position applies to the sampled_softmax loss, not 'bce'"
     ):
-        training.build_model(training.TrainConfig(loss="bce", negatives_per_position=True, hidden_dim=8), 10)
+        training.build_model(
+            SASREC, training.TrainConfig(loss="bce", negatives_per_position=True, hidden_dim=8), 10
+        )
     assert training.build_model(
-        training.TrainConfig(num_layers=1, hidden_dim=8), 10
+        SASREC, training.TrainConfig(num_layers=1, hidden_dim=8), 10
     ).loss_fn.get_config() == (losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config())
 
 

@@ -27,7 +27,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec import ranking
+from tfseqrec.checks import check_number
 from tfseqrec.data import pipeline, vocab
+from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.progress import progress_bar
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
 
 # Score matrices of at most this many entries (128 MiB of float32), for models ranked on
@@ -136,8 +139,6 @@ def _scorer(model):
     """How ``evaluate`` ranks a batch: from query vectors and the output table when the
     model scores by them (``SequentialRecommender``: the catalogue scored block by block,
     memory bounded), else from the model's whole score matrix."""
-    from tfseqrec.models.base import SequentialRecommender
-
     return _FactoredScores(model) if isinstance(model, SequentialRecommender) else _FullScores(model)
 
 
@@ -201,8 +202,6 @@ def _batch_size(batch_size, scorer, model):
 
 
 def _check_options(batch_size, sampled, item_counts):
-    from tfseqrec.training.config import check_number
-
     if batch_size is not None:
         check_number("batch_size", batch_size, minimum=1, integer=True)
     if sampled:
@@ -243,22 +242,3 @@ def _sample_negatives(batch, target_index, num_items, sampled, item_counts, rng)
         weights = p[candidates] / mass if mass > 0 else None  # no training counts left: uniform
         out[r] = rng.choice(candidates, size=k, replace=False, p=weights)
     return out
-
-
-def progress_bar(total, progress, desc="evaluate"):
-    """A tqdm bar over ``total`` batches (on a terminal when ``progress`` is None), or a silent stand-in."""
-    try:
-        import tqdm
-    except ImportError:
-        tqdm = None
-    if progress is False or tqdm is None:
-        return _NoBar()
-    return tqdm.tqdm(total=total, desc=desc, unit="batch", disable=None if progress is None else False)
-
-
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass

@@ -1,8 +1,10 @@
 """Model kinds: what ``--model NAME`` means, decided in this one place.
 
-A kind knows how to build, train, load and export its models. The CLI, the TFX
-trainer, ``tfseqrec.training.load`` and ``tfseqrec.export`` ask the registry and
-never test a kind's name themselves; a new model kind is one more entry in ``KINDS``.
+A kind knows how to build, train, load and export its models. The CLI and the TFX
+trainer ask the registry once and pass the kind down (to ``tfseqrec.training``,
+``tfseqrec.export``), and never test a kind's name themselves; a new model kind is
+one more entry in ``KINDS``. ``load`` (``tfseqrec.load``) reads a model directory of
+any kind.
 
 Example:
 
@@ -17,6 +19,20 @@ Example:
 import dataclasses
 import json
 import os
+
+import keras
+import numpy as np
+
+from tfseqrec import models
+from tfseqrec.data import pipeline, readers, splits, text, vocab
+from tfseqrec.export.module import (
+    Recommender,
+    TextRecommender,
+    TimedRecommender,
+    UniSRecTextRecommender,
+)
+from tfseqrec.training import directory, id_models, pretrain, recformer
+from tfseqrec.training.config import MODEL_DEFAULTS, PRETRAINED_MODELS, RecformerConfig, TrainConfig
 
 # Time buckets of HSTU's relative time bias when the data has event times (the reference's).
 DEFAULT_TIME_BUCKETS = 128
@@ -70,7 +86,7 @@ class ModelKind:
     ):
         """Trains on ``data_path``'s leave-one-out split; ``(model, split, epochs)``.
 
-        ``strategy``: a ``tf.distribute`` strategy or its name (``training.distribute``).
+        ``strategy``: a ``tf.distribute`` strategy or its name (``tfseqrec.distribute``).
         """
         raise NotImplementedError
 
@@ -122,33 +138,35 @@ class IdModelKind(ModelKind):
         model_options: ``TrainConfig`` fields passed to the constructor when set.
         cloze: trained on masked sequences (``pipeline.cloze_dataset``) rather than
             next-item targets at every position (``pipeline.causal_dataset``).
+
+    Attributes:
         defaults: values of ``TrainConfig`` fields left ``None`` (the kind's own
-            training defaults, each chosen on validation NDCG@10; see the README).
+            training defaults, ``tfseqrec.training.config.MODEL_DEFAULTS``).
     """
 
     config_file = "train_config.json"
     attention_maps = True
 
-    def __init__(self, name, model_class, model_options, cloze, defaults):
+    def __init__(self, name, model_class, model_options, cloze):
         self.name = name
         self.model_class = model_class
         self.model_options = tuple(model_options)
         self.cloze = cloze
-        self.defaults = dict(defaults)
+        self.defaults = dict(MODEL_DEFAULTS[name])
 
     @property
     def config_class(self):
-        from tfseqrec.training.config import TrainConfig
-
         return TrainConfig
+
+    @property
+    def pretrainable(self):
+        return self.name in PRETRAINED_MODELS
 
     def options(self, values):
         return self.config_class.from_dict({**values, "model": self.name})
 
     def build(self, config, num_items, loss_normalizer=None, loss=None, **model_kwargs):
         """The model of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its constructor)."""
-        from tfseqrec import models
-
         kwargs = {
             **model_kwargs,
             "num_items": num_items,
@@ -214,8 +232,6 @@ class IdModelKind(ModelKind):
 
     def training_dataset(self, config, sequences):
         """The ``tf.data`` training pipeline of ``config``."""
-        from tfseqrec.data import pipeline
-
         if self.cloze:
             return pipeline.cloze_dataset(
                 sequences,
@@ -237,9 +253,6 @@ class IdModelKind(ModelKind):
 
     def targets_per_window(self, config, sequences):
         """Expected training targets of each window of ``sequences`` (the loss normaliser's input)."""
-        import numpy as np
-
-        from tfseqrec.data import pipeline, vocab
 
         if self.cloze:
             windows, _ = pipeline.sliding_windows(sequences, config.max_sequence_length, config.window_stride)
@@ -263,9 +276,9 @@ class IdModelKind(ModelKind):
         strategy=None,
         **read_kwargs,
     ):
-        from tfseqrec.training import id_models
 
         model, history, split, _ = id_models.train(
+            self,
             data_path,
             output_dir,
             self.options(options),
@@ -289,12 +302,12 @@ class IdModelKind(ModelKind):
         item_text=None,
         strategy=None,
     ):
-        from tfseqrec.training import id_models
 
         config, model_kwargs = self.model_inputs(
             self.options(options), vocabulary, item_text, output_dir, verbose
         )
         model, _ = id_models.fit(
+            self,
             split,
             vocabulary,
             output_dir,
@@ -309,21 +322,15 @@ class IdModelKind(ModelKind):
         return model
 
     def load(self, model_dir):
-        from tfseqrec.training import directory
-
         return directory.read(model_dir, self.config_file)
 
     def owns(self, model):
-        from tfseqrec import models
-
         # Exactly the class: a UniSRec is a SASRec subclass, but not a SASRec kind.
         return type(model) is getattr(models, self.model_class)
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
         """``Recommender``, or ``TimedRecommender`` (whose signatures also take ``timestamps``) for a
         model that reads event times."""
-        from tfseqrec.export.module import Recommender, TimedRecommender
-
         module = TimedRecommender if getattr(model, "uses_timestamps", False) else Recommender
         return module(model, vocabulary, vocabulary_path, k=k)
 
@@ -337,14 +344,11 @@ class UniSRecKind(IdModelKind):
     """
 
     needs_item_text = True
-    pretrainable = True
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
-        from tfseqrec.training import pretrain
+        return pretrain.pretrain_unisrec(self, domains, config, output_dir, verbose)
 
-        return pretrain.pretrain_unisrec(domains, config, output_dir, verbose)
-
-    def __init__(self, **kwargs):
+    def __init__(self):
         super().__init__(
             "unisrec",
             "UniSRec",
@@ -359,14 +363,10 @@ class UniSRecKind(IdModelKind):
                 "temperature",
             ),
             cloze=False,
-            **kwargs,
         )
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
-        import keras
-
-        from tfseqrec.training import pretrain
 
         pretrain.read_config(checkpoint, "unisrec")
         pretrained = keras.saving.load_model(os.path.join(checkpoint, pretrain.MODEL_FILE))
@@ -374,8 +374,6 @@ class UniSRecKind(IdModelKind):
 
     def prepare(self, model, train):
         """With id embeddings: the items absent from ``train`` are scored by their text alone."""
-        from tfseqrec.data import vocab
-
         model.set_trained_items(train.item_counts(vocab.NUM_RESERVED + model.num_items))
 
     def train(
@@ -410,21 +408,14 @@ class UniSRecKind(IdModelKind):
     @staticmethod
     def with_attributes(config, item_text):
         """``config`` with the attributes of ``item_text``'s format when it names none."""
-        from tfseqrec.training.recformer import default_attributes
-
         if config.attributes is None:
-            config = dataclasses.replace(config, attributes=default_attributes(item_text))
+            config = dataclasses.replace(config, attributes=text.default_attributes(item_text))
         return config
 
     def item_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
         """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
-        from tfseqrec.data import readers, vocab
-        from tfseqrec.models import SentenceEncoder
-        from tfseqrec.training import directory
-        from tfseqrec.training.recformer import item_texts
-
         raw_text = readers.read_item_text(item_text)
-        texts, missing = item_texts(raw_text, vocabulary, config.attributes)
+        texts, missing = text.item_texts(raw_text, vocabulary, config.attributes)
         if missing:
             raise ValueError(
                 f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
@@ -436,37 +427,32 @@ class UniSRecKind(IdModelKind):
             "max_attribute_tokens": config.max_attribute_tokens,
             "num_layers": 6,
         }
-        encoder = SentenceEncoder.from_pretrained(**encoder_config)
+        encoder = models.SentenceEncoder.from_pretrained(**encoder_config)
         vectors = encoder.encode(texts[vocab.NUM_RESERVED :], progress=None if verbose == "auto" else False)
         return {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
 
     def load(self, model_dir):
         """``(model, vocabulary, info)``; ``model.item_text`` holds the items' strings (the export's warm-up)."""
-        from tfseqrec.training import directory
-        from tfseqrec.training.recformer import item_texts
-
         model, vocabulary, info = super().load(model_dir)
         raw_text = directory.read_item_text(model_dir)
         if model.text_encoder is not None and raw_text is not None:
-            texts, _ = item_texts(raw_text, vocabulary, model.text_encoder["attributes"])
+            texts, _ = text.item_texts(raw_text, vocabulary, model.text_encoder["attributes"])
             object.__setattr__(model, "item_text", texts)
         return model, vocabulary, info
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
-        from tfseqrec.export.module import UniSRecTextRecommender
-        from tfseqrec.models import SentenceEncoder
-
         if model.text_encoder is None:
             return super().serving_module(model, vocabulary, vocabulary_path, k)
         return UniSRecTextRecommender(
-            model, vocabulary, vocabulary_path, SentenceEncoder.from_pretrained(**model.text_encoder), k=k
+            model,
+            vocabulary,
+            vocabulary_path,
+            models.SentenceEncoder.from_pretrained(**model.text_encoder),
+            k=k,
         )
 
     def add_items(self, model, vocabulary, info, raw_text):
         """New items by their text alone: vectors from the model's sentence encoder, no retraining."""
-        from tfseqrec.models import SentenceEncoder
-        from tfseqrec.training.recformer import item_texts
-
         if model.text_encoder is None:
             raise ValueError(
                 "this UniSRec does not record how its text vectors were made (text_encoder); "
@@ -475,8 +461,10 @@ class UniSRecKind(IdModelKind):
         grown, added = vocabulary.with_items(raw_text)
         if not added:
             return model, vocabulary, []
-        texts, _ = item_texts(raw_text, grown, model.text_encoder["attributes"])
-        vectors = SentenceEncoder.from_pretrained(**model.text_encoder).encode(texts[vocabulary.size :])
+        texts, _ = text.item_texts(raw_text, grown, model.text_encoder["attributes"])
+        vectors = models.SentenceEncoder.from_pretrained(**model.text_encoder).encode(
+            texts[vocabulary.size :]
+        )
         grown_model = model.resized(grown.num_items, vectors)
         object.__setattr__(grown_model, "item_text", texts)
         return grown_model, grown, added
@@ -491,14 +479,10 @@ class RecformerKind(ModelKind):
     pretrainable = True
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
-        from tfseqrec.training import pretrain
-
-        return pretrain.pretrain_recformer(domains, config, output_dir, verbose)
+        return recformer.pretrain_recformer(domains, config, output_dir, verbose)
 
     @property
     def config_class(self):
-        from tfseqrec.training.config import RecformerConfig
-
         return RecformerConfig
 
     def train(
@@ -512,8 +496,6 @@ class RecformerKind(ModelKind):
         strategy=None,
         **read_kwargs,
     ):
-        from tfseqrec.data import readers, splits
-        from tfseqrec.training import recformer
 
         if strategy is not None:
             raise ValueError("recformer trains on one device; --strategy is for the id models")
@@ -551,68 +533,36 @@ class RecformerKind(ModelKind):
         )
 
     def load(self, model_dir):
-        from tfseqrec.training import recformer
-
-        return recformer.load(model_dir)
+        return recformer.read_model(model_dir)
 
     def owns(self, model):
-        from tfseqrec.models.recformer import RecformerRecommender
-
-        return isinstance(model, RecformerRecommender)
+        return isinstance(model, models.RecformerRecommender)
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
-        from tfseqrec.export.module import TextRecommender
-
         # Without the training-time state cache: the export computes a request's item states itself.
         return TextRecommender(model.uncached(), vocabulary, vocabulary_path, model.tokenizer, k=k)
 
     def add_items(self, model, vocabulary, info, raw_text):
-        from tfseqrec.training import recformer
-
         return recformer.add_items(model, vocabulary, raw_text, self.options(info["config"]))
 
 
-# Sizes and loss of SASRec, BERT4Rec and UniSRec (the configuration of Klenitskiy & Vasilev, RecSys 2023).
-ID_MODEL_DEFAULTS = {"hidden_dim": 64, "num_layers": 2, "loss": "softmax"}
-
+# The training defaults of each id-model kind: ``tfseqrec.training.config.MODEL_DEFAULTS``.
 KINDS = {
     kind.name: kind
     for kind in (
-        # SASRec on ML-1M, 30 minutes, seed 0: best validation NDCG@10 0.1961 at 2e-3 against 0.1918 at 1e-3.
         IdModelKind(
             "sasrec",
             "SASRec",
             ("normalized_residual", "initializer_range", "position_origin"),
             cloze=False,
-            defaults={**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0},
         ),
-        # BERT4Rec on ML-1M, 10 minutes, seed 0: best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3, 0.0807 at 1e-3.
-        # Without a warm-up, 4e-3 left seeds 1 and 2 near chance for 12 and 25+ epochs; 5 epochs of warm-up lift
-        # seed 2 to 0.1250 in 10 minutes (0.0202 without).
         IdModelKind(
             "bert4rec",
             "BERT4Rec",
             ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"),
             cloze=True,
-            defaults={**ID_MODEL_DEFAULTS, "learning_rate": 4e-3, "warmup_epochs": 5.0},
         ),
-        # UniSRec: SASRec's training defaults (its encoder is SASRec's).
-        UniSRecKind(
-            defaults={
-                **ID_MODEL_DEFAULTS,
-                "learning_rate": 2e-3,
-                "warmup_epochs": 0.0,
-                "use_id_embeddings": False,
-                "id_dropout": 0.0,
-                "temperature": 0.07,
-            }
-        ),
-        # HSTU: the sizes of the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024). Its sampled
-        # softmax (128 negatives per position, as the reference draws them) learns less per epoch than the full
-        # softmax on ML-1M (GPU probe: 0.161 against 0.188 after 40 epochs): full by default, the reference's
-        # when --loss sampled_softmax (for catalogues too large to score whole). Adam at 2e-3,
-        # not the reference's 1e-3: pointwise attention sits at popularity level for ~10 epochs at 1e-3 and ~5 at
-        # 2e-3; validation NDCG@10 after 40 epochs 0.19 against 0.16 (a GPU probe; README, "HSTU").
+        UniSRecKind(),
         IdModelKind(
             "hstu",
             "HSTU",
@@ -626,17 +576,6 @@ KINDS = {
                 "position_origin",
             ),
             cloze=False,
-            defaults={
-                "hidden_dim": 50,
-                "num_layers": 8,
-                "num_heads": 2,
-                "loss": "softmax",
-                "num_negatives": 128,
-                "negatives_per_position": True,
-                "temperature": 0.05,
-                "learning_rate": 2e-3,
-                "warmup_epochs": 0.0,
-            },
         ),
         RecformerKind(),
     )

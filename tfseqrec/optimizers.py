@@ -17,6 +17,8 @@ usual "lazy") optimizer, not a faster copy of the same one.
 import keras
 import tensorflow as tf
 
+from tfseqrec import keras_internals
+
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
 class RowSparseAdam(keras.optimizers.Adam):
@@ -51,8 +53,7 @@ class RowSparseAdam(keras.optimizers.Adam):
         step = tf.cast(self.iterations + 1, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         alpha = tf.cast(learning_rate, dtype) * tf.sqrt(1 - tf.pow(beta_2, step)) / (1 - tf.pow(beta_1, step))
-        index = self._get_variable_index(variable)
-        m, v = self._momentums[index], self._velocities[index]
+        m, v = keras_internals.adam_slots(self, variable)
         m_rows = beta_1 * tf.gather(m, rows) + (1 - beta_1) * grad
         v_rows = beta_2 * tf.gather(v, rows) + (1 - beta_2) * tf.square(grad)
         shape = tf.shape(variable, out_type="int32")

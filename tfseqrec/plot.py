@@ -6,7 +6,7 @@ import numpy as np
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # optional heavy dependency: only `tfseqrec plot` draws
 
     matplotlib.use("Agg")  # files only; no display needed
     import matplotlib.pyplot as plt

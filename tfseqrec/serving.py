@@ -144,7 +144,7 @@ def predict_request(
         timestamps: for the export of a model that reads event times: per history,
             its items' times in seconds (``pad_timestamps``); the ``timestamps`` input.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
     from tensorflow_serving.apis import predict_pb2
 
     request = predict_pb2.PredictRequest()
@@ -188,7 +188,7 @@ def text_request(histories, model_name, num_attributes, signature_name="recommen
     ``recommend_texts`` takes ``histories`` (see ``pad_texts``); ``encode_items`` takes
     a list of items, each a list of attribute strings.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
     from tensorflow_serving.apis import predict_pb2
 
     request = predict_pb2.PredictRequest()
@@ -203,7 +203,7 @@ def text_request(histories, model_name, num_attributes, signature_name="recommen
 
 def examples_request(examples, model_name, signature_name="predict_examples", version=None):
     """A ``PredictRequest`` of serialized ``tf.Example`` records (``tfrecord`` schema)."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
     from tensorflow_serving.apis import predict_pb2
 
     request = predict_pb2.PredictRequest()
@@ -250,7 +250,7 @@ def rest_url(host, model_name, version=None, port=8501):
 
 def predict_reply(response):
     """``Recommendations`` of a gRPC ``PredictResponse``."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
 
     outputs = {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
     return _recommendations(outputs)
@@ -297,7 +297,7 @@ class SavedModelPredictor:
     """
 
     def __init__(self, export_dir, threads=0):
-        import tensorflow as tf
+        import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
 
         try:  # registers the tensorflow-text ops of Recformer exports, as the model server links them
             import tensorflow_text  # noqa: F401
@@ -349,7 +349,7 @@ class SavedModelPredictor:
 
     def predict(self, request):
         """A ``PredictResponse`` for a ``PredictRequest``."""
-        import tensorflow as tf
+        import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
         from tensorflow_serving.apis import predict_pb2
 
         name = request.model_spec.signature_name or "serving_default"
@@ -403,7 +403,7 @@ def _model_spec(spec, model_name, signature_name, version):
 
 
 def _numpy_dtype(enum):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
 
     dtype = tf.dtypes.as_dtype(enum)
     return object if dtype == tf.string else dtype.as_numpy_dtype

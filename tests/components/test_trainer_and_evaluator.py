@@ -9,12 +9,13 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
+import tfseqrec
 from components import trainer_module
 from components.artifacts import ItemVocabulary
 from components.ranking_evaluator import RankingEvaluator
 from components.sequence_builder import SequenceBuilder
 from tests.components.conftest import make_artifact, run_executor, write_event_examples
-from tfseqrec import evaluation, export, serving, training
+from tfseqrec import evaluation, export, kinds, serving
 from tfseqrec.data import tfrecord
 from tfseqrec.models import SASRec
 
@@ -187,7 +188,7 @@ def test_component_contract():
 
 def test_metrics_equal_the_library_evaluation(sequences, trained, tmp_path):
     report, evaluation_artifact, blessing = _evaluate(tmp_path, sequences, trained, threshold=0.05)
-    model, _, _ = training.load(trained / "model_run")
+    model, _, _ = tfseqrec.load(trained / "model_run")
     cases = tfrecord.read_examples(
         glob.glob(os.path.join(sequences.uri, "Split-test", "*")), compression="GZIP"
     )
@@ -214,6 +215,7 @@ def test_threshold_and_baseline_decide_the_blessing(sequences, trained, tmp_path
     untrained = tmp_path / "untrained"
     vocabulary = trainer_module.read_vocabulary([os.path.join(sequences.uri, "Split-train", "*")])
     export.save(
+        kinds.get("sasrec"),
         SASRec(num_items=vocabulary.num_items, max_sequence_length=10, hidden_dim=16),
         vocabulary,
         untrained / "model" / "Format-Serving",

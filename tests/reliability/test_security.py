@@ -6,6 +6,7 @@ import keras
 import pytest
 from packaging import version
 
+import tfseqrec
 from tfseqrec import training
 
 
@@ -20,4 +21,4 @@ def test_a_model_file_with_a_lambda_is_refused(tmp_path):
     keras.Model(inputs, outputs).save(tmp_path / training.MODEL_FILE)
     (tmp_path / training.CONFIG_FILE).write_text(json.dumps({"config": {}}))
     with pytest.raises(ValueError, match="safe_mode"):
-        training.load(str(tmp_path))
+        tfseqrec.load(str(tmp_path))

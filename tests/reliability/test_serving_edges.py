@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from tfseqrec import cli, export, serving, training
+import tfseqrec
+from tfseqrec import cli, export, kinds, serving, training
 
 TINY = {"max_sequence_length": 10, "hidden_dim": 8, "batch_size": 128, "epochs": 1}
 
@@ -13,9 +14,11 @@ TINY = {"max_sequence_length": 10, "hidden_dim": 8, "batch_size": 128, "epochs":
 @pytest.fixture(scope="module")
 def trained(data_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("serving") / "model"
-    training.train(data_root / "ml-100k", out, TINY, verbose=0)
-    model, vocabulary, _ = training.load(out)
-    path, _ = export.export_version(model, vocabulary, str(out.parent / "export"), warmup=False)
+    training.train(kinds.get("sasrec"), data_root / "ml-100k", out, TINY, verbose=0)
+    model, vocabulary, _ = tfseqrec.load(out)
+    path, _ = export.export_version(
+        kinds.for_model(model), model, vocabulary, str(out.parent / "export"), warmup=False
+    )
     return out, path, vocabulary
 
 

@@ -17,9 +17,11 @@ import keras
 import numpy as np
 import pytest
 
+import tfseqrec
 from tests.test_training import _Kill
-from tfseqrec import training
+from tfseqrec import kinds, training
 
+SASREC = kinds.get("sasrec")
 TINY = {
     "max_sequence_length": 20,
     "hidden_dim": 8,
@@ -56,7 +58,12 @@ def test_divergence_stops_with_a_clear_error_and_keeps_the_best_model(data_root,
     out = tmp_path / "run"
     with pytest.raises(training.TrainingDiverged, match=r"diverged: the loss became nan in epoch 2, batch 1"):
         training.train(
-            data_root / "ml-100k", out, dict(TINY, epochs=4), callbacks=[_Poison(at_epoch=1)], verbose=0
+            SASREC,
+            data_root / "ml-100k",
+            out,
+            dict(TINY, epochs=4),
+            callbacks=[_Poison(at_epoch=1)],
+            verbose=0,
         )
     assert not out.exists()  # an unfinished run never becomes the model directory
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
@@ -68,16 +75,18 @@ def test_divergence_stops_with_a_clear_error_and_keeps_the_best_model(data_root,
 
 def test_nan_learning_rate_is_refused_before_anything_is_written(data_root, tmp_path):
     with pytest.raises(ValueError, match="learning_rate must be a finite number > 0, got nan"):
-        training.train(data_root / "ml-100k", tmp_path / "run", dict(TINY, learning_rate=float("nan")))
+        training.train(
+            SASREC, data_root / "ml-100k", tmp_path / "run", dict(TINY, learning_rate=float("nan"))
+        )
     assert not os.listdir(tmp_path)
 
 
 def test_a_finished_model_is_not_overwritten_without_overwrite(data_root, tmp_path):
     out = tmp_path / "run"
-    training.train(data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
+    training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
     before = _tree(out)
     with pytest.raises(FileExistsError, match="already holds a trained model; pass --overwrite"):
-        training.train(data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
+        training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
     assert _tree(out) == before  # not a byte changed, no history row appended
 
 
@@ -86,17 +95,18 @@ def test_an_unrelated_directory_is_refused(data_root, tmp_path):
     out.mkdir()
     (out / "history.csv").write_text("my,own,file\n")
     with pytest.raises(FileExistsError, match="not a tfseqrec model directory"):
-        training.train(data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
+        training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
     assert (out / "history.csv").read_text() == "my,own,file\n" and os.listdir(out) == ["history.csv"]
 
 
 def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
     out = tmp_path / "run"
-    training.train(data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
+    training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
     before = _tree(out)
     # Another dataset (another vocabulary) whose run dies in its first epoch.
     with pytest.raises(training.TrainingDiverged):
         training.train(
+            SASREC,
             data_root / "ml-1m" / "ml-1m.txt",
             out,
             dict(TINY, epochs=2),
@@ -105,15 +115,17 @@ def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
             overwrite=True,
         )
     assert _tree(out) == before
-    model, vocabulary, _ = training.load(out)
+    model, vocabulary, _ = tfseqrec.load(out)
     assert model.num_items == vocabulary.num_items == 1682
 
 
 def test_overwrite_replaces_the_model_when_the_run_completes(data_root, tmp_path):
     out = tmp_path / "run"
-    training.train(data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
-    training.train(data_root / "ml-100k", out, dict(TINY, epochs=2, seed=1), verbose=0, overwrite=True)
-    _, _, info = training.load(out)
+    training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
+    training.train(
+        SASREC, data_root / "ml-100k", out, dict(TINY, epochs=2, seed=1), verbose=0, overwrite=True
+    )
+    _, _, info = tfseqrec.load(out)
     assert info["config"]["seed"] == 1
     assert len(list(csv.DictReader(open(out / "history.csv")))) == 2  # the new run's rows only
     assert sorted(os.listdir(tmp_path)) == ["run"]
@@ -122,30 +134,30 @@ def test_overwrite_replaces_the_model_when_the_run_completes(data_root, tmp_path
 def test_resuming_with_other_options_is_refused(data_root, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        training.train(data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=0)], verbose=0)
+        training.train(SASREC, data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=0)], verbose=0)
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
     before = _tree(partial)
     with pytest.raises(
         ValueError, match=r"unfinished run with other options \(learning_rate: 0.002 there, 0.01 here"
     ):
-        training.train(data_root / "ml-100k", out, dict(TINY, learning_rate=0.01), verbose=0)
+        training.train(SASREC, data_root / "ml-100k", out, dict(TINY, learning_rate=0.01), verbose=0)
     assert _tree(partial) == before
 
 
 def test_load_refuses_a_vocabulary_of_another_model(data_root, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    training.train(data_root / "ml-100k", a, dict(TINY, epochs=1), verbose=0)
-    training.train(data_root / "ml-1m" / "ml-1m.txt", b, dict(TINY, epochs=1), verbose=0)
+    training.train(SASREC, data_root / "ml-100k", a, dict(TINY, epochs=1), verbose=0)
+    training.train(SASREC, data_root / "ml-1m" / "ml-1m.txt", b, dict(TINY, epochs=1), verbose=0)
     os.replace(b / "item_vocab.tsv", a / "item_vocab.tsv")
     with pytest.raises(ValueError, match="scores 1682 items but its vocabulary lists 3416"):
-        training.load(a)
+        tfseqrec.load(a)
 
 
 KILL_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     import keras
-    from tfseqrec import training
+    from tfseqrec import kinds, training
 
     class Kill(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -156,7 +168,7 @@ KILL_SCRIPT = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)  # kill -9, mid-epoch
 
     config = eval(sys.argv[3])
-    training.train(sys.argv[1], sys.argv[2], config, callbacks=[Kill()], verbose=0)
+    training.train(kinds.get("sasrec"), sys.argv[1], sys.argv[2], config, callbacks=[Kill()], verbose=0)
     """
 )
 
@@ -174,8 +186,8 @@ def test_kill_9_mid_epoch_then_resume_ends_with_the_best_model(data_root, tmp_pa
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert (tmp_path / "resumed.partial" / "backup").is_dir()
-    resumed, history, split, _ = training.train(data, tmp_path / "resumed", config, verbose=0)
-    straight, _, _, _ = training.train(data, tmp_path / "straight", config, verbose=0)
+    resumed, history, split, _ = training.train(SASREC, data, tmp_path / "resumed", config, verbose=0)
+    straight, _, _, _ = training.train(SASREC, data, tmp_path / "straight", config, verbose=0)
 
     rows = list(csv.DictReader(open(tmp_path / "resumed" / "history.csv")))
     assert [int(r["epoch"]) for r in rows] == list(range(6))  # each epoch once
@@ -184,7 +196,7 @@ def test_kill_9_mid_epoch_then_resume_ends_with_the_best_model(data_root, tmp_pa
     # The saved model is the best epoch's, across the kill: its validation score is the best one.
     from tfseqrec import evaluation
 
-    saved, _, _ = training.load(tmp_path / "resumed")
+    saved, _, _ = tfseqrec.load(tmp_path / "resumed")
     assert evaluation.evaluate(saved, split.valid)["ndcg@10"] == pytest.approx(scores[best], abs=1e-5)
     straight_rows = list(csv.DictReader(open(tmp_path / "straight" / "history.csv")))
     straight_scores = [float(r["val_ndcg_10"]) for r in straight_rows]

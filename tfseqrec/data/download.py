@@ -222,7 +222,7 @@ def _bar(total, label, progress, initial):
     if progress is False or (progress is None and not sys.stderr.isatty()):
         return None
     try:
-        import tqdm
+        import tqdm  # optional: without it, no bar
     except ImportError:
         return None
     return tqdm.tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc=label)

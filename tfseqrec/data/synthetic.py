@@ -30,6 +30,7 @@ import os
 
 import numpy as np
 
+from tfseqrec.checks import check_number
 from tfseqrec.data import readers
 
 
@@ -105,8 +106,6 @@ def generate(
     Returns:
         ``SyntheticLog``, events in time order.
     """
-    from tfseqrec.training.config import check_number  # the library's one range check (imports TF: lazily)
-
     num_users = num_events // 50 if num_users is None else num_users
     for name, value in dict(
         num_events=num_events, num_items=num_items, num_users=num_users, min_length=min_length

@@ -24,6 +24,8 @@ Example:
 import numpy as np
 import tensorflow as tf
 
+from tfseqrec.data import readers, vocab
+
 CLS_TYPE, KEY_TYPE, VALUE_TYPE = 0, 1, 2
 NUM_TOKEN_TYPES = 3
 
@@ -56,7 +58,7 @@ class ItemTextTokenizer:
         pad_token="[PAD]",
         attribute_tokens=None,
     ):
-        import tensorflow_text
+        import tensorflow_text  # heavy (its ops load with it): only a tokenizer needs it
 
         if isinstance(vocabulary, str):
             with tf.io.gfile.GFile(vocabulary) as f:
@@ -115,6 +117,38 @@ class ItemTextTokenizer:
                 tf.ones_like(value, tf.int32) * VALUE_TYPE,
             ]
         return tf.concat(pieces_ids, axis=1), tf.concat(pieces_types, axis=1)
+
+
+def default_attributes(item_text_path, raw_text=None):
+    """The attributes a model reads of an item-text file that names none.
+
+    The known set (``ATTRIBUTES``) the file's items carry most of: Amazon's
+    title, brand, categories for the LC-Rec ``*.item.json``; MovieLens title and
+    genres for ``movies.dat``, ``u.item`` and the ``*.item.json`` that
+    ``tfseqrec data item-text`` writes of them. ``raw_text``: the file as read, if
+    it is at hand.
+    """
+    if raw_text is None:
+        raw_text = readers.read_item_text(item_text_path)
+    names = set()
+    for attrs in list(raw_text.values())[:1000]:
+        names |= {k for k, v in attrs.items() if v}
+    # Ties (only a title, say) go to the first set, Amazon's.
+    best = max(ATTRIBUTES, key=lambda kind: len(names & set(ATTRIBUTES[kind])))
+    return list(ATTRIBUTES[best])
+
+
+def item_texts(item_text, vocabulary, attributes):
+    """``[vocabulary.size, len(attributes)]`` strings; reserved ids and unknown items are empty."""
+    table = np.full((vocabulary.size, len(attributes)), "", dtype=object)
+    missing = 0
+    for i, raw in enumerate(vocabulary.items):
+        attrs = item_text.get(raw)
+        if attrs is None:
+            missing += 1
+            continue
+        table[vocab.NUM_RESERVED + i] = [attrs.get(a, "") or "" for a in attributes]
+    return table, missing
 
 
 def drop_common_values(texts, share):

@@ -185,7 +185,7 @@ class ItemVocabulary:
         Built from the saved text file so a SavedModel tracks it as an asset.
         Unknown ids map to ``OOV_ID``.
         """
-        import tensorflow as tf
+        import tensorflow as tf  # heavy: reading data and vocabularies does not import TF
 
         if path is None:
             raise ValueError("lookup_table needs the path of the saved vocabulary file")

@@ -5,18 +5,19 @@ import shutil
 import tempfile
 
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
-from tfseqrec import kinds
 from tfseqrec.data import vocab as vocab_lib
-from tfseqrec.export import warmup as warmup_lib
+from tfseqrec.export.warmup import write_warmup_requests
 
 
-def save(model, vocabulary, export_dir, k=10, warmup=True):
+def save(kind, model, vocabulary, export_dir, k=10, warmup=True):
     """Writes ``model`` as a SavedModel at ``export_dir`` (which must not exist).
 
     Args:
-        model: a model of any kind in ``tfseqrec.kinds`` (as ``kinds.load`` returns
-            it); its kind gives the serving module.
+        kind: the model's kind (``tfseqrec.kinds.for_model(model)``), whose
+            ``serving_module`` gives the signatures.
+        model: a model of ``kind`` (as ``tfseqrec.load`` returns it).
         vocabulary: its ``ItemVocabulary``.
         export_dir: the version directory to create (or an empty one), e.g.
             ``saved_models/ml1m/1``.
@@ -31,16 +32,18 @@ def save(model, vocabulary, export_dir, k=10, warmup=True):
         raise FileExistsError(f"{export_dir} exists already; exports never overwrite a version")
     with tempfile.TemporaryDirectory() as tmp:
         vocabulary_path = vocabulary.save(os.path.join(tmp, vocab_lib.VOCAB_FILENAME))
-        module = kinds.for_model(model).serving_module(model, vocabulary, vocabulary_path, k)
+        module = kind.serving_module(model, vocabulary, vocabulary_path, k)
         signatures = module.signatures()
         tf.saved_model.save(module, export_dir, signatures=signatures)
     if warmup:
-        warmup_lib.write_warmup_requests(export_dir, module)
+        write_warmup_requests(export_dir, module)
     return list(signatures)
 
 
-def export_version(model, vocabulary, base_path, version=None, k=10, warmup=True):
+def export_version(kind, model, vocabulary, base_path, version=None, k=10, warmup=True):
     """Writes the next version (or ``version``) under a TF Serving base path.
+
+    ``kind``, ``model``, ``vocabulary``, ``k`` and ``warmup`` as for ``save``.
 
     The SavedModel is written to a hidden directory and renamed into place, so a
     server polling ``base_path`` never loads a half-written version.
@@ -61,7 +64,7 @@ def export_version(model, vocabulary, base_path, version=None, k=10, warmup=True
     staging = os.path.join(base_path, f".{version}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        save(model, vocabulary, staging, k=k, warmup=warmup)
+        save(kind, model, vocabulary, staging, k=k, warmup=warmup)
         os.rename(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -78,8 +81,6 @@ def next_version(base_path):
 
 def saved_signatures(export_dir):
     """``{signature: {"inputs": {name: dtype}, "outputs": {name: dtype}}}`` of a SavedModel."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
         proto.ParseFromString(f.read())

@@ -20,6 +20,7 @@ def write_warmup_requests(export_dir, module, model_name="tfseqrec"):
     popular items; the export of a model that reads event times gets increasing
     times with them (a day apart; ``TimedRecommender``).
     """
+    # tensorflow-serving-api: only warm-up files need it.
     from tensorflow_serving.apis import prediction_log_pb2
 
     items, window = module.vocabulary.items, module.max_sequence_length
@@ -42,7 +43,7 @@ def write_warmup_requests(export_dir, module, model_name="tfseqrec"):
 
 def read_warmup_requests(export_dir):
     """The ``PredictionLog`` records of an export (what the server replays)."""
-    from tensorflow_serving.apis import prediction_log_pb2
+    from tensorflow_serving.apis import prediction_log_pb2  # tensorflow-serving-api, as above
 
     path = os.path.join(export_dir, "assets.extra", WARMUP_FILE)
     logs = []

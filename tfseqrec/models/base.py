@@ -4,16 +4,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import losses as losses_lib
 from tfseqrec import (
+    distribute,
+    keras_internals,
     optimizers,  # also registers RowSparseAdam, which a saved model's compile config may name
     ranking,
 )
-from tfseqrec.data import pipeline, vocab
+from tfseqrec import losses as losses_lib
+from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import pipeline, splits, vocab
+from tfseqrec.layers import TransformerBlock
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
 
-class SequentialRecommender(keras.Model):
+class SequentialRecommender(keras_internals.MultiWorkerBuild, keras.Model):
     """Base class of the id-based models.
 
     A subclass builds its layers and implements ``call(inputs) -> hidden`` (the
@@ -76,8 +80,6 @@ class SequentialRecommender(keras.Model):
 
     def make_blocks(self, causal, default_intermediate_dim, layer_norm_epsilon, **block_options):
         """The ``num_layers`` transformer blocks of this model (``block_options`` to each)."""
-        from tfseqrec.layers import TransformerBlock
-
         return [
             TransformerBlock(
                 self.num_heads,
@@ -250,8 +252,6 @@ class SequentialRecommender(keras.Model):
         ``tfseqrec.metrics.default_metrics()`` (NDCG@10, HR@10, MRR), updated on
         validation data only, over the full catalogue.
         """
-        from tfseqrec import metrics as metrics_lib
-
         if kwargs.pop("loss", None) is not None:
             raise ValueError("pass the loss to the model constructor (loss=...), not to compile")
         # Held outside Keras's state tracking (the model is built already) and listed
@@ -317,8 +317,9 @@ class SequentialRecommender(keras.Model):
 
     # --- several workers (MultiWorkerMirroredStrategy) -------------------------------
     # Keras 3's fit fails twice under that strategy (Keras 3.12 and 3.15 alike;
-    # keras-team/keras#20585); ``tests/test_multi_worker.py`` runs two workers and
-    # checks the model against one worker's.
+    # keras-team/keras#20585): the build (``keras_internals.MultiWorkerBuild``, a base of
+    # this class) and the logs (``step_logs``). ``tests/test_multi_worker.py`` runs two
+    # workers and checks the model against one worker's.
 
     def train_step(self, data):
         return self.step_logs(super().train_step(data))
@@ -327,30 +328,9 @@ class SequentialRecommender(keras.Model):
         """A step's logs as ``fit`` can reduce them: across workers it takes the mean
         over axis 0 of every log, which a scalar lacks; as ``[1]`` vectors their mean is
         the scalar again. Unchanged on one worker."""
-        from tfseqrec.training import distribute
-
         if not distribute.is_multi_worker(self.distribute_strategy):
             return logs
         return {name: tf.reshape(value, [1]) for name, value in logs.items()}
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras builds the model from a batch it draws and averages across workers: the
-        # average fails for a batch of several tensors, and the draw opens an iterator,
-        # which moves a reshuffling dataset to its next order (the workers would then
-        # train on other batches than one worker does). Only shapes and dtypes are
-        # read: here they come from the dataset's element spec, drawing nothing.
-        from tfseqrec.training import distribute
-
-        strategy = self._distribute_strategy
-        if not distribute.is_multi_worker(strategy):
-            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-        if iterator is not None:
-            data_batch = distribute.replica_spec(iterator._distributed_dataset.element_spec)
-        data_batch = keras.tree.map_structure(
-            lambda value: distribute.local_value(strategy, value), data_batch
-        )
-        with strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
 
     # --- scoring -------------------------------------------------------------------
 
@@ -403,8 +383,6 @@ class SequentialRecommender(keras.Model):
                 else "this model does not read timestamps (it was trained without a time bias)"
             )
         if not isinstance(histories, np.ndarray):
-            from tfseqrec.data import splits
-
             seqs = splits.Sequences.from_list(
                 range(len(histories)),
                 [list(h) for h in histories],

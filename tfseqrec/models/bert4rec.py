@@ -8,7 +8,7 @@ import tensorflow as tf
 from tfseqrec import losses
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
-from tfseqrec.models import base
+from tfseqrec.models.base import SequentialRecommender
 
 
 def _initializer(initializer_range, kernel=False):
@@ -19,7 +19,7 @@ def _initializer(initializer_range, kernel=False):
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class BERT4Rec(base.SequentialRecommender):
+class BERT4Rec(SequentialRecommender):
     """Bidirectional Encoder Representations from Transformer for recommendation.
 
     Item plus position embeddings, layer norm and dropout feed ``num_layers``

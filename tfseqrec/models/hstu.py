@@ -9,11 +9,11 @@ import tensorflow as tf
 from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
-from tfseqrec.models import base
+from tfseqrec.models.base import SequentialRecommender
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class HSTU(base.SequentialRecommender):
+class HSTU(SequentialRecommender):
     """Hierarchical Sequential Transduction Units for next-item prediction.
 
     Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learned absolute position

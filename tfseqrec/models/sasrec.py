@@ -7,11 +7,11 @@ import tensorflow as tf
 
 from tfseqrec import losses
 from tfseqrec.data import vocab
-from tfseqrec.models import base
+from tfseqrec.models.base import SequentialRecommender
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class SASRec(base.SequentialRecommender):
+class SASRec(SequentialRecommender):
     """Self-Attentive Sequential Recommendation.
 
     Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learnable position

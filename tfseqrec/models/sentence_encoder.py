@@ -6,6 +6,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec.data import text as text_lib
+from tfseqrec.models.recformer import RecformerBackbone, load_bert_weights, minilm_path
+from tfseqrec.progress import progress_bar
 
 
 class SentenceEncoder(tf.Module):
@@ -50,8 +52,6 @@ class SentenceEncoder(tf.Module):
             num_layers: the first ``num_layers`` layers are kept.
             max_attribute_tokens: each attribute's value is cut to this many tokens.
         """
-        from tfseqrec.models.recformer import RecformerBackbone, load_bert_weights, minilm_path
-
         path = path or minilm_path()
         tokenizer = text_lib.ItemTextTokenizer(
             os.path.join(path, "vocab.txt"), attributes, max_attribute_tokens
@@ -112,8 +112,6 @@ class SentenceEncoder(tf.Module):
                 f"item texts have {texts.shape[1]} attributes; the encoder reads "
                 f"{len(self.attributes)} ({self.attributes})"
             )
-        from tfseqrec.evaluation import progress_bar
-
         out = np.zeros((len(texts), self.dim), np.float32)
         bar = progress_bar(-(-len(texts) // batch_size), progress, "encode items")
         for start in range(0, len(texts), batch_size):

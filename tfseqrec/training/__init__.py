@@ -5,11 +5,13 @@
 - ``callbacks``: ``BestModel``, ``HistoryLog``, ``TimeLimit``, ``StepLimit``,
   ``RankingValidation``.
 - ``directory``: model directories written whole or not at all, resumed, read back.
-- ``id_models``: the SASRec / BERT4Rec driver (``train``, ``fit``, ``load``).
+- ``id_models``: the SASRec / BERT4Rec / HSTU / UniSRec driver (``train``, ``fit``); each takes
+  the model's kind (``tfseqrec.kinds.get(name)``) as its first argument.
 - ``recformer``: the Recformer driver (alignment, two-stage fine-tuning, new items).
 
 Which driver a ``--model`` name uses is ``tfseqrec.kinds``'s decision; the names
-below are the id-model driver's, the library's most used entry points.
+below are the id-model driver's. A model directory is read back by ``tfseqrec.load``
+(``tfseqrec.kinds.load``), whatever its kind.
 """
 
 from tfseqrec.training.callbacks import (
@@ -21,15 +23,13 @@ from tfseqrec.training.callbacks import (
     TrainingDiverged,
     weights_finite,
 )
-from tfseqrec.training.config import Options, RecformerConfig, TrainConfig, check_choice, check_number
+from tfseqrec.training.config import Options, RecformerConfig, TrainConfig
 from tfseqrec.training.directory import MODEL_FILE, PARTIAL_SUFFIX, output_directory
 from tfseqrec.training.id_models import (
     CONFIG_FILE,
     build_model,
     fit,
     learning_rate,
-    load,
     loss_normalizer,
     train,
-    training_dataset,
 )

@@ -8,7 +8,7 @@ import time
 import keras
 import numpy as np
 
-from tfseqrec import evaluation
+from tfseqrec import distribute, evaluation
 
 
 class TrainingDiverged(ValueError):
@@ -198,8 +198,6 @@ class TimeLimit(keras.callbacks.Callback):
         self.within_epoch = within_epoch
 
     def on_train_begin(self, logs=None):
-        from tfseqrec.training import distribute
-
         if self.within_epoch and distribute.is_multi_worker(self.model.distribute_strategy):
             raise ValueError(
                 "TimeLimit(within_epoch=True) is for one worker; across workers it stops at epoch ends"
@@ -211,8 +209,6 @@ class TimeLimit(keras.callbacks.Callback):
             self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
-        from tfseqrec.training import distribute
-
         # Across workers, all stop when one's clock has run out: a worker that went on
         # alone would wait for the others at its next step.
         if distribute.any_worker(

@@ -20,6 +20,9 @@ import sys
 
 import keras
 
+# Registers the model, layer and loss classes that ``read`` loads; newer Keras does not
+# import modules named in a saved file by itself.
+import tfseqrec.models  # noqa: F401
 from tfseqrec.data import vocab as vocab_lib
 
 MODEL_FILE = "model.keras"
@@ -139,10 +142,6 @@ def read(model_dir, config_file):
         raise FileNotFoundError(
             f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?"
         )
-    # Registers the model, layer and loss classes; newer Keras does not import
-    # modules named in a saved file by itself.
-    import tfseqrec.models  # noqa: F401
-
     model = keras.saving.load_model(path, safe_mode=True)
     vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
     num_items = getattr(model, "num_items", None)

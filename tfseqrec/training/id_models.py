@@ -1,7 +1,7 @@
 """The SASRec / BERT4Rec driver: from a data file to a trained model directory.
 
-``train`` reads and splits the data, builds the model of ``config.model`` (by its
-``tfseqrec.kinds`` entry), fits it with the standard callbacks, and writes a model
+``train`` reads and splits the data, builds the model of its ``kind`` (the
+``tfseqrec.kinds`` entry its caller passes down, e.g. ``kinds.get("sasrec")``), fits it with the standard callbacks, and writes a model
 directory (``tfseqrec.training.directory``):
 
     model.keras       the best model by validation NDCG@10 (``BestModel``)
@@ -24,15 +24,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import evaluation, kinds
+from tfseqrec import distribute, evaluation
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
-from tfseqrec.training import distribute
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
-from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory, read
+from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "train_config.json"
@@ -40,15 +39,29 @@ MONITOR = "val_ndcg_10"
 BEST_STATE_FILE = "best_model.json"
 
 
-def build_model(config, num_items, loss_normalizer=None, **model_kwargs):
-    """The model of ``config`` (``config.model``'s kind) for a catalogue of ``num_items``.
+def options(kind, config):
+    """``config`` (a ``TrainConfig`` or a dict) as the ``TrainConfig`` of ``kind``.
+
+    A dict without ``model`` is the kind's; options of another model are an error.
+    """
+    if not isinstance(config, TrainConfig):
+        config = TrainConfig.from_dict({"model": kind.name, **(config or {})})
+    if config.model != kind.name:
+        raise ValueError(f"the options are for model {config.model!r}, the kind is {kind.name!r}")
+    return config
+
+
+def build_model(kind, config, num_items, loss_normalizer=None, **model_kwargs):
+    """The model of ``kind`` (a ``tfseqrec.kinds`` id-model kind) and ``config`` for ``num_items`` items.
 
     ``model_kwargs`` go to the constructor (UniSRec's ``text_dim`` and ``text_embeddings``).
     """
-    return kinds.get(config.model).build(config, num_items, loss_normalizer, _loss(config), **model_kwargs)
+    config = options(kind, config)
+    return kind.build(config, num_items, loss_normalizer, _loss(config), **model_kwargs)
 
 
 def train(
+    kind,
     data_path,
     output_dir,
     config=None,
@@ -60,16 +73,17 @@ def train(
     item_text=None,
     **read_kwargs,
 ):
-    """Trains ``config.model`` on leave-one-out splits of ``data_path``.
+    """Trains a model of ``kind`` on leave-one-out splits of ``data_path``.
 
     Args:
+        kind: the model's kind (``tfseqrec.kinds.get(name)``, an id-model kind).
         data_path: interaction file or dataset directory (see ``readers``).
         output_dir: model directory, written when the run completes (see
             ``output_directory``: an unfinished run resumes).
-        config: ``TrainConfig`` or dict.
+        config: ``TrainConfig`` or dict (of ``kind``'s model).
         format: input format (``None`` detects it).
         strategy: a ``tf.distribute`` strategy to build and train under, or its name
-            (``training.distribute``: ``mirrored``, ``multi_worker``; in a multi-worker
+            (``tfseqrec.distribute``: ``mirrored``, ``multi_worker``; in a multi-worker
             cluster only the chief writes ``output_dir``).
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity (progress bar on a terminal).
@@ -81,12 +95,11 @@ def train(
     Returns:
         ``(model, history, split, vocabulary)``; ``model`` holds the best weights.
     """
-    config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    config = options(kind, config)
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
-    kind = kinds.get(config.model)
     strategy = distribute.resolve(strategy)
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
@@ -95,7 +108,16 @@ def train(
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
         model, history = fit(
-            split, vocabulary, work, config, strategy, callbacks, verbose, data, model_kwargs=model_kwargs
+            kind,
+            split,
+            vocabulary,
+            work,
+            config,
+            strategy,
+            callbacks,
+            verbose,
+            data,
+            model_kwargs=model_kwargs,
         )
     if own_dir != output_dir:
         shutil.rmtree(own_dir)  # a copy of the chief's
@@ -103,6 +125,7 @@ def train(
 
 
 def fit(
+    kind,
     split,
     vocabulary,
     output_dir,
@@ -115,11 +138,12 @@ def fit(
     max_steps=None,
     model_kwargs=None,
 ):
-    """Trains ``config.model`` on a prepared split (``train`` sequences, ``valid`` cases).
+    """Trains a model of ``kind`` on a prepared split (``train`` sequences, ``valid`` cases).
 
     What ``train`` does once the data are read (the TFX trainer's entry point).
 
     Args:
+        kind: the model's kind (``tfseqrec.kinds.get(name)``, an id-model kind).
         split: a ``splits.Split`` (``test`` is not used).
         vocabulary: the ``ItemVocabulary`` of its ids.
         output_dir: the model directory (see the module docstring).
@@ -135,13 +159,13 @@ def fit(
     Returns:
         ``(model, history)``; ``model`` holds the best weights by validation NDCG@10.
     """
-    config = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config or {})
+    config = options(kind, config)
     strategy = distribute.resolve(strategy)
-    config = _with_time_bias(config, split.train, verbose)
+    config = _with_time_bias(kind, config, split.train, verbose)
     _note_sparse_updates(config, vocabulary.num_items, verbose)
     _start_run(output_dir, config, vocabulary, data)
-    train_ds = training_dataset(config, split.train)
-    model = _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs or {})
+    train_ds = kind.training_dataset(config, split.train)
+    model = _compiled_model(kind, config, split, vocabulary, train_ds, strategy, model_kwargs or {})
     valid_ds = pipeline.eval_dataset(
         split.valid.sample(config.validation_users, config.seed),
         config.max_sequence_length,
@@ -179,9 +203,9 @@ def fit(
     return model, history
 
 
-def _with_time_bias(config, train, verbose):
+def _with_time_bias(kind, config, train, verbose):
     """``config`` with the kind's time bias settled by the data; the training log says which."""
-    config, note = kinds.get(config.model).with_time_bias(config, train)
+    config, note = kind.with_time_bias(config, train)
     if note and verbose:
         print(note, flush=True)
     return config
@@ -213,15 +237,15 @@ def _note_sparse_updates(config, num_items, verbose):
         )
 
 
-def _compiled_model(config, split, vocabulary, train_ds, strategy, model_kwargs):
-    """The model of ``config``, built and compiled under ``strategy``."""
+def _compiled_model(kind, config, split, vocabulary, train_ds, strategy, model_kwargs):
+    """The model of ``kind`` and ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_model(
-            config, vocabulary.num_items, loss_normalizer(config, split.train), **model_kwargs
+            kind, config, vocabulary.num_items, loss_normalizer(kind, config, split.train), **model_kwargs
         )
-        kinds.get(config.model).prepare(model, split.train)
+        kind.prepare(model, split.train)
         if config.init_from:
-            kinds.get(config.model).initialize(model, config.init_from)
+            kind.initialize(model, config.init_from)
         adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam
         model.compile(
             optimizer=adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
@@ -284,11 +308,6 @@ def _without_autotune(ds):
     return ds.with_options(options)
 
 
-def training_dataset(config, sequences):
-    """The ``tf.data`` training pipeline of ``config.model`` (its kind's)."""
-    return kinds.get(config.model).training_dataset(config, sequences)
-
-
 def learning_rate(config, total_steps):
     """Adam's learning rate: ``config.learning_rate``, constant or on a schedule.
 
@@ -320,8 +339,8 @@ def learning_rate(config, total_steps):
     )
 
 
-def loss_normalizer(config, sequences):
-    """The fixed loss normaliser of ``config``: mean target positions per batch.
+def loss_normalizer(kind, config, sequences):
+    """The fixed loss normaliser of ``kind`` and ``config``: mean target positions per batch.
 
     ``None`` when ``config.loss_normalization`` is ``"batch"`` (each batch's own mean).
     With ``"fixed"`` every training position weighs the same whatever batch, and so
@@ -332,7 +351,7 @@ def loss_normalizer(config, sequences):
         return None
     if config.loss_normalization != "fixed":
         raise ValueError(f"loss_normalization must be 'fixed' or 'batch', got {config.loss_normalization!r}")
-    per_window = kinds.get(config.model).targets_per_window(config, sequences)
+    per_window = kind.targets_per_window(config, sequences)
     if not len(per_window):
         return None
     return float(np.mean(per_window) * min(config.batch_size, len(per_window)))
@@ -361,8 +380,3 @@ def _loss(config):
             )
         kwargs["exclude_history"] = config.negatives_exclude_history
     return cls(**kwargs)
-
-
-def load(model_dir, config_file=CONFIG_FILE):
-    """``(model, vocabulary, info)`` of a directory written by ``train``."""
-    return read(model_dir, config_file)

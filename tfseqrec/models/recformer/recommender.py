@@ -6,6 +6,7 @@ import tensorflow as tf
 from tfseqrec import ranking
 from tfseqrec.data import text as text_lib
 from tfseqrec.data import vocab as vocab_ids
+from tfseqrec.progress import progress_bar
 
 
 def pack_inputs(backbone, item_tokens, item_types, cls_id, max_tokens=None, pad_multiple=None, cache=None):
@@ -242,8 +243,6 @@ class RecformerRecommender(tf.Module):
 
 def _batched(fn, n, batch_size, progress, desc):
     """``[fn(start) for start in range(0, n, batch_size)]`` under a progress bar."""
-    from tfseqrec.evaluation import progress_bar
-
     bar = progress_bar(-(-n // batch_size), progress, desc)
     out = []
     for start in range(0, n, batch_size):

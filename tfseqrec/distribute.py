@@ -13,7 +13,7 @@
   model directory; every other worker writes its own copy beside it
   (``worker_output_dir``), removed when the run completes. Keras 3's ``fit`` needs two
   work-arounds under this strategy, in ``SequentialRecommender``
-  (``_maybe_symbolic_build`` and ``step_logs``; keras-team/keras#20585), and the
+  (``tfseqrec.keras_internals.MultiWorkerBuild`` and ``step_logs``; keras-team/keras#20585), and the
   decisions callbacks take alone (the time budget) are agreed across workers
   (``any_worker``), so that no worker waits for another that has stopped.
 """
@@ -94,16 +94,6 @@ def local_value(strategy, value):
     if isinstance(value, tf.distribute.DistributedValues):
         return strategy.experimental_local_results(value)[0]
     return value
-
-
-def replica_spec(element_spec):
-    """One replica's ``tf.TensorSpec`` nest of a distributed dataset's ``element_spec``."""
-
-    def first(spec):  # a PerReplicaSpec (several local replicas) holds one spec per replica
-        specs = getattr(spec, "_value_specs", None)
-        return specs[0] if specs else spec
-
-    return tf.nest.map_structure(first, element_spec, expand_composites=False)
 
 
 def _check_tf_config():
