@@ -1,5 +1,6 @@
 """Behaviour shared by SASRec, BERT4Rec, UniSRec and HSTU, and what is particular to each."""
 
+import contextlib
 import os
 
 import keras
@@ -106,13 +107,121 @@ def test_length_bucketed_validation_gives_the_same_metrics(cls):
         assert bucketed[name] == pytest.approx(plain[name], abs=1e-5), name
 
 
+# --- the training losses against NumPy, and learning with each of them -------------------
+
+# One hand-made batch: left-padded windows, each target the next item (0, weight 0, after
+# padding); row 2 repeats item 5, so its history holds fewer items than its positions.
+BATCH_IDS = np.array([[0, 0, 3, 4, 5, 6], [8, 9, 10, 11, 12, 13], [0, 0, 0, 5, 9, 5]])
+BATCH_Y = np.array([[0, 0, 4, 5, 6, 7], [9, 10, 11, 12, 13, 14], [0, 0, 0, 9, 5, 3]])
+SHARED_NEGATIVES = np.array([0, 1, 5, 11])  # sampled softmax: item indices, shared by the batch
+
+
+def _fixed_negatives(shape, num_items, history=None):
+    """Stands in for ``_uniform_negatives``: a fixed ``[n, k]`` pattern (some hit the positive)."""
+    n, k = shape
+    return tf.reshape(tf.math.floormod(tf.range(n * k) * 5 + 1, num_items), (n, k))
+
+
+@contextlib.contextmanager
+def _fixed_draws(loss):
+    """``loss`` draws fixed negatives inside the block (the samplers are tested in test_losses.py)."""
+    if isinstance(loss, losses.SampledSoftmaxCrossEntropy):
+        draw = loss.sample
+
+        def sample(num_items, rows=None):
+            return tf.constant(SHARED_NEGATIVES, tf.int32), draw(num_items, rows)[1]
+
+        loss.sample = sample
+    elif isinstance(loss, (losses.BinaryCrossEntropy, losses.GBCE)):
+        loss._uniform_negatives = _fixed_negatives
+    try:
+        yield
+    finally:  # back to the class's own methods
+        loss.__dict__.pop("sample", None)
+        loss.__dict__.pop("_uniform_negatives", None)
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def _numpy_loss(name, hidden, table, num_negatives=4, t=0.75):
+    """The batch's training loss, from the papers' equations, in NumPy.
+
+    ``hidden``: the model's output ``[batch, length, d]``; ``table``: its output item
+    table ``[num_items, d]``. Positions with a real target count, in row-major order.
+    """
+    weight = BATCH_Y >= vocab.NUM_RESERVED
+    rows = np.nonzero(weight)[0]
+    positives = BATCH_Y[weight] - vocab.NUM_RESERVED
+    logits = hidden[weight] @ table.T  # [n, num_items]
+    n, num_items = logits.shape
+    values = []
+    if name == "softmax":  # without the other items of the position's sequence
+        for i in range(n):
+            seen = {
+                j - vocab.NUM_RESERVED
+                for j in np.concatenate([BATCH_IDS[rows[i]], BATCH_Y[rows[i]]])
+                if j >= vocab.NUM_RESERVED
+            }
+            keep = [j for j in range(num_items) if j not in seen or j == positives[i]]
+            values.append(np.log(np.exp(logits[i, keep]).sum()) - logits[i, positives[i]])
+    elif name in ("bce", "gbce"):
+        negatives = ((np.arange(n * num_negatives) * 5 + 1) % num_items).reshape(n, num_negatives)
+        alpha = num_negatives / (num_items - 1)
+        beta = alpha * (t * (1 - 1 / alpha) + 1 / alpha) if name == "gbce" else 1.0  # gSASRec, eq. 11
+        for i in range(n):
+            negative = [j for j in negatives[i] if j != positives[i]]  # accidental hits dropped
+            values.append(beta * _softplus(-logits[i, positives[i]]) + _softplus(logits[i, negative]).sum())
+    elif name == "sampled_softmax":  # log-uniform Q, logQ-corrected logits (Yi et al., 2019)
+        log_q = np.log(
+            np.log((np.arange(num_items) + 2.0) / (np.arange(num_items) + 1.0)) / np.log(num_items + 1.0)
+        )
+        for i in range(n):
+            candidates = [positives[i]] + [j for j in SHARED_NEGATIVES if j != positives[i]]
+            z = logits[i, candidates] - log_q[candidates]
+            values.append(np.log(np.exp(z).sum()) - z[0])
+    return float(np.mean(values))
+
+
+def _loss_against_numpy(model, loss_name, table_of):
+    """The model's training loss on the hand-made batch at its current weights, and NumPy's.
+
+    ``table_of`` maps the item embedding variable to the output table, written out.
+    """
+    x = {"item_ids": BATCH_IDS, "padding_mask": BATCH_IDS != vocab.PAD_ID}
+    weight = (BATCH_Y >= vocab.NUM_RESERVED).astype("float32")
+    with _fixed_draws(model.loss_fn):
+        hidden = model(x, training=True)
+        got = float(model.compute_loss(x, tf.constant(BATCH_Y), hidden, tf.constant(weight)))
+    table = table_of(np.asarray(model.item_embedding.embeddings))
+    return got, _numpy_loss(loss_name, np.asarray(hidden), table)
+
+
+# Histories of the walk `_sequences` trains on, and the item that follows each (14 wraps to 3).
+WALKS = np.array([[0, 0, 0, 3, 4, 5], [0, 9, 10, 11, 12, 13], [0, 0, 0, 0, 13, 14]])
+WALK_NEXT = [6, 14, 3]
+
+
+def _learns_the_walk(model, epochs=30):
+    """Trains on the walk; returns ``(first epoch's loss, last epoch's loss, top items)``."""
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    history = model.fit(pipeline.causal_dataset(_sequences(64), LENGTH, 16, seed=0), epochs=epochs, verbose=0)
+    top = np.argmax(np.asarray(model.score(WALKS, exclude_seen=True)), axis=1) + vocab.NUM_RESERVED
+    return history.history["loss"][0], history.history["loss"][-1], top.tolist()
+
+
 @pytest.mark.parametrize("loss", ["bce", "sampled_softmax", "gbce"])
 def test_sasrec_trains_with_every_loss(loss):
-    model = _tiny(SASRec, loss=losses.LOSSES[loss](num_negatives=4, seed=0))
-    model.compile(optimizer="adam")
-    ds = pipeline.causal_dataset(_sequences(), LENGTH, 8, seed=0)
-    history = model.fit(ds, epochs=2, verbose=0)
-    assert np.all(np.isfinite(history.history["loss"]))
+    model = _tiny(SASRec, dropout=0.0, loss=losses.LOSSES[loss](num_negatives=4, seed=0))
+    # At initialisation the loss is its equation in NumPy on the model's own hidden states
+    # and item embeddings (SASRec's output table is its input table, tied).
+    got, expected = _loss_against_numpy(model, loss, lambda emb: emb[vocab.NUM_RESERVED :])
+    assert got == pytest.approx(expected, rel=1e-4)
+    # Trained with its random draws, the model learns the walk: the next item ranks first.
+    first, last, top = _learns_the_walk(model)
+    assert last < 0.5 * first
+    assert top == WALK_NEXT
 
 
 def test_sasrec_is_causal():
@@ -289,8 +398,16 @@ def test_hstu_reads_timestamps_only_with_time_buckets():
 
 @pytest.mark.parametrize("options", [{"attention": "softmax"}, {"relative_position_bias": False}])
 def test_hstu_variants_train(options):
-    model = _tiny(HSTU, **options)
-    model.compile(optimizer="adam")
-    history = model.fit(pipeline.causal_dataset(_sequences(), LENGTH, 8, seed=0), epochs=2, verbose=0)
-    assert np.all(np.isfinite(history.history["loss"]))
+    def unit_rows(emb):  # HSTU scores by cosine: its output table is the L2-normalised items
+        table = emb[vocab.NUM_RESERVED :]
+        return table / np.linalg.norm(table, axis=1, keepdims=True)
+
+    model = _tiny(HSTU, dropout=0.0, **options)
+    # At initialisation: NumPy's full softmax without the sequence's other items (the
+    # default loss) on the model's hidden states (normalised, over the temperature).
+    got, expected = _loss_against_numpy(model, "softmax", unit_rows)
+    assert got == pytest.approx(expected, rel=1e-4)
+    first, last, top = _learns_the_walk(model)
+    assert last < 0.5 * first
+    assert top == WALK_NEXT
     assert HSTU.from_config(model.get_config()).get_config() == model.get_config()
