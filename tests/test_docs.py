@@ -55,11 +55,17 @@ def _run_python(code, where):
 
 def _commands(code):
     """The commands of a bash block: continued lines joined, comments dropped."""
-    commands = []
+    commands, pending = [], ""
     for line in code.replace("\\\n", " ").splitlines():
-        words = shlex.split(line, comments=True)
+        pending = f"{pending}\n{line}" if pending else line
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # a quote still open: the command goes on over the next line
+            continue
+        pending = ""
         if words:
             commands.append(words)
+    assert not pending, f"unclosed quote in {pending!r}"
     return commands
 
 
@@ -95,6 +101,20 @@ def test_readme_bash_quickstart_covers_the_workflow():
         c for lang, c, h in _blocks(REPO / "README.md") if lang == "bash" and "quickstart" in h.lower()
     ]
     assert [words[1] for words in _commands(code)] == ["train", "evaluate", "recommend", "export"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_documented_commands_parse(page):
+    """Every ``tfseqrec`` command shown in a bash block has real subcommands and flags."""
+    parser = cli.build_parser()
+    for language, code, heading in _blocks(page):
+        for words in _commands(code) if language == "bash" else []:
+            if words[0] != "tfseqrec":
+                continue
+            try:
+                parser.parse_args(words[1:])
+            except SystemExit:
+                pytest.fail(f"{page.relative_to(REPO)} ({heading}): {shlex.join(words)} does not parse")
 
 
 @pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(REPO)))
