@@ -172,7 +172,7 @@ def _fetch(url, path, folder, progress, timeout):
         reason = getattr(e, "reason", e)
         raise DownloadError(
             f"could not reach {url} ({reason}). If this machine is offline, fetch that file elsewhere and "
-            f"put it in {folder}/ (see the README's 'Data' section), or point TFSEQREC_DATA at a folder "
+            f"put it in {folder}/ (see docs/data.md), or point TFSEQREC_DATA at a folder "
             "that holds the dataset"
         ) from None
     with response:
