@@ -1,8 +1,8 @@
 """The ``tfseqrec`` command's flags and help: argparse only, so that ``--help`` needs no TensorFlow.
 
-Each subcommand is a ``_add_*`` function that declares its flags and records, as
-``args.run``, the name of the ``tfseqrec.commands`` function that carries it out;
-``main`` imports that module (and TensorFlow with it) once the arguments are parsed.
+Each subcommand is a ``_add_*`` function that declares its flags; its parser records the
+command's name as ``args.run``, a key of ``tfseqrec.commands.COMMANDS``, and ``main``
+imports that module (and TensorFlow with it) only once the arguments are parsed.
 What a ``--model`` name means is ``tfseqrec.kinds``'s decision; ``MODELS`` only names
 and describes the kinds for help and ``--model``'s choices (a test checks that it lists
 exactly ``kinds.KINDS``).
@@ -165,8 +165,8 @@ DETAILS = {
     "pipeline run": [
         (
             "Runs every component in this process (Beam's DirectRunner unless --beam-arg says "
-            "otherwise) and prints a JSON summary of the run: the trained model's metrics and "
-            "whether it was blessed and pushed."
+            "otherwise) and prints a JSON summary of the run: the evaluated model's metrics and "
+            "whether it was pushed, and where."
         ),
     ],
 }
@@ -305,7 +305,7 @@ def _tensorflow_start_up_hidden():
     sys.stderr.flush()
     try:
         saved = os.dup(2)
-    except OSError:  # no stderr at all: nothing to hide
+    except OSError:  # no stderr to filter
         saved = None
     if saved is None:
         yield
