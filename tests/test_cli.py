@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -307,6 +308,17 @@ def test_every_command_parses_to_its_implementation():
     parser = cli.build_parser()
     for name, argv in MINIMAL_ARGV.items():
         assert parser.parse_args(argv).run == name
+
+
+def test_help_examples_parse():
+    text = "\n".join([cli.EPILOG, *("\n".join(lines) for lines in cli.EXAMPLES.values())])
+    examples = [
+        line for line in text.replace("\\\n", " ").splitlines() if line.strip().startswith("tfseqrec ")
+    ]
+    assert len(examples) >= 15
+    parser = cli.build_parser()
+    for line in examples:
+        parser.parse_args(shlex.split(line)[1:])
 
 
 def test_a_command_without_its_subcommand_prints_its_help(capsys):
