@@ -167,14 +167,13 @@ class LossesTest(test_case.TestCase):
         self.assertGreater(abs(expected[True] - expected[False]), 0.1)  # the correction matters here
 
     def test_sampled_softmax_logq_estimates_the_full_softmax(self):
-        # With the correction, the sampled softmax's denominator, over K draws from Q,
-        # is an unbiased estimate of K * (sum over the other items of exp(s_j)) / Q(pos)
-        # (Bengio & Senecal; Yi et al., RecSys 2019): the loss,
-        # log(1 + sum_k exp(s_k - log Q(k)) / exp(s_pos - log Q(pos))), so gives back the
-        # full softmax's loss. Without it, the estimate is of sum_j Q(j) exp(s_j), biased
-        # towards the popular (small) ids.
+        # The loss is log(1 + sum_k exp(s_k - log Q(k)) / exp(s_pos - log Q(pos))) over K
+        # draws from Q. With the correction, sum_k exp(s_k) / Q(k) is an unbiased estimate of
+        # K * sum_{j != pos} exp(s_j) (importance sampling; Bengio & Senecal 2008, Yi et al.
+        # 2019), so the loss gives back the full softmax's denominator, and so its loss.
+        # Without it, the estimate is of K * sum_j Q(j) exp(s_j): biased to popular (small) ids.
         rng = np.random.default_rng(0)
-        n, pos, draws = 20, 10, 20000
+        n, pos, draws = 20, 10, 100000
         hidden, table = rng.normal(size=(1, 4)), rng.normal(size=(n, 4))
         s = table @ hidden[0]
         q = np.log((np.arange(n) + 2.0) / (np.arange(n) + 1.0)) / np.log(n + 1.0)
@@ -193,9 +192,9 @@ class LossesTest(test_case.TestCase):
             z_others = np.expm1(value) * np.exp(s[pos]) / draws / (q[pos] if corrected else 1.0)
             return np.log(np.exp(s[pos]) + z_others) - s[pos]
 
-        self.assertAllClose(implied_full_loss(True), full, atol=0.02)
+        self.assertAllClose(implied_full_loss(True), full, atol=0.03)  # ~7 standard deviations
         biased = np.log(np.exp(s[pos]) + np.sum(q[others] * np.exp(s[others]))) - s[pos]
-        self.assertAllClose(implied_full_loss(False), biased, atol=0.02)
+        self.assertAllClose(implied_full_loss(False), biased, atol=0.03)
         self.assertGreater(abs(full - biased), 1.0)
 
     def test_log_uniform_sampler_is_a_distribution(self):
