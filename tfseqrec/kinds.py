@@ -276,7 +276,6 @@ class IdModelKind(ModelKind):
         strategy=None,
         **read_kwargs,
     ):
-
         model, history, split, _ = id_models.train(
             self,
             data_path,
@@ -302,7 +301,6 @@ class IdModelKind(ModelKind):
         item_text=None,
         strategy=None,
     ):
-
         config, model_kwargs = self.model_inputs(
             self.options(options), vocabulary, item_text, output_dir, verbose
         )
@@ -496,7 +494,6 @@ class RecformerKind(ModelKind):
         strategy=None,
         **read_kwargs,
     ):
-
         if strategy is not None:
             raise ValueError("recformer trains on one device; --strategy is for the id models")
         if item_text is None:

@@ -103,21 +103,12 @@ def train(
     strategy = distribute.resolve(strategy)
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
-    with output_directory(own_dir, record, overwrite) as work:
-        config, model_kwargs = kind.model_inputs(config, vocabulary, item_text, work, verbose)
+    with output_directory(own_dir, record, overwrite) as out:
+        config, inputs = kind.model_inputs(config, vocabulary, item_text, out, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
         model, history = fit(
-            kind,
-            split,
-            vocabulary,
-            work,
-            config,
-            strategy,
-            callbacks,
-            verbose,
-            data,
-            model_kwargs=model_kwargs,
+            kind, split, vocabulary, out, config, strategy, callbacks, verbose, data, model_kwargs=inputs
         )
     if own_dir != output_dir:
         shutil.rmtree(own_dir)  # a copy of the chief's
