@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tfseqrec.data import ClozeMasking, pipeline, splits
+from tfseqrec.data import ClozePreprocessor, pipeline, splits
 
 
 def _seqs():
@@ -34,8 +34,9 @@ def test_cloze_dataset_unmasked_and_masked():
     ds = pipeline.cloze_dataset(_seqs(), max_sequence_length=4, batch_size=8, shuffle=False)
     x = next(iter(ds))
     np.testing.assert_array_equal(x["item_ids"], [[5, 6, 7, 8], [0, 0, 9, 10]])
-    masking = ClozeMasking(num_items=20, mask_prob=1.0, mask_token_rate=1.0, random_token_rate=0.0)
-    x, labels, weights = next(iter(pipeline.cloze_dataset(_seqs(), 4, 8, masking=masking, shuffle=False)))
+    # Masked by the preprocessor the BERT4Rec task calls in its training step (here mapped in tf.data).
+    masking = ClozePreprocessor(num_items=20, mask_prob=1.0, mask_token_rate=1.0, random_token_rate=0.0)
+    x, labels, weights = next(iter(pipeline.cloze_dataset(_seqs(), 4, 8, shuffle=False).map(masking)))
     np.testing.assert_array_equal(x["item_ids"], [[1, 1, 1, 1], [0, 0, 1, 1]])
     np.testing.assert_array_equal(labels, [[5, 6, 7, 8], [0, 0, 9, 10]])
     np.testing.assert_array_equal(x["padding_mask"], [[1, 1, 1, 1], [0, 0, 1, 1]])
@@ -105,8 +106,8 @@ def test_cloze_bucketing_widths_and_masking():
         [str(i) for i in range(120)],
         [list(rng.integers(3, 50, size=rng.integers(1, 30))) for _ in range(120)],
     )
-    masking = ClozeMasking(num_items=47, mask_prob=0.3, seed=0)
-    ds = pipeline.cloze_dataset(seqs, 30, 16, masking=masking, seed=0, bucket_boundaries=(10, 20))
+    masking = ClozePreprocessor(num_items=47, mask_prob=0.3, seed=0)
+    ds = pipeline.cloze_dataset(seqs, 30, 16, seed=0, bucket_boundaries=(10, 20)).map(masking)
     widths, total = set(), 0
     for x, labels, weights in ds:
         widths.add(x["item_ids"].shape[1])

@@ -7,7 +7,7 @@ TensorFlow (``tfseqrec data stats`` starts in a second, not four).
 import importlib
 
 _EXPORTS = {
-    "tfseqrec.data.masking": ["ClozeMasking"],
+    "tfseqrec.data.masking": ["ClozeMasking", "ClozePreprocessor"],
     "tfseqrec.data.pipeline": [
         "causal_dataset",
         "cloze_dataset",

@@ -182,3 +182,53 @@ class ClozeMasking(keras.layers.Layer):
             }
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class ClozePreprocessor(ClozeMasking):
+    """Cloze masking of a training batch, packed for ``fit`` as keras-hub's
+    ``MaskedLMPreprocessor`` packs it: ``ClozeMasking`` of the batch's item ids.
+
+    The one Cloze path of the library: ``tfseqrec.models.tasks.ClozeTask`` (BERT4Rec)
+    calls it inside its compiled training step on the unmasked windows that
+    ``pipeline.cloze_dataset`` serves, so the masks are drawn fresh each step, on the
+    accelerator when there is one. Mapped over a ``tf.data`` dataset it does the same
+    in the input pipeline. Arguments are ``ClozeMasking``'s.
+
+    Call arguments:
+        x: dict with ``item_ids`` int ``[batch, length]`` and optional
+            ``padding_mask`` (default: the non-padding ids); or the id tensor alone.
+
+    Returns:
+        ``keras.utils.pack_x_y_sample_weight(x, y, sample_weight)``: ``x`` with the
+        masked ``item_ids`` and the ``padding_mask`` of the unmasked ones, ``y`` the
+        original id of every chosen slot (0 elsewhere), ``sample_weight`` 1.0 at the
+        chosen slots and 0.0 elsewhere.
+
+    Example:
+
+    >>> preprocessor = ClozePreprocessor(num_items=20, mask_prob=1.0, mask_token_rate=1.0,
+    ...                                  random_token_rate=0.0)
+    >>> x, y, sample_weight = preprocessor({"item_ids": keras.ops.convert_to_tensor([[0, 3, 4]])})
+    >>> keras.ops.convert_to_numpy(x["item_ids"]).tolist(), keras.ops.convert_to_numpy(y).tolist()
+    ([[0, 1, 1]], [[0, 3, 4]])
+    """
+
+    def call(self, x):
+        ids = x["item_ids"] if isinstance(x, dict) else x
+        mask = x.get("padding_mask") if isinstance(x, dict) else None
+        ids = ops.convert_to_tensor(ids)
+        if mask is None:
+            mask = ops.not_equal(ids, vocab.PAD_ID)
+        masked, labels, sample_weight = super().call(ids)
+        return keras.utils.pack_x_y_sample_weight(
+            {"item_ids": masked, "padding_mask": mask}, labels, sample_weight
+        )
+
+    def compute_output_spec(self, x):
+        ids = x["item_ids"] if isinstance(x, dict) else x
+        mask = x.get("padding_mask") if isinstance(x, dict) else None
+        masked, labels, sample_weight = super().compute_output_spec(ids)
+        if mask is None:
+            mask = keras.KerasTensor(ids.shape, dtype="bool")
+        return {"item_ids": masked, "padding_mask": mask}, labels, sample_weight

@@ -144,7 +144,6 @@ def cloze_dataset(
     sequences,
     max_sequence_length,
     batch_size,
-    masking=None,
     shuffle=True,
     seed=None,
     window_stride=None,
@@ -153,10 +152,10 @@ def cloze_dataset(
 ):
     """Masked-item training data for BERT4Rec.
 
-    Without ``masking`` the elements are unmasked ``x`` dicts: the model masks them
-    inside its compiled training step (on the GPU when there is one). With a
-    ``ClozeMasking`` layer the masks are drawn in the input pipeline instead, and the
-    elements are ``(x, labels, sample_weight)``. Either way they are fresh each pass.
+    The elements are unmasked ``x`` dicts: the model masks them inside its compiled
+    training step (``ClozeTask`` with its ``masking.ClozePreprocessor``, on the
+    accelerator when there is one), fresh each step; masking in the input pipeline
+    instead is ``ds.map(ClozePreprocessor(...))``.
     ``bucket_boundaries`` works as in ``causal_dataset``.
     """
     windows, _ = sliding_windows(sequences, max_sequence_length, window_stride, min_length=1)
@@ -170,19 +169,7 @@ def cloze_dataset(
         drop_remainder,
         prefetch=False,
     )
-    if masking is None:
-        ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)})
-    else:
-
-        def mask(ids):
-            masked, labels, weights = masking(ids)
-            return (
-                {"item_ids": masked, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)},
-                labels,
-                weights,
-            )
-
-        ds = ds.map(mask)
+    ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)})
     return ds.prefetch(tf.data.AUTOTUNE)
 
 

@@ -6,9 +6,9 @@ import keras
 import tensorflow as tf
 
 from tfseqrec import losses
-from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
-from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.tasks import ClozeTask
 
 
 def _initializer(initializer_range, kernel=False):
@@ -19,17 +19,129 @@ def _initializer(initializer_range, kernel=False):
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class BERT4Rec(SequentialRecommender):
-    """Bidirectional Encoder Representations from Transformer for recommendation.
+class BERT4RecBackbone(SequentialBackbone):
+    """BERT4Rec's network: item ids to the sequence output (no loss; ``BERT4Rec`` trains it).
 
     Item plus position embeddings, layer norm and dropout feed ``num_layers``
     bidirectional post-LN blocks with GELU feed-forward layers. The output head is a
     GELU projection and layer norm, scored against the item embeddings (tied) plus a
-    per-item bias.
+    per-item bias. Padding (id 0) is masked out of attention.
 
+    Args:
+        num_items: number of real items.
+        max_sequence_length: input length including the inference [MASK].
+        hidden_dim: model width (64 in the paper for ML-1M).
+        num_layers: transformer blocks (2).
+        num_heads: attention heads (2).
+        intermediate_dim: feed-forward width; defaults to ``4 * hidden_dim``.
+        dropout: dropout rate (0.1).
+        activation: feed-forward activation (``"gelu"``).
+        normalize_first: pre-LN instead of BERT's post-LN.
+        initializer_range: standard deviation of the truncated normal initializer of
+            every embedding and kernel, as in BERT (biases start at 0); ``None``
+            keeps Keras's Glorot kernels (embeddings stay at 0.02).
+        position_origin: ``"newest"`` (the inference [MASK] always at the last
+            position, as the original code's left padding) or ``"oldest"`` (position 0
+            for the oldest item, as Hugging Face BERT with right padding); see
+            ``SequentialBackbone.position_ids``.
+
+    Call arguments:
+        inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded) and
+            optional ``padding_mask``; or the id tensor alone.
+        training: dropout switch.
+
+    Returns:
+        ``[batch, length, hidden_dim]``: row ``i`` scores the item at slot ``i``.
+
+    Example:
+
+    >>> backbone = BERT4RecBackbone(num_items=20, max_sequence_length=6, hidden_dim=8)
+    >>> backbone(keras.ops.convert_to_tensor([[0, 0, 3, 4, 5, 1]])).shape
+    TensorShape([1, 6, 8])
+    """
+
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length=200,
+        hidden_dim=64,
+        num_layers=2,
+        num_heads=2,
+        intermediate_dim=None,
+        dropout=0.1,
+        activation="gelu",
+        normalize_first=False,
+        initializer_range=0.02,
+        position_origin="newest",
+        **kwargs,
+    ):
+        super().__init__(
+            num_items,
+            max_sequence_length,
+            hidden_dim,
+            num_layers,
+            num_heads,
+            intermediate_dim,
+            dropout,
+            activation,
+            normalize_first,
+            position_origin=position_origin,
+            **kwargs,
+        )
+        # === Layers ===
+        init = functools.partial(_initializer, initializer_range)
+        self.item_embedding = keras.layers.Embedding(
+            vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init(), name="item_embedding"
+        )
+        self.position_embedding = keras.layers.Embedding(
+            max_sequence_length, hidden_dim, embeddings_initializer=init(), name="position_embedding"
+        )
+        self.embedding_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="embedding_norm")
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.blocks = self.make_blocks(
+            causal=False,
+            default_intermediate_dim=4 * hidden_dim,
+            layer_norm_epsilon=1e-12,
+            kernel_initializer=init(True),
+        )
+        self.head_dense = keras.layers.Dense(
+            hidden_dim, activation="gelu", kernel_initializer=init(True), name="head_dense"
+        )
+        self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="head_norm")
+        self.output_bias = self.add_weight(shape=(num_items,), initializer="zeros", name="output_bias")
+
+        # === Config ===
+        self.initializer_range = initializer_range
+        self.build_weights(tf.zeros((1, max_sequence_length), "int32"))
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        ids, mask = self.unpack_inputs(inputs)
+        x = self.item_embedding(ids) + self.position_embedding(self.position_ids(mask))
+        x = self.embedding_dropout(self.embedding_norm(x), training=training)
+        x, attention = self.run_blocks(x, mask, training, return_attention_scores)
+        x = self.head_norm(self.head_dense(x))
+        return (x, attention) if return_attention_scores else x
+
+    def output_table(self, training=False):
+        return self.item_embedding.embeddings[vocab.NUM_RESERVED :], self.output_bias
+
+    def output_rows(self, training=False):
+        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED), self.output_bias
+
+    def get_config(self):
+        config = super().get_config()
+        config["initializer_range"] = self.initializer_range
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class BERT4Rec(ClozeTask, BERT4RecBackbone):
+    """Bidirectional Encoder Representations from Transformer for recommendation.
+
+    ``BERT4RecBackbone`` (the network) with the Cloze task (``tfseqrec.models.tasks.ClozeTask``).
     Training uses the Cloze task: when ``fit`` gets batches without labels, the
     model masks them itself inside the compiled training step with its
-    ``ClozeMasking`` layer (``mask_prob`` of the items; 80% [MASK], 10% random, 10%
+    ``ClozePreprocessor`` (``mask_prob`` of the items; 80% [MASK], 10% random, 10%
     kept; fresh each step), and the loss covers masked positions only. At inference
     the last ``max_sequence_length - 1`` items get a [MASK] appended, and the scores
     of that last position rank the next item.
@@ -58,7 +170,7 @@ class BERT4Rec(SequentialRecommender):
         position_origin: ``"newest"`` (the inference [MASK] always at the last
             position, as the original code's left padding) or ``"oldest"`` (position 0
             for the oldest item, as Hugging Face BERT with right padding); see
-            ``SequentialRecommender.position_ids``.
+            ``SequentialBackbone.position_ids``.
         loss: a ``tfseqrec.losses`` object or name; default full softmax without
             the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``,
             as SASRec's; best on ML-1M validation: 0.0874 against 0.0807 after 10 minutes).
@@ -97,113 +209,21 @@ class BERT4Rec(SequentialRecommender):
     ):
         super().__init__(
             num_items,
-            max_sequence_length,
-            hidden_dim,
-            num_layers,
-            num_heads,
-            intermediate_dim,
-            dropout,
-            activation,
-            normalize_first,
-            loss=loss,
-            position_origin=position_origin,
-            **kwargs,
-        )
-        # === Layers ===
-        init = functools.partial(_initializer, initializer_range)
-        self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init(), name="item_embedding"
-        )
-        self.position_embedding = keras.layers.Embedding(
-            max_sequence_length, hidden_dim, embeddings_initializer=init(), name="position_embedding"
-        )
-        self.embedding_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="embedding_norm")
-        self.embedding_dropout = keras.layers.Dropout(dropout)
-        self.blocks = self.make_blocks(
-            causal=False,
-            default_intermediate_dim=4 * hidden_dim,
-            layer_norm_epsilon=1e-12,
-            kernel_initializer=init(True),
-        )
-        self.head_dense = keras.layers.Dense(
-            hidden_dim, activation="gelu", kernel_initializer=init(True), name="head_dense"
-        )
-        self.head_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="head_norm")
-        self.output_bias = self.add_weight(shape=(num_items,), initializer="zeros", name="output_bias")
-        self.masking = masking_lib.ClozeMasking(
-            num_items,
+            max_sequence_length=max_sequence_length,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            activation=activation,
+            normalize_first=normalize_first,
             mask_prob=mask_prob,
             mask_token_rate=mask_token_rate,
             random_token_rate=random_token_rate,
             last_item_only_prob=last_item_only_prob,
+            initializer_range=initializer_range,
             seed=seed,
-            name="cloze_masking",
+            position_origin=position_origin,
+            loss=loss,
+            **kwargs,
         )
-
-        # === Config ===
-        self.mask_prob = mask_prob
-        self.mask_token_rate = mask_token_rate
-        self.random_token_rate = random_token_rate
-        self.last_item_only_prob = last_item_only_prob
-        self.initializer_range = initializer_range
-        self.seed = seed
-        self(tf.zeros((1, max_sequence_length), "int32"))
-
-    def call(self, inputs, training=None, return_attention_scores=False):
-        ids, mask = self.unpack_inputs(inputs)
-        x = self.item_embedding(ids) + self.position_embedding(self.position_ids(mask))
-        x = self.embedding_dropout(self.embedding_norm(x), training=training)
-        x, attention = self.run_blocks(x, mask, training, return_attention_scores)
-        x = self.head_norm(self.head_dense(x))
-        return (x, attention) if return_attention_scores else x
-
-    def train_step(self, data):
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        if y is None:
-            ids, mask = self.unpack_inputs(x)
-            masked, y, sample_weight = self.masking(ids)
-            x = {"item_ids": masked, "padding_mask": mask}
-        return super().train_step((x, y, sample_weight))
-
-    def _history(self, x, y, weight):
-        """The sequence's items: a masked slot holds [MASK] or a random item, its label the real one."""
-        ids, mask = self.unpack_inputs(x)
-        ids = tf.where(weight, tf.constant(vocab.PAD_ID, ids.dtype), ids)
-        return super()._history({"item_ids": ids, "padding_mask": mask}, y, weight)
-
-    def inference_inputs(self, inputs):
-        """The last ``max_sequence_length - 1`` items, left-padded, then a [MASK].
-
-        The model fills in the masked slot: the next item. Histories shorter than the
-        window lose nothing; longer ones keep their newest items.
-        """
-        ids, _ = self.unpack_inputs(inputs)
-        # A window narrower than the model's (a length bucket) keeps its width plus
-        # the [MASK]: positions do not depend on the padding, so scores are the same.
-        width = ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1]
-        last = self.max_sequence_length - 1
-        keep = min(width, last) if isinstance(width, int) else tf.minimum(width, last)
-        ids = ids[:, width - keep :]
-        mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
-        ids = tf.concat([ids, mask_col], axis=1)
-        return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
-
-    def output_table(self, training=False):
-        return self.item_embedding.embeddings[vocab.NUM_RESERVED :], self.output_bias
-
-    def output_rows(self, training=False):
-        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED), self.output_bias
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "mask_prob": self.mask_prob,
-                "mask_token_rate": self.mask_token_rate,
-                "random_token_rate": self.random_token_rate,
-                "last_item_only_prob": self.last_item_only_prob,
-                "initializer_range": self.initializer_range,
-                "seed": self.seed,
-            }
-        )
-        return config

@@ -9,12 +9,13 @@ import tensorflow as tf
 from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
-from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.tasks import NextItemTask
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class HSTU(SequentialRecommender):
-    """Hierarchical Sequential Transduction Units for next-item prediction.
+class HSTUBackbone(SequentialBackbone):
+    """HSTU's network: item ids to the sequence output (no loss; ``HSTU`` trains it).
 
     Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learned absolute position
     embeddings, dropout, then ``num_layers`` causal ``HSTULayer``s (gated pointwise
@@ -52,11 +53,7 @@ class HSTU(SequentialRecommender):
         initializer_range: standard deviation of the item and position embeddings'
             normal initializer (the layers' kernels are Glorot, as the reference's).
         position_origin: ``"oldest"`` (the reference) or ``"newest"``; see
-            ``SequentialRecommender.position_ids``.
-        loss: a ``tfseqrec.losses`` object or name; default full softmax without
-            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
-        loss_normalizer: see ``SequentialRecommender``.
-
+            ``SequentialBackbone.position_ids``.
     Call arguments:
         inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded, newest
             last), optional ``padding_mask`` and optional ``timestamps`` (seconds,
@@ -69,10 +66,9 @@ class HSTU(SequentialRecommender):
 
     Example:
 
-    >>> model = HSTU(num_items=20, max_sequence_length=5, hidden_dim=8, num_layers=2)
-    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
-    >>> ids.shape
-    (1, 2)
+    >>> backbone = HSTUBackbone(num_items=20, max_sequence_length=5, hidden_dim=8, num_layers=2)
+    >>> backbone(keras.ops.convert_to_tensor([[0, 0, 3, 4, 5]])).shape
+    TensorShape([1, 5, 8])
 
     Reference:
         Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
@@ -95,7 +91,6 @@ class HSTU(SequentialRecommender):
         temperature=0.05,
         initializer_range=0.02,
         position_origin="oldest",
-        loss=None,
         **kwargs,
     ):
         if hidden_dim % num_heads and (attention_dim is None or linear_dim is None):
@@ -113,7 +108,6 @@ class HSTU(SequentialRecommender):
             dropout,
             "silu",
             True,
-            loss=loss,
             position_origin=position_origin,
             **kwargs,
         )
@@ -132,7 +126,7 @@ class HSTU(SequentialRecommender):
         inputs = {"item_ids": tf.zeros((1, max_sequence_length), "int32")}
         if num_time_buckets:
             inputs["timestamps"] = tf.zeros((1, max_sequence_length), "int64")
-        self(inputs)  # build the weights now
+        self.build_weights(inputs)
 
     @property
     def uses_timestamps(self):
@@ -228,3 +222,76 @@ class HSTU(SequentialRecommender):
             }
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class HSTU(NextItemTask, HSTUBackbone):
+    """Hierarchical Sequential Transduction Units: ``HSTUBackbone`` with the next-item task.
+
+    Every position predicts the next item (``tfseqrec.models.tasks.NextItemTask``:
+    the training loss, validation ranking, ``score``, ``recommend``); the network,
+    its sizes (the reference ML-1M configuration) and arguments are ``HSTUBackbone``'s.
+    The loss is the full softmax without the sequence's other items, as the other id
+    models'; the paper's sampled softmax
+    (``SampledSoftmaxCrossEntropy(num_negatives=128, per_position=True)``,
+    logQ-corrected) is for catalogues too large to score whole.
+
+    Args:
+        num_items, max_sequence_length, hidden_dim, num_layers, num_heads,
+            attention_dim, linear_dim, dropout, relative_position_bias,
+            num_time_buckets, attention, temperature, initializer_range,
+            position_origin: see ``HSTUBackbone``.
+        loss: a ``tfseqrec.losses`` object or name; default full softmax without
+            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
+        loss_normalizer: see ``NextItemTask``.
+
+
+    Example:
+
+    >>> model = HSTU(num_items=20, max_sequence_length=5, hidden_dim=8, num_layers=2)
+    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
+    >>> ids.shape
+    (1, 2)
+
+    Reference:
+        Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
+        Transducers for Generative Recommendations", ICML 2024.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length=200,
+        hidden_dim=50,
+        num_layers=8,
+        num_heads=2,
+        attention_dim=None,
+        linear_dim=None,
+        dropout=0.2,
+        relative_position_bias=True,
+        num_time_buckets=0,
+        attention="silu",
+        temperature=0.05,
+        initializer_range=0.02,
+        position_origin="oldest",
+        loss=None,
+        **kwargs,
+    ):
+        super().__init__(
+            num_items,
+            max_sequence_length=max_sequence_length,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            attention_dim=attention_dim,
+            linear_dim=linear_dim,
+            dropout=dropout,
+            relative_position_bias=relative_position_bias,
+            num_time_buckets=num_time_buckets,
+            attention=attention,
+            temperature=temperature,
+            initializer_range=initializer_range,
+            position_origin=position_origin,
+            loss=loss,
+            **kwargs,
+        )

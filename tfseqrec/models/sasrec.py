@@ -7,12 +7,13 @@ import tensorflow as tf
 
 from tfseqrec import losses
 from tfseqrec.data import vocab
-from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.tasks import NextItemTask
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class SASRec(SequentialRecommender):
-    """Self-Attentive Sequential Recommendation.
+class SASRecBackbone(SequentialBackbone):
+    """SASRec's network: item ids to the sequence output (no loss; ``SASRec`` trains it).
 
     Item embeddings (scaled by ``sqrt(hidden_dim)``) plus learnable position
     embeddings go through ``num_layers`` causal transformer blocks and a final layer
@@ -47,14 +48,6 @@ class SASRec(SequentialRecommender):
             ``max_sequence_length - 1`` (the original code's left padding);
             ``"oldest"``: the oldest item of the window has position 0 (the reference
             code's right padding).
-        loss: a ``tfseqrec.losses`` object or name; default full softmax without
-            the other items of the position's sequence
-            (``FullSoftmaxCrossEntropy(exclude_history=True)``: the model is not
-            pushed to score already-seen items low, which ranking with seen items
-            filtered never asks of it; best on ML-1M validation).
-        loss_normalizer: divide the summed training loss by this constant instead
-            of averaging each batch (see ``SequentialRecommender``).
-
     Call arguments:
         inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded, newest
             last) and optional ``padding_mask``; or the id tensor alone.
@@ -65,10 +58,9 @@ class SASRec(SequentialRecommender):
 
     Example:
 
-    >>> model = SASRec(num_items=20, max_sequence_length=5, hidden_dim=8)
-    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
-    >>> ids.shape
-    (1, 2)
+    >>> backbone = SASRecBackbone(num_items=20, max_sequence_length=5, hidden_dim=8)
+    >>> backbone(keras.ops.convert_to_tensor([[0, 0, 3, 4, 5]])).shape
+    TensorShape([1, 5, 8])
 
     Reference:
         Kang & McAuley, "Self-Attentive Sequential Recommendation", ICDM 2018.
@@ -88,7 +80,6 @@ class SASRec(SequentialRecommender):
         normalized_residual=True,
         initializer_range=0.02,
         position_origin="oldest",
-        loss=None,
         **kwargs,
     ):
         super().__init__(
@@ -101,7 +92,6 @@ class SASRec(SequentialRecommender):
             dropout,
             activation,
             normalize_first,
-            loss=loss,
             position_origin=position_origin,
             **kwargs,
         )
@@ -131,7 +121,7 @@ class SASRec(SequentialRecommender):
         )
         self.final_norm = keras.layers.LayerNormalization(epsilon=1e-8, name="final_norm")
 
-        self(tf.zeros((1, max_sequence_length), "int32"))  # build the weights now
+        self.build_weights(tf.zeros((1, max_sequence_length), "int32"))
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
@@ -173,3 +163,69 @@ class SASRec(SequentialRecommender):
             }
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class SASRec(NextItemTask, SASRecBackbone):
+    """Self-Attentive Sequential Recommendation: ``SASRecBackbone`` with the next-item task.
+
+    Every position predicts the next item (``tfseqrec.models.tasks.NextItemTask``:
+    the training loss, validation ranking, ``score``, ``recommend``); the network and
+    its arguments are ``SASRecBackbone``'s.
+
+    Args:
+        num_items, max_sequence_length, hidden_dim, num_layers, num_heads,
+            intermediate_dim, dropout, activation, normalize_first,
+            normalized_residual, initializer_range, position_origin: see
+            ``SASRecBackbone``.
+        loss: a ``tfseqrec.losses`` object or name; default full softmax without
+            the other items of the position's sequence
+            (``FullSoftmaxCrossEntropy(exclude_history=True)``: the model is not
+            pushed to score already-seen items low, which ranking with seen items
+            filtered never asks of it; best on ML-1M validation).
+        loss_normalizer: see ``NextItemTask``.
+
+    Example:
+
+    >>> model = SASRec(num_items=20, max_sequence_length=5, hidden_dim=8)
+    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
+    >>> ids.shape
+    (1, 2)
+
+    Reference:
+        Kang & McAuley, "Self-Attentive Sequential Recommendation", ICDM 2018.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        max_sequence_length=200,
+        hidden_dim=64,
+        num_layers=2,
+        num_heads=1,
+        intermediate_dim=None,
+        dropout=0.1,
+        activation="relu",
+        normalize_first=True,
+        normalized_residual=True,
+        initializer_range=0.02,
+        position_origin="oldest",
+        loss=None,
+        **kwargs,
+    ):
+        super().__init__(
+            num_items,
+            max_sequence_length=max_sequence_length,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            activation=activation,
+            normalize_first=normalize_first,
+            normalized_residual=normalized_residual,
+            initializer_range=initializer_range,
+            position_origin=position_origin,
+            loss=loss,
+            **kwargs,
+        )

@@ -6,75 +6,23 @@ import tensorflow as tf
 
 from tfseqrec.data import vocab
 from tfseqrec.layers import MoEAdaptor
-from tfseqrec.models.sasrec import SASRec
+from tfseqrec.models.sasrec import SASRecBackbone
+from tfseqrec.models.tasks import NextItemTask
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
-class UniSRec(SASRec):
-    """Universal Sequence Representation: item text in, SASRec's encoder on top.
+class UniSRecBackbone(SASRecBackbone):
+    """UniSRec's network: item text in, SASRec's encoder on top (no loss; ``UniSRec`` trains it).
 
-    Each item has a frozen text vector (``text_embeddings``: the mean-pooled output of
-    a pretrained sentence encoder over the item's text, computed once, for example by
-    ``tfseqrec.models.SentenceEncoder``). A ``MoEAdaptor`` (parametric whitening
-    experts under a softmax gate) maps it to the model width; with
-    ``use_id_embeddings`` a learned id embedding is added (the paper's transductive
-    setting; without it the model is inductive: an item is its text only, so an item
-    added later by its text alone is scored like any other). With id embeddings, an
-    item the training data never showed (``set_trained_items``) or one added later by
-    its text has none: it is scored by its text alone, as a text-only model scores
-    it; ``id_dropout`` drops the id part of a share of the items in training, so that
-    the text alone ranks well. Position embeddings and
-    SASRec's causal blocks follow; the sequence vector at each position and the item
-    vectors are L2-normalised and their dot product divided by ``temperature``
-    (UniSRec's fine-tuning score). Input and output item vectors are the same.
-
-    Everything else is ``SASRec``'s: training on every position with the model's loss
-    (default: full softmax without the sequence's other items), validation, scoring,
-    recommending, export. The text table is a non-trainable weight: it is saved with
-    the model, and the adaptor and encoder train over it.
-
-    Args:
-        num_items: number of real items (ids ``NUM_RESERVED ..``).
-        text_dim: width of the text vectors (all-MiniLM-L6-v2: 384).
-        num_experts: adaptor experts (the paper: 8).
-        adaptor_dropout: dropout of each expert's input (the paper: 0.2).
-        use_id_embeddings: add a learned id embedding to each adapted text vector.
-        id_dropout: with id embeddings, the probability that an item occurrence (an
-            input item, or a row of the output table) is read by its text alone in a
-            training step (0: never).
-        temperature: divides the cosine scores (the paper: 0.07); ``None`` scores by
-            the plain dot product, as SASRec.
-        text_encoder: how the text vectors were made, for items added later by their
-            text and for the export's text signatures: ``{"attributes": [...],
-            "max_attribute_tokens": int, "num_layers": int}`` of
-            ``SentenceEncoder.from_pretrained`` (``None``: vectors from elsewhere).
-        text_embeddings: optional float ``[num_items, text_dim]`` text vectors of ids
-            ``NUM_RESERVED ..`` (not part of the config: saved as a weight); set later
-            with ``set_text_embeddings``.
-        **kwargs: ``SASRec``'s arguments (``max_sequence_length``, ``hidden_dim``,
-            ``num_layers``, ``num_heads``, ``dropout``, ``loss``, ...).
-
-    Call arguments:
-        inputs: dict with ``item_ids`` int ``[batch, length]`` (newest last) and
-            optional ``padding_mask``; or the id tensor alone.
-        training: dropout switch.
-
-    Returns:
-        ``[batch, length, hidden_dim]``: row ``i`` predicts item ``i + 1`` (normalised
-        and divided by ``temperature`` when it is set).
+    The item vectors are the ``MoEAdaptor``'s of the frozen text vectors (plus id
+    embeddings with ``use_id_embeddings``); ``SASRecBackbone``'s encoder follows. The
+    arguments and the call are ``UniSRec``'s (``loss`` excepted).
 
     Example:
 
-    >>> import numpy as np
-    >>> text = np.random.default_rng(0).normal(size=(20, 6)).astype("float32")
-    >>> model = UniSRec(num_items=20, text_dim=6, max_sequence_length=5, hidden_dim=8, text_embeddings=text)
-    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
-    >>> ids.shape
-    (1, 2)
-
-    Reference:
-        Hou et al., "Towards Universal Sequence Representation Learning for
-        Recommender Systems", KDD 2022.
+    >>> backbone = UniSRecBackbone(num_items=20, text_dim=6, max_sequence_length=5, hidden_dim=8)
+    >>> backbone(keras.ops.convert_to_tensor([[0, 0, 3, 4, 5]])).shape
+    TensorShape([1, 5, 8])
     """
 
     def __init__(
@@ -230,7 +178,7 @@ class UniSRec(SASRec):
             raise ValueError(f"cannot shrink a UniSRec from {self.num_items} to {num_items} items")
         config = {**self.get_config(), "num_items": num_items}
         config.pop("name", None)
-        grown = UniSRec.from_config(config)
+        grown = type(self).from_config(config)
         for mine, theirs in zip(grown.weights, self.weights):
             value = np.asarray(theirs)
             if tuple(mine.shape) != value.shape:  # a table of item rows: new rows start at zero
@@ -271,7 +219,7 @@ class UniSRec(SASRec):
             "text_encoder": text_encoder if text_encoder is not None else self.text_encoder,
         }
         config.pop("name", None)
-        other = UniSRec.from_config(config)
+        other = type(self).from_config(config)
         other.load_shared_weights(self)
         other.set_text_embeddings(vectors)
         return other
@@ -315,6 +263,104 @@ class UniSRec(SASRec):
             }
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class UniSRec(NextItemTask, UniSRecBackbone):
+    """Universal Sequence Representation: item text in, SASRec's encoder on top.
+
+    ``UniSRecBackbone`` (the network) with the next-item task
+    (``tfseqrec.models.tasks.NextItemTask``).
+
+    Each item has a frozen text vector (``text_embeddings``: the mean-pooled output of
+    a pretrained sentence encoder over the item's text, computed once, for example by
+    ``tfseqrec.models.SentenceEncoder``). A ``MoEAdaptor`` (parametric whitening
+    experts under a softmax gate) maps it to the model width; with
+    ``use_id_embeddings`` a learned id embedding is added (the paper's transductive
+    setting; without it the model is inductive: an item is its text only, so an item
+    added later by its text alone is scored like any other). With id embeddings, an
+    item the training data never showed (``set_trained_items``) or one added later by
+    its text has none: it is scored by its text alone, as a text-only model scores
+    it; ``id_dropout`` drops the id part of a share of the items in training, so that
+    the text alone ranks well. Position embeddings and
+    SASRec's causal blocks follow; the sequence vector at each position and the item
+    vectors are L2-normalised and their dot product divided by ``temperature``
+    (UniSRec's fine-tuning score). Input and output item vectors are the same.
+
+    Everything else is ``SASRec``'s: training on every position with the model's loss
+    (default: full softmax without the sequence's other items), validation, scoring,
+    recommending, export. The text table is a non-trainable weight: it is saved with
+    the model, and the adaptor and encoder train over it.
+
+    Args:
+        num_items: number of real items (ids ``NUM_RESERVED ..``).
+        text_dim: width of the text vectors (all-MiniLM-L6-v2: 384).
+        num_experts: adaptor experts (the paper: 8).
+        adaptor_dropout: dropout of each expert's input (the paper: 0.2).
+        use_id_embeddings: add a learned id embedding to each adapted text vector.
+        id_dropout: with id embeddings, the probability that an item occurrence (an
+            input item, or a row of the output table) is read by its text alone in a
+            training step (0: never).
+        temperature: divides the cosine scores (the paper: 0.07); ``None`` scores by
+            the plain dot product, as SASRec.
+        text_encoder: how the text vectors were made, for items added later by their
+            text and for the export's text signatures: ``{"attributes": [...],
+            "max_attribute_tokens": int, "num_layers": int}`` of
+            ``SentenceEncoder.from_pretrained`` (``None``: vectors from elsewhere).
+        text_embeddings: optional float ``[num_items, text_dim]`` text vectors of ids
+            ``NUM_RESERVED ..`` (not part of the config: saved as a weight); set later
+            with ``set_text_embeddings``.
+        **kwargs: ``SASRec``'s arguments (``max_sequence_length``, ``hidden_dim``,
+            ``num_layers``, ``num_heads``, ``dropout``, ``loss``, ...).
+
+    Call arguments:
+        inputs: dict with ``item_ids`` int ``[batch, length]`` (newest last) and
+            optional ``padding_mask``; or the id tensor alone.
+        training: dropout switch.
+
+    Returns:
+        ``[batch, length, hidden_dim]``: row ``i`` predicts item ``i + 1`` (normalised
+        and divided by ``temperature`` when it is set).
+
+    Example:
+
+    >>> import numpy as np
+    >>> text = np.random.default_rng(0).normal(size=(20, 6)).astype("float32")
+    >>> model = UniSRec(num_items=20, text_dim=6, max_sequence_length=5, hidden_dim=8, text_embeddings=text)
+    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
+    >>> ids.shape
+    (1, 2)
+
+    Reference:
+        Hou et al., "Towards Universal Sequence Representation Learning for
+        Recommender Systems", KDD 2022.
+    """
+
+    def __init__(
+        self,
+        num_items,
+        text_dim=384,
+        num_experts=8,
+        adaptor_dropout=0.2,
+        use_id_embeddings=False,
+        id_dropout=0.0,
+        temperature=0.07,
+        text_encoder=None,
+        text_embeddings=None,
+        **kwargs,
+    ):
+        super().__init__(
+            num_items,
+            text_dim=text_dim,
+            num_experts=num_experts,
+            adaptor_dropout=adaptor_dropout,
+            use_id_embeddings=use_id_embeddings,
+            id_dropout=id_dropout,
+            temperature=temperature,
+            text_encoder=text_encoder,
+            text_embeddings=text_embeddings,
+            **kwargs,
+        )
 
 
 def _local_path(weight):

@@ -1,0 +1,455 @@
+"""The tasks on top of the id models' backbones: next item and Cloze.
+
+A backbone (``SASRecBackbone``, ``BERT4RecBackbone``, ``HSTUBackbone``,
+``UniSRecBackbone``) maps item ids to the sequence output ``[batch, length, hidden_dim]``
+and holds the output table items are scored with; a task owns what is done with
+them: the training loss, validation ranking, scores and top-k recommendations, as
+keras-hub's ``Task`` on a ``Backbone``. The public models are a task over a backbone
+built from the same arguments: ``SASRec``, ``HSTU`` and ``UniSRec`` are
+``NextItemTask``s, ``BERT4Rec`` a ``ClozeTask``. They inherit the backbone rather than
+hold it as an attribute, so that the weights keep the paths of model files written
+before the split (``tests/models/test_saved_v0.py``).
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfseqrec import (
+    distribute,
+    keras_internals,
+    optimizers,  # also registers RowSparseAdam, which a saved model's compile config may name
+    ranking,
+)
+from tfseqrec import losses as losses_lib
+from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import masking as masking_lib
+from tfseqrec.data import pipeline, splits, vocab
+
+
+class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
+    """Next-item prediction on a backbone: loss, validation ranking, scores, top-k.
+
+    A subclass also derives from a backbone (``SequentialBackbone``), which gives
+    ``call(inputs) -> hidden`` (the sequence output), ``output_table()``,
+    ``output_rows()``, ``unpack_inputs`` and ``inference_inputs``.
+
+    Training (``fit``) takes ``(x, y, sample_weight)`` with
+    ``x = {"item_ids", "padding_mask"}``, ``y`` the target id of every position
+    ``[batch, length]`` and ``sample_weight`` 0 where nothing is predicted; the loss
+    object scores only positions with non-zero weight. The batch loss is the sum over
+    those positions divided by ``loss_normalizer`` when it is set (a constant, so each
+    position weighs the same in whatever batch it falls: length bucketing groups short
+    histories into batches of few positions, which a per-batch mean would up-weight),
+    else their mean. Validation data are
+    ``(x, y)`` with ``y`` the next item ``[batch]``: the model scores every item and
+    updates the compiled ranking metrics (``tfseqrec.metrics``), full-catalogue.
+
+    Scores and recommendations address items by vocabulary id; column ``j`` of a
+    score matrix is id ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
+
+    Args:
+        loss: a ``tfseqrec.losses`` object or name; default the full softmax without
+            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
+        exclude_seen_in_validation: leave the history's items out of the candidates
+            in validation (see ``test_step``).
+        loss_normalizer: divide the summed training loss by this constant instead
+            of averaging each batch.
+        *args, **kwargs: the backbone's arguments.
+    """
+
+    def __init__(self, *args, loss=None, exclude_seen_in_validation=True, loss_normalizer=None, **kwargs):
+        # Before the backbone's layers, as before the split: a loss named by a string
+        # may draw a seed, and the layers' initializers draw theirs after it.
+        default = losses_lib.FullSoftmaxCrossEntropy(exclude_history=True)
+        self.loss_fn = default if loss is None else losses_lib.get(loss)
+        self.exclude_seen_in_validation = exclude_seen_in_validation
+        self.loss_normalizer = loss_normalizer
+        self._score_fn = None
+        super().__init__(*args, **kwargs)
+
+    def loss_table(self, training=False):
+        """The ``(table, bias)`` the loss reads: by rows under ``RowSparseAdam``, which
+        updates only the rows read; whole otherwise (a dense gradient, as Keras's
+        Adam expects)."""
+        if isinstance(getattr(self, "optimizer", None), optimizers.RowSparseAdam):
+            return self.output_rows(training=training)
+        return self.output_table(training=training)
+
+    # --- training and validation ---------------------------------------------------
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y = tf.convert_to_tensor(y)
+        table, bias = self.loss_table(training=training and len(y.shape) != 1)
+        if len(y.shape) == 1:  # validation: the next item at the last position
+            hidden = y_pred[:, -1]
+            positives = tf.cast(y, "int32") - vocab.NUM_RESERVED
+            count = tf.shape(positives)[0]
+            loss = self.loss_fn.from_embeddings(tf.cast(hidden, table.dtype), positives, table, bias)
+        else:
+            weight = (
+                tf.cast(y, "int32") >= vocab.NUM_RESERVED
+                if sample_weight is None
+                else tf.greater(sample_weight, 0)
+            )
+            history = self._history(x, y, weight) if self.loss_fn.exclude_history else None
+            if self.jit_compile is True:
+                # XLA wants static shapes: score every position, weigh the unused ones 0.
+                hidden = tf.reshape(y_pred, [-1, y_pred.shape[-1]])
+                positives = tf.maximum(tf.reshape(tf.cast(y, "int32"), [-1]) - vocab.NUM_RESERVED, 0)
+                w = tf.cast(tf.reshape(weight, [-1]), table.dtype)
+                if history is not None:
+                    history = (tf.reshape(history[0], [-1]), history[1])
+                per_position = self.loss_fn.from_embeddings(
+                    tf.cast(hidden, table.dtype), positives, table, bias, sample_weight=w, history=history
+                )
+                count = tf.reduce_sum(w)
+                # from_embeddings averaged over all positions; make it the mean of the weighted ones.
+                loss = per_position * tf.cast(tf.size(w), table.dtype) / tf.maximum(count, 1.0)
+            else:
+                hidden = tf.boolean_mask(y_pred, weight)
+                positives = tf.cast(tf.boolean_mask(y, weight), "int32") - vocab.NUM_RESERVED
+                count = tf.shape(positives)[0]
+                if history is not None:
+                    history = (tf.boolean_mask(history[0], weight), history[1])
+                loss = self.loss_fn.from_embeddings(
+                    tf.cast(hidden, table.dtype), positives, table, bias, history=history
+                )
+        # `loss` is the mean over this replica's target positions. Keras averages the
+        # replicas' losses, so scale to sum / denominator over all replicas: with no
+        # fixed normaliser, the single-device mean exactly.
+        count = tf.cast(count, loss.dtype)
+        replicas, total = 1, count
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            replicas = context.num_replicas_in_sync
+            total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+        fixed = self.loss_normalizer if len(y.shape) != 1 else None  # training batches only
+        denominator = tf.maximum(total, 1.0) if fixed is None else float(fixed)
+        if fixed is not None or replicas > 1:
+            loss = loss * count * replicas / denominator
+        if self.losses:
+            loss += tf.add_n(self.losses)
+        return loss
+
+    def _history(self, x, y, weight):
+        """``(rows [batch, length], seen [batch, num_items])`` of a training batch.
+
+        ``seen`` marks every item of each row's inputs and weighted targets: the
+        items a history-aware loss leaves out of the negatives. A scatter of
+        O(batch * length) updates into a ``[batch, num_items]`` bitmap.
+        """
+        ids, _ = self.unpack_inputs(x)
+        y = tf.where(weight, tf.cast(y, "int32"), vocab.PAD_ID)  # a weight-0 target is no item
+        both = tf.concat([tf.cast(ids, "int32"), y], axis=1)
+        rows = tf.broadcast_to(tf.range(tf.shape(both)[0])[:, None], tf.shape(both))
+        valid = both >= vocab.NUM_RESERVED
+        index = tf.stack(
+            [tf.boolean_mask(rows, valid), tf.boolean_mask(both, valid) - vocab.NUM_RESERVED], axis=1
+        )
+        seen = (
+            tf.scatter_nd(index, tf.ones(tf.shape(index)[:1], "int32"), [tf.shape(both)[0], self.num_items])
+            > 0
+        )
+        return rows[:, : tf.shape(ids)[1]], seen
+
+    def compile(self, optimizer="adam", metrics=None, **kwargs):
+        """Like ``keras.Model.compile``; ``metrics`` are ranking metrics for validation.
+
+        The loss is the model's own (``loss=`` at construction). ``metrics`` default to
+        ``tfseqrec.metrics.default_metrics()`` (NDCG@10, HR@10, MRR), updated on
+        validation data only, over the full catalogue.
+        """
+        if kwargs.pop("loss", None) is not None:
+            raise ValueError("pass the loss to the model constructor (loss=...), not to compile")
+        # Held outside Keras's state tracking (the model is built already) and listed
+        # through the public `metrics` property, so fit/evaluate reset them as usual.
+        object.__setattr__(
+            self, "_ranking_metrics", list(metrics) if metrics is not None else metrics_lib.default_metrics()
+        )
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compile_from_config(self, config):
+        """Restores the optimizer (and its state, when loading) of a saved model."""
+        config = keras.saving.deserialize_keras_object(config)
+        metrics = config.pop("metrics", None)
+        for key in ("loss", "loss_weights", "weighted_metrics"):
+            config.pop(key, None)
+        self.compile(metrics=metrics, **config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    @property
+    def metrics(self):
+        return super().metrics + list(getattr(self, "_ranking_metrics", []))
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        # Training batches report the loss alone: ranking metrics are for validation.
+        return {m.name: m.result() for m in self.metrics if m.name == "loss"}
+
+    def test_step(self, data):
+        """Validation: loss and ranking metrics of the next item ``y`` ``[batch]``.
+
+        With ``exclude_seen_in_validation`` the items of ``x["history"]`` (the whole
+        history, int ``[batch, any]`` padded with 0, as ``pipeline.eval_dataset``
+        gives it; the input window when ``x`` has none) leave the candidates, the
+        target excepted, by ``tfseqrec.ranking``: the rules of ``evaluation.evaluate``.
+        """
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        history = None
+        if isinstance(x, dict) and "history" in x:
+            x = dict(x)
+            history = x.pop("history")
+        ids, _ = self.unpack_inputs(x)
+        hidden = self(self.inference_inputs(x), training=False)
+        scores = self.scores_from_hidden(hidden[:, -1])
+        y = tf.reshape(tf.cast(y, "int32"), [-1])
+        # A target outside the vocabulary has no logit: it is left out of the loss
+        # (and ranks last in the metrics).
+        known = ranking.known_targets(y, self.num_items)
+        per_case = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.where(known, y - vocab.NUM_RESERVED, 0), scores
+        )
+        weight = tf.cast(known, per_case.dtype)
+        loss = tf.reduce_sum(per_case * weight) / tf.maximum(tf.reduce_sum(weight), 1.0)
+        if self.exclude_seen_in_validation:
+            scores = ranking.exclude_items(scores, ids if history is None else history, keep=y)
+        for metric in self.metrics:
+            if (
+                metric.name == "loss"
+            ):  # weighted by known targets: the mean over all cases, whatever the batching
+                metric.update_state(loss, sample_weight=tf.reduce_sum(weight))
+        for metric in getattr(self, "_ranking_metrics", []):
+            metric.update_state(y, scores, sample_weight)
+        return self.step_logs({m.name: m.result() for m in self.metrics})
+
+    # --- several workers (MultiWorkerMirroredStrategy) -------------------------------
+    # Keras 3's fit fails twice under that strategy (Keras 3.12 and 3.15 alike;
+    # keras-team/keras#20585): the build (``keras_internals.MultiWorkerBuild``, a base of
+    # this class) and the logs (``step_logs``). ``tests/test_multi_worker.py`` runs two
+    # workers and checks the model against one worker's.
+
+    def train_step(self, data):
+        return self.step_logs(super().train_step(data))
+
+    def step_logs(self, logs):
+        """A step's logs as ``fit`` can reduce them: across workers it takes the mean
+        over axis 0 of every log, which a scalar lacks; as ``[1]`` vectors their mean is
+        the scalar again. Unchanged on one worker."""
+        if not distribute.is_multi_worker(self.distribute_strategy):
+            return logs
+        return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+
+    # --- scoring -------------------------------------------------------------------
+
+    def score(self, inputs, exclude_seen=False):
+        """Scores of every item as the next one: float32 ``[batch, num_items]``.
+
+        Args:
+            inputs: int ids ``[batch, length]`` (left-padded, newest last) or a dict
+                with ``item_ids``.
+            exclude_seen: give the items in ``inputs`` a score of ``-inf``.
+        """
+        ids, _ = self.unpack_inputs(inputs)
+        scores = self.scores_from_hidden(self.query(inputs))
+        return ranking.exclude_items(scores, ids) if exclude_seen else scores
+
+    def query(self, inputs):
+        """The vector ``[batch, d]`` each history scores items with: ``score(inputs)`` is
+        ``scores_from_hidden(query(inputs))``, the dot products with ``output_table()``."""
+        return self(self.inference_inputs(inputs), training=False)[:, -1]
+
+    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256, timestamps=None):
+        """Top-``k`` next items for each history.
+
+        Args:
+            histories: int vocabulary ids ``[batch, length]`` (left-padded with 0), or
+                a list of id lists of any lengths (the last ``max_sequence_length``
+                are used; all of them are excluded when ``exclude_seen``).
+            k: number of items.
+            exclude_seen: never recommend an item of the history.
+            batch_size: histories scored at once.
+            timestamps: the items' times in seconds, shaped as ``histories``; for a
+                model that ``uses_timestamps``, and only for it.
+
+        Returns:
+            ``(ids, scores)``: int64 ``[batch, k]`` vocabulary ids and float32 scores,
+            best first.
+        """
+        if (timestamps is not None) != self.uses_timestamps:
+            raise ValueError(
+                "this model reads the items' timestamps: give them"
+                if self.uses_timestamps
+                else "this model does not read timestamps (it was trained without a time bias)"
+            )
+        if not isinstance(histories, np.ndarray):
+            seqs = splits.Sequences.from_list(
+                range(len(histories)),
+                [list(h) for h in histories],
+                None if timestamps is None else [list(t) for t in timestamps],
+            )
+            width = max(1, int(seqs.lengths.max(initial=1)))
+            full = pipeline.pad_left(seqs, width)
+            times = None if timestamps is None else pipeline.pad_left_times(seqs, width)
+        else:
+            full = histories.astype(np.int32)
+            times = None if timestamps is None else np.asarray(timestamps, np.int64)
+        window = full[:, -self.max_sequence_length :]
+        fn = self._compiled_top_k()
+        ids_out, scores_out = [], []
+        for start in range(0, len(full), batch_size):
+            inputs = tf.constant(window[start : start + batch_size])
+            if times is not None:
+                inputs = {
+                    "item_ids": inputs,
+                    "timestamps": tf.constant(times[start : start + batch_size, -self.max_sequence_length :]),
+                }
+            top_scores, top_index = fn(
+                inputs,
+                tf.constant(full[start : start + batch_size]),
+                tf.constant(min(k, self.num_items)),
+                bool(exclude_seen),
+            )
+            ids_out.append(top_index.numpy().astype(np.int64) + vocab.NUM_RESERVED)
+            scores_out.append(top_scores.numpy())
+        return np.concatenate(ids_out), np.concatenate(scores_out)
+
+    def compiled_score(self, window):
+        """``score`` of an int ``[batch, length]`` window, compiled once per model."""
+        if getattr(self, "_score_graph", None) is None:
+            object.__setattr__(self, "_score_graph", tf.function(self.score, reduce_retracing=True))
+        return self._score_graph(window)
+
+    def _compiled_top_k(self):
+        if self._score_fn is None:
+
+            def top_k(window, full, k, exclude_seen):
+                # exclude_seen is a Python bool: one trace per value. The catalogue is
+                # scored a block at a time, as the exports score it (ranking.top_k_in_blocks).
+                table, bias = self.output_table()
+                blocks, _ = ranking.query_blocks(self.query(window), table, bias)
+                batch = tf.shape(full)[0]
+                return ranking.top_k_in_blocks(
+                    blocks,
+                    self.num_items,
+                    batch,
+                    k,
+                    exclude=full if exclude_seen else None,
+                    chunk_items=ranking.block_width(batch),
+                )
+
+            self._score_fn = tf.function(top_k, reduce_retracing=True)
+        return self._score_fn
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "loss": keras.saving.serialize_keras_object(self.loss_fn),
+                "exclude_seen_in_validation": self.exclude_seen_in_validation,
+                "loss_normalizer": self.loss_normalizer,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        # Models saved before position_origin existed counted from the newest item.
+        config.setdefault("position_origin", "newest")
+        config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
+        return cls(**config)
+
+
+class ClozeTask(NextItemTask):
+    """The Cloze task (BERT4Rec's) on a bidirectional backbone.
+
+    When ``fit`` gets batches without labels (``pipeline.cloze_dataset`` serves
+    unmasked windows), the task masks them itself inside the compiled training step
+    with its ``ClozePreprocessor`` (``mask_prob`` of the items; 80% [MASK], 10%
+    random, 10% kept; fresh each step, on the accelerator when there is one), and
+    the loss covers masked positions only. At inference the last
+    ``max_sequence_length - 1`` items get a [MASK] appended, and the scores of that
+    last position rank the next item.
+
+    Args:
+        mask_prob: Cloze masking probability.
+        mask_token_rate: share of chosen items replaced by [MASK].
+        random_token_rate: share of chosen items replaced by a random item.
+        last_item_only_prob: share of training sequences with only the last item masked.
+        seed: masking seed.
+        *args, **kwargs: ``NextItemTask``'s and the backbone's arguments.
+    """
+
+    def __init__(
+        self,
+        *args,
+        mask_prob=0.2,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        last_item_only_prob=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        # === Config === (read by make_task_layers, which the backbone's constructor calls)
+        self.mask_prob = mask_prob
+        self.mask_token_rate = mask_token_rate
+        self.random_token_rate = random_token_rate
+        self.last_item_only_prob = last_item_only_prob
+        self.seed = seed
+        super().__init__(*args, **kwargs)
+
+    def make_task_layers(self):
+        # After the backbone's layers, before its weights are built (as before the split).
+        self.masking = masking_lib.ClozePreprocessor(
+            self.num_items,
+            mask_prob=self.mask_prob,
+            mask_token_rate=self.mask_token_rate,
+            random_token_rate=self.random_token_rate,
+            last_item_only_prob=self.last_item_only_prob,
+            seed=self.seed,
+            name="cloze_masking",
+        )
+
+    def train_step(self, data):
+        x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
+        if y is None:
+            ids, mask = self.unpack_inputs(x)
+            data = self.masking({"item_ids": ids, "padding_mask": mask})
+        return super().train_step(data)
+
+    def _history(self, x, y, weight):
+        """The sequence's items: a masked slot holds [MASK] or a random item, its label the real one."""
+        ids, mask = self.unpack_inputs(x)
+        ids = tf.where(weight, tf.constant(vocab.PAD_ID, ids.dtype), ids)
+        return super()._history({"item_ids": ids, "padding_mask": mask}, y, weight)
+
+    def inference_inputs(self, inputs):
+        """The last ``max_sequence_length - 1`` items, left-padded, then a [MASK].
+
+        The model fills in the masked slot: the next item. Histories shorter than the
+        window lose nothing; longer ones keep their newest items.
+        """
+        ids, _ = self.unpack_inputs(inputs)
+        # A window narrower than the model's (a length bucket) keeps its width plus
+        # the [MASK]: positions do not depend on the padding, so scores are the same.
+        width = ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1]
+        last = self.max_sequence_length - 1
+        keep = min(width, last) if isinstance(width, int) else tf.minimum(width, last)
+        ids = ids[:, width - keep :]
+        mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
+        ids = tf.concat([ids, mask_col], axis=1)
+        return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "mask_prob": self.mask_prob,
+                "mask_token_rate": self.mask_token_rate,
+                "random_token_rate": self.random_token_rate,
+                "last_item_only_prob": self.last_item_only_prob,
+                "seed": self.seed,
+            }
+        )
+        return config
