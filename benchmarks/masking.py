@@ -28,7 +28,7 @@ import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfseqrec.data import ClozeMasking, pipeline, splits, vocab  # noqa: E402
+from tfseqrec.data import ClozeMasking, ClozePreprocessor, pipeline, splits, vocab  # noqa: E402
 from tfseqrec.models import BERT4Rec  # noqa: E402
 
 NUM_ITEMS = 3416  # ML-1M
@@ -106,14 +106,14 @@ def main():
         rows.append((name, args.batch_size / seconds))
 
     # The whole input pipeline: windows sliced from a Sequences table, shuffled,
-    # batched and masked, as `cloze_dataset` serves them to fit.
+    # batched as `cloze_dataset` serves them to fit, and masked in the pipeline by the
+    # preprocessor BERT4Rec otherwise calls in its training step (a ClozeMasking).
     num_seqs = 16 * args.batch_size
     seqs = splits.Sequences.from_list(
         [str(i) for i in range(num_seqs)], list(make_batch(rng, num_seqs, args.length))
     )
-    ds = pipeline.cloze_dataset(
-        seqs, args.length, args.batch_size, masking=ClozeMasking(NUM_ITEMS, args.mask_prob, seed=0), seed=0
-    ).repeat()
+    masking = ClozePreprocessor(NUM_ITEMS, args.mask_prob, seed=0)
+    ds = pipeline.cloze_dataset(seqs, args.length, args.batch_size, seed=0).map(masking).repeat()
     it = iter(ds)
     seconds = timed(lambda: next(it), args.seconds)
     rows.append(("cloze_dataset + ClozeMasking (tf.data map)", args.batch_size / seconds))
@@ -143,8 +143,7 @@ def main():
     step_ids = make_batch(rng, args.step_batch_size, args.length)
     x = {"item_ids": step_ids, "padding_mask": (step_ids != 0).astype(np.int32)}
     step_seconds = timed(lambda: model.train_on_batch(x), args.seconds)
-    masked, labels, weights = (np.asarray(t) for t in model.masking(step_ids))
-    x_masked = {"item_ids": masked, "padding_mask": x["padding_mask"]}
+    x_masked, labels, weights = model.masking(x)
     premasked_seconds = timed(lambda: model.train_on_batch(x_masked, labels, weights), args.seconds)
     step_masking = ClozeMasking(NUM_ITEMS, args.mask_prob, seed=1)
     mask_fn = tf.function(lambda t: step_masking(t))

@@ -324,8 +324,8 @@ def test_bert4rec_softmax_leaves_out_the_real_sequence_not_the_masking_noise():
 def test_bert4rec_original_masking_always_uses_the_mask_token():
     model = _tiny(BERT4Rec, mask_prob=1.0, mask_token_rate=1.0, random_token_rate=0.0, seed=0)
     ids = np.array([[0, 0, 3, 4, 5, 6]], np.int32)
-    masked, labels, weights = model.masking(ids)
-    np.testing.assert_array_equal(masked, [[0, 0] + [vocab.MASK_ID] * 4])
+    x, labels, weights = model.masking(ids)  # the Cloze preprocessor of its training step
+    np.testing.assert_array_equal(x["item_ids"], [[0, 0] + [vocab.MASK_ID] * 4])
     np.testing.assert_array_equal(labels, [[0, 0, 3, 4, 5, 6]])
     clone = BERT4Rec.from_config(model.get_config())
     assert clone.masking.mask_token_rate == 1.0 and clone.masking.random_token_rate == 0.0

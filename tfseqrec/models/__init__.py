@@ -1,11 +1,14 @@
 """The models: SASRec, BERT4Rec and HSTU (item ids), Recformer (item text), UniSRec (both).
 
+Each id model is a task (``tasks.NextItemTask``, ``tasks.ClozeTask``) over its backbone
+(``SASRecBackbone``, ...: the sequence output), as keras-hub splits them.
+
 Which model a ``--model`` name builds is decided in ``tfseqrec.kinds``.
 """
 
-from tfseqrec.models.base import SequentialRecommender, exclude_items
-from tfseqrec.models.bert4rec import BERT4Rec
-from tfseqrec.models.hstu import HSTU
+from tfseqrec.models.base import SequentialBackbone, SequentialRecommender, exclude_items
+from tfseqrec.models.bert4rec import BERT4Rec, BERT4RecBackbone
+from tfseqrec.models.hstu import HSTU, HSTUBackbone
 from tfseqrec.models.recformer import (
     Recformer,
     RecformerAligner,
@@ -13,6 +16,7 @@ from tfseqrec.models.recformer import (
     RecformerPretrainer,
     RecformerRecommender,
 )
-from tfseqrec.models.sasrec import SASRec
+from tfseqrec.models.sasrec import SASRec, SASRecBackbone
 from tfseqrec.models.sentence_encoder import SentenceEncoder
-from tfseqrec.models.unisrec import UniSRec, UniSRecPretrainer
+from tfseqrec.models.tasks import ClozeTask, NextItemTask
+from tfseqrec.models.unisrec import UniSRec, UniSRecBackbone, UniSRecPretrainer
