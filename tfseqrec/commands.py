@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from tfseqrec import evaluation, export, kinds, plot, ranking
+from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
 from tfseqrec.data import download, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import pretrain
 
@@ -177,6 +177,18 @@ def _train(args):
                     f"{sorted(kind.option_names())} (--config JSON)"
                 )
             options[name] = getattr(args, name)
+    if args.preset is not None:
+        kind.options({}, preset=args.preset)  # an unknown preset fails here, naming the model's
+        options["preset"] = args.preset
+    checks.check_output_apart(
+        "--output",
+        args.output,
+        {
+            "--data": _resolve(args.data),
+            "--item-text": _resolve(args.item_text),
+            "--init-from": options.get("init_from"),
+        },
+    )
     model, split, epochs = kind.train(
         _resolve(args.data),
         args.output,
@@ -301,9 +313,20 @@ def _recommend(args):
             "tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr
         )
         top = ranking.top_k(vocabulary.popularity()[None], min(args.k, vocabulary.num_items))
-        top_ids, top_scores = top.indices.numpy().astype(np.int64) + vocab.NUM_RESERVED, top.values.numpy()
-    items = vocabulary.to_raw(top_ids[0])
-    scores = [float(s) for s in top_scores[0]]
+        top_ids, top_scores = ranking.drop_padding(
+            ranking.vocabulary_ids(top.indices.numpy()), top.values.numpy()
+        )
+    # Only items that can be recommended come back: never one of the history (with
+    # --exclude-seen), so fewer than --k when fewer are left.
+    count = int(np.sum(top_ids[0] != vocab.PAD_ID))
+    if count < args.k:
+        print(
+            f"tfseqrec: {count} item(s) can be recommended (the catalogue's {vocabulary.num_items}"
+            f"{' less the history' if args.exclude_seen else ''}), fewer than --k {args.k}",
+            file=sys.stderr,
+        )
+    items = vocabulary.to_raw(top_ids[0][:count])
+    scores = [float(s) for s in top_scores[0][:count]]
     if args.json:
         _print_json({"item_ids": items, "scores": scores})
     else:
@@ -330,6 +353,8 @@ def _known_history(args, model, vocabulary):
             "--timestamps is for models that read event times (hstu trained with a time bias); "
             "this model reads item ids only"
         )
+    for t in times or ():
+        serving.check_seconds("--timestamps", t)
     ids = vocabulary.lookup(raw)
     unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
     if unknown:
@@ -339,6 +364,9 @@ def _known_history(args, model, vocabulary):
 
 
 def _export(args):
+    checks.check_output_apart(
+        "--output", args.output, {"--model-dir": args.model_dir, "--item-text": _resolve(args.item_text)}
+    )
     kind = kinds.for_model_dir(args.model_dir)
     model, vocabulary, info = kind.load(args.model_dir)
     added = []
@@ -375,6 +403,9 @@ def _pipeline_run(args):
 
     if not os.path.isdir(args.data_root):
         raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
+    for flag in ("--pipeline-root", "--metadata-path", "--serving-model-dir"):
+        output = getattr(args, flag[2:].replace("-", "_"))
+        checks.check_output_apart(flag, output, {"--data-root": args.data_root})
     summary = pipeline.run(
         data_root=os.path.abspath(args.data_root),
         pipeline_root=os.path.abspath(args.pipeline_root),

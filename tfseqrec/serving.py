@@ -99,11 +99,25 @@ def pad_timestamps(timestamps, width=None):
     >>> pad_timestamps([[100, 200, 300], [400]], width=2).tolist()
     [[200, 300], [400, 0]]
     """
-    rows, width = _newest([[int(t) for t in row] for row in timestamps], width)
+    rows, width = _newest([[check_seconds("timestamps", t) for t in row] for row in timestamps], width)
     out = np.zeros((len(rows), width), dtype=np.int64)
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
     return out
+
+
+def check_seconds(name, value):
+    """``value`` as an int, once it is a whole number of seconds int64 holds (else ``ValueError``, naming ``name``)."""
+    try:
+        seconds = int(value)
+    except (TypeError, ValueError, OverflowError):
+        seconds = None
+    if seconds is None or seconds != value or not -(2**63) <= seconds < 2**63:
+        raise ValueError(
+            f"{name}: {value!r} is not a time in whole seconds within int64 (|t| < 2**63, about "
+            "2.9e11 years); a time in nanoseconds or a typo?"
+        )
+    return seconds
 
 
 def _checked_timestamps(histories, timestamps):
