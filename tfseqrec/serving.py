@@ -40,7 +40,11 @@ INT_PAD = -1
 
 @dataclasses.dataclass
 class Recommendations:
-    """A reply: ``item_ids[u]`` and ``scores[u]`` best first for user ``u``."""
+    """A reply: ``item_ids[u]`` and ``scores[u]`` best first for user ``u``.
+
+    Only items: the export's padding slots (id ``""`` or -1 at score ``-inf``, when fewer
+    items than ``k`` could be recommended) are dropped, so a row may be shorter than ``k``.
+    """
 
     item_ids: list
     scores: list
@@ -291,7 +295,15 @@ def _recommendations(outputs):
 
     user_ids = [_decode(u) for u in np.asarray(outputs["user_id"]).tolist()] if "user_id" in outputs else None
     scores = [[float(s) for s in row] for row in np.asarray(outputs["scores"], dtype=np.float64).tolist()]
-    return Recommendations(item_ids=values("item_ids"), scores=scores, user_ids=user_ids)
+    rows = [
+        [(i, s) for i, s in zip(ids, row) if not (s == -np.inf and i in ("", INT_PAD))]
+        for ids, row in zip(values("item_ids"), scores)
+    ]
+    return Recommendations(
+        item_ids=[[i for i, _ in row] for row in rows],
+        scores=[[s for _, s in row] for row in rows],
+        user_ids=user_ids,
+    )
 
 
 # --- an export loaded the way TF Serving loads it -------------------------------------

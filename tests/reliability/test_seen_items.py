@@ -189,3 +189,21 @@ def test_the_cli_refuses_timestamps_beyond_int64(model_dir, capsys):
         and "--timestamps: 100000000000000000000000000 is not a time in whole seconds" in err
     )
     assert cli.main([*argv, "--timestamps", "1000 1001"]) == 0
+
+
+def test_the_reply_helpers_drop_the_padding(tiny):
+    _, vocabulary, signatures = tiny
+    request = tf.constant([vocabulary.items[:5], vocabulary.items[:1] + [""] * 4])
+    out = signatures["serving_default"](history=request)
+    body = {
+        "outputs": {
+            "item_ids": out["item_ids"].numpy().astype(str).tolist(),
+            "scores": out["scores"].numpy().tolist(),
+        }
+    }
+    reply = serving.rest_reply(body)
+    assert [len(row) for row in reply.item_ids] == [1, 4] and reply.item_ids[0] == [vocabulary.items[5]]
+    assert all(np.isfinite(s) for row in reply.scores for s in row)
+    ints = signatures["recommend_ids"](history=tf.constant([[10, 11, 12, 13, 14, 15]], tf.int64))
+    reply = serving.rest_reply({"outputs": {k: v.numpy().tolist() for k, v in ints.items()}})
+    assert reply.item_ids == [[]] and reply.scores == [[]]
