@@ -27,6 +27,13 @@ MODELS = {
     "unisrec": "UniSRec (2022): items as text vectors (ids optional); --item-text",
     "recformer": "Recformer (2023): a language model over item text, no ids; --item-text",
 }
+# Each kind's presets (tuned configurations, tfseqrec.models.presets), for help; a test checks them.
+PRESETS = {
+    "sasrec": {"ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 2e-3 (the stored ML-1M runs)"},
+    "bert4rec": {"ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 4e-3, 5 warm-up epochs"},
+    "hstu": {"ml1m": "MovieLens-1M: HSTU-large's 50 wide, 8 layers, 2 heads, full softmax, lr 2e-3"},
+    "unisrec": {"scientific": "Amazon Scientific: text + ids, 384 wide, 2 heads, 50 items, 8 epochs"},
+}
 # The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
 PRETRAINABLE = ["recformer", "unisrec"]
 STRATEGIES = ("mirrored", "multi_worker")
@@ -113,6 +120,11 @@ DETAILS = {
         (
             "Every option below is also a key of --config JSON; each model has its own defaults, "
             "and an option the chosen model does not have is an error."
+        ),
+        (
+            "--preset NAME starts from one of the model's tuned configurations (below); --config "
+            "and flags override its options. The run's train_config.json records the preset and "
+            "every resolved option."
         ),
     ],
     "pretrain": [
@@ -364,6 +376,11 @@ def _command(sub, name, models=False):
     if nested:
         description += "\n\n" + _commands_help(name)
     epilog = _table("models (--model)", MODELS) + "\n" if models else ""
+    if name == "train":
+        presets = {
+            f"{model} {preset}": text for model, rows in PRESETS.items() for preset, text in rows.items()
+        }
+        epilog += _table("presets (--model MODEL --preset NAME)", presets) + "\n"
     if name in EXAMPLES:
         epilog += "examples:\n" + "".join(f"  {line}\n" for line in EXAMPLES[name])
     parser = sub.add_parser(
@@ -482,6 +499,9 @@ def _add_train(sub):
         help="replace a model already in --output (kept until the new run completes)",
     )
     train.add_argument("--config", help="JSON object or file of training options (flags override it)")
+    train.add_argument(
+        "--preset", help="a tuned configuration of the model (below); --config and flags override it"
+    )
     _add_format_flags(train)
     for name, kind, help_text in TRAIN_FLAGS:
         train.add_argument(

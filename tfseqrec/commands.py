@@ -103,6 +103,8 @@ def _data_item_text(args):
         raise ValueError(
             f"--output {args.output}: the name must end in .item.json (that is how readers know it)"
         )
+    inputs = {"PATH": _resolve(args.path), "--id-map": _resolve(args.id_map)}
+    checks.check_output_apart("--output", args.output, inputs)
     text = readers.read_item_text(_resolve(args.path))
     missing = []
     if args.id_map:
@@ -152,6 +154,7 @@ def _data_synthetic(args):
 
 
 def _data_tfrecord(args):
+    checks.check_output_apart("--output", args.output, {"PATH": _resolve(args.path)})
     _, split, vocabulary, report = _load(args)
     os.makedirs(args.output, exist_ok=True)
     counts = {}
@@ -217,6 +220,8 @@ def _pretrain(args):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     datasets = [(_resolve(d), _resolve(t)) for d, t in zip(args.data, args.item_text)]
+    for data, text in datasets:
+        checks.check_output_apart("--output", args.output, {"--data": data, "--item-text": text})
     rows = pretrain.pretrain(
         kinds.get(args.model),
         datasets,

@@ -145,3 +145,18 @@ def test_the_one_check_resolves_links_and_dots(tmp_path):
         checks.check_output_apart(
             "--output", tmp_path / "a" / "b" / ".." / "..", {"--data": tmp_path / "alias/b"}
         )
+
+
+def test_pretrain_and_the_data_commands_refuse_an_output_over_their_input(tmp_path, capsys):
+    data = _dataset(tmp_path / "D")
+    text = tmp_path / "T" / "Tiny.item.json"
+    text.parent.mkdir()
+    text.write_text(json.dumps({"1": {"title": "a"}}))
+    before = {**_snapshot(data), **_snapshot(text.parent)}
+    argv = ["pretrain", "--model", "unisrec", "--data", str(data), "--item-text", str(text)]
+    _refused(capsys, [*argv, "--output", str(text.parent), "--overwrite"], "--output", "holds")
+    _refused(
+        capsys, ["data", "tfrecord", str(data), "--output", str(data / "records")], "--output", "is inside"
+    )
+    _refused(capsys, ["data", "item-text", str(text), "--output", str(text)], "--output", "is")
+    assert {**_snapshot(data), **_snapshot(text.parent)} == before

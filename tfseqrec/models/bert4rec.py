@@ -9,6 +9,7 @@ from tfseqrec import losses
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.models.presets import PRESETS, TRAINING
 
 
 def _initializer(initializer_range, kernel=False):
@@ -73,6 +74,10 @@ class BERT4Rec(SequentialRecommender):
         Sun et al., "BERT4Rec: Sequential Recommendation with Bidirectional Encoder
         Representations from Transformer", CIKM 2019.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["bert4rec"]
+    presets = PRESETS["bert4rec"]
 
     def __init__(
         self,

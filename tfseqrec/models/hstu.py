@@ -10,6 +10,7 @@ from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
 from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.models.presets import PRESETS, TRAINING
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -78,6 +79,10 @@ class HSTU(SequentialRecommender):
         Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
         Transducers for Generative Recommendations", ICML 2024.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["hstu"]
+    presets = PRESETS["hstu"]
 
     def __init__(
         self,

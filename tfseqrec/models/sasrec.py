@@ -8,6 +8,7 @@ import tensorflow as tf
 from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialRecommender
+from tfseqrec.models.presets import PRESETS, TRAINING
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -73,6 +74,10 @@ class SASRec(SequentialRecommender):
     Reference:
         Kang & McAuley, "Self-Attentive Sequential Recommendation", ICDM 2018.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["sasrec"]
+    presets = PRESETS["sasrec"]
 
     def __init__(
         self,

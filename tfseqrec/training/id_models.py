@@ -211,7 +211,7 @@ def sparse_item_updates(config, num_items):
 
     ``config.sparse_item_updates`` when set; by default, with a sampled loss over a
     catalogue of at least ``SPARSE_UPDATES_MIN_ITEMS`` items, where dense updates of
-    the table and its moments dominate a step (README, "Scale").
+    the table and its moments dominate a step (benchmarks/README.md, "Scale").
     """
     if config.sparse_item_updates is not None:
         return bool(config.sparse_item_updates)
