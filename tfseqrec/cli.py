@@ -37,6 +37,9 @@ PRESETS = {
 # The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
 PRETRAINABLE = ["recformer", "unisrec"]
 STRATEGIES = ("mirrored", "multi_worker")
+# What 'pipeline run --metric' may bless by: the metrics the RankingEvaluator computes
+# (components.ranking_evaluator.BLESSING_METRICS, which imports TFX; a test checks them).
+BLESSING_METRICS = ("ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "hr@1", "hr@5", "hr@10", "hr@20", "mrr")
 
 # Each command's one line, as 'tfseqrec --help' (or 'tfseqrec data --help') lists it.
 SUMMARIES = {
@@ -604,6 +607,12 @@ def _add_evaluate(sub):
         default="uniform",
         help="how --sampled-negatives are drawn (default uniform)",
     )
+    evaluate.add_argument(
+        "--allow-other-data",
+        action="store_true",
+        help="evaluate on data other than the model's training data (refused by default: "
+        "the model directory records what it was trained on)",
+    )
     _add_format_flags(evaluate)
 
 
@@ -706,7 +715,11 @@ def _add_pipeline(sub):
         help="how much it must beat the last blessed model by",
     )
     run.add_argument(
-        "--metric", default="ndcg@10", help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr"
+        "--metric",
+        default="ndcg@10",
+        choices=BLESSING_METRICS,
+        metavar="METRIC",
+        help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr",
     )
     run.add_argument("--user-col", default="user_id", help="the CSV files' user column")
     run.add_argument("--item-col", default="item_id", help="the CSV files' item column")

@@ -9,18 +9,31 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
 
 from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
 from tfseqrec.data import download, readers, splits, synthetic, tfrecord, vocab
-from tfseqrec.training import pretrain
+from tfseqrec.training import directory, pretrain
 
 
 def run(args):
-    """Runs the command ``args`` was parsed for; its exit code."""
-    return COMMANDS[args.run](args) or 0
+    """Runs the command ``args`` was parsed for; its exit code.
+
+    A full disk, however the writer reports it (h5py, TensorFlow's file writers), is
+    one ``OSError`` line; ``train`` and ``export`` say more in their own.
+    """
+    try:
+        return COMMANDS[args.run](args) or 0
+    except Exception as error:
+        if not directory.is_full_disk(error):
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise OSError(
+            f"no space left on the device: 'tfseqrec {args.run}' stopped ({first}); free space and run it again"
+        ) from None
 
 
 def _resolve(path):
@@ -243,8 +256,10 @@ def _pretrain(args):
 
 
 def _evaluate(args):
-    model, vocabulary, _ = kinds.load(args.model_dir)
-    _, split, _, report = _load(args, vocabulary)
+    model, vocabulary, info = kinds.load(args.model_dir)
+    interactions, split, _, report = _load(args, vocabulary)
+    if not args.allow_other_data:
+        _require_training_data(args.model_dir, info, interactions.path, report)
     sampled = None
     if args.sampled_negatives:
         sampled = {"num_negatives": args.sampled_negatives, "sampler": args.sampler}
@@ -267,6 +282,30 @@ def _evaluate(args):
     result["oov_interactions"] = report["oov_interactions"]
     _print_json(result)
     return 0 if np.isfinite(result["mrr"]) else 1
+
+
+def _require_training_data(model_dir, info, path, report):
+    """Refuses to evaluate on data other than the model's (``--allow-other-data`` allows it).
+
+    Another data set's ids overlap the model's by chance (ML-100K's items are ML-1M's
+    numbers 1..1682, of other films): its metrics would be printed as if they meant
+    something. The same data is the same file (by path, or by name where it moved), with
+    the same number of events where the model recorded it.
+    """
+    trained = info.get("data")
+    if not trained:
+        return
+    here, there = os.path.realpath(path), os.path.realpath(trained)
+    names = {os.path.basename(here), os.path.basename(os.path.dirname(here))}
+    same = here == there or os.path.dirname(here) == there or os.path.basename(there) in names
+    before = (info.get("report") or {}).get("input_interactions")
+    if same and (before is None or before == report.get("input_interactions")):
+        return
+    counted = "" if before is None else f"; {before} events there, {report.get('input_interactions')} here"
+    raise ValueError(
+        f"{path} is not the data {model_dir} was trained on ({trained}{counted}); its test cases "
+        "would be ranked by a model of another catalogue. Pass --allow-other-data to evaluate on it anyway"
+    )
 
 
 def _plot(args):
@@ -411,7 +450,32 @@ def _pipeline_run(args):
     for flag in ("--pipeline-root", "--metadata-path", "--serving-model-dir"):
         output = getattr(args, flag[2:].replace("-", "_"))
         checks.check_output_apart(flag, output, {"--data-root": args.data_root})
-    summary = pipeline.run(
+    try:
+        summary = _run_pipeline(pipeline, args)
+    except Exception as error:
+        cause = _user_error(error)
+        if cause is None:
+            raise
+        # Beam wraps a component's error in its own (a RuntimeError with the whole worker
+        # traceback); the user's fault is the first ValueError or OSError it was raised from.
+        raise ValueError(re.sub(r" \[while running '[^']*'\]$", "", str(cause))) from None
+    _print_json(summary)
+    return 0
+
+
+def _user_error(error):
+    """The first ``ValueError`` or ``OSError`` in ``error``'s chain of causes; ``None`` when none."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, (ValueError, OSError)):
+            return error
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    return None
+
+
+def _run_pipeline(pipeline, args):
+    return pipeline.run(
         data_root=os.path.abspath(args.data_root),
         pipeline_root=os.path.abspath(args.pipeline_root),
         metadata_path=os.path.abspath(args.metadata_path),
@@ -427,8 +491,6 @@ def _pipeline_run(args):
         time_column=args.time_col,
         beam_pipeline_args=args.beam_args,
     )
-    _print_json(summary)
-    return 0
 
 
 # --- output and option helpers -----------------------------------------------------

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import os
 
-import keras
 import numpy as np
 
 from tfseqrec import models
@@ -383,7 +382,7 @@ class UniSRecKind(IdModelKind):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
 
         pretrain.read_config(checkpoint, "unisrec")
-        pretrained = keras.saving.load_model(os.path.join(checkpoint, pretrain.MODEL_FILE))
+        pretrained = directory.load_model_file(os.path.join(checkpoint, pretrain.MODEL_FILE))
         return model.load_shared_weights(pretrained)
 
     def prepare(self, model, train):
@@ -430,11 +429,7 @@ class UniSRecKind(IdModelKind):
         """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
         raw_text = readers.read_item_text(item_text)
         texts, missing = text.item_texts(raw_text, vocabulary, config.attributes)
-        if missing:
-            raise ValueError(
-                f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
-                f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})"
-            )
+        directory.require_text(item_text, raw_text, vocabulary, missing)
         directory.write_item_text(output_dir, raw_text, vocabulary)
         encoder_config = {
             "attributes": list(config.attributes),
@@ -476,6 +471,9 @@ class UniSRecKind(IdModelKind):
         if not added:
             return model, vocabulary, []
         texts, _ = text.item_texts(raw_text, grown, model.text_encoder["attributes"])
+        directory.require_new_item_text(
+            "--item-text", texts, grown, vocabulary.size, model.text_encoder["attributes"]
+        )
         vectors = models.SentenceEncoder.from_pretrained(**model.text_encoder).encode(
             texts[vocabulary.size :]
         )

@@ -31,7 +31,7 @@ from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
-from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory
+from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "train_config.json"
@@ -261,6 +261,8 @@ def _start_run(output_dir, config, vocabulary, data):
 
 def _callbacks(config, output_dir, best, extra, log_dir, max_steps):
     callbacks = [
+        # Room for the epoch's files first (a write h5py starts on a full disk can crash).
+        FreeSpaceGuard(output_dir),
         # The epoch's row, then the best-model state, then the backup: each is on disk
         # before the epoch counts as done, and a resumed run drops rows of undone epochs.
         HistoryLog(os.path.join(output_dir, "history.csv"), best.epochs_done),
