@@ -5,8 +5,10 @@ Every function here takes the parsed ``argparse.Namespace`` and returns the exit
 fix are raised as ``ValueError`` or ``OSError``; ``cli.main`` prints them in one line.
 """
 
+import contextlib
 import dataclasses
 import json
+import logging
 import math
 import os
 import re
@@ -330,7 +332,7 @@ def _plot(args):
         args.history = " ".join(str(i) for i in events.items[mine][-20:])
         if not args.history:
             raise ValueError(f"user {user!r} is not in {info['data']}")
-        if getattr(model, "uses_timestamps", False):
+        if model.uses_timestamps:
             args.timestamps = events.timestamps[mine][-20:].tolist()
     ids, times = _known_history(args, model, vocabulary)
     if not ids:
@@ -382,7 +384,7 @@ def _recommend(args):
 def _known_history(args, model, vocabulary):
     """``(ids, times)`` of ``--history``'s known items (``times``: of ``--timestamps``, or ``None``)."""
     raw, times = args.history.split(), args.timestamps
-    if getattr(model, "uses_timestamps", False):
+    if model.uses_timestamps:
         if times is None:
             raise ValueError(
                 "this model reads the items' event times (a time bias): give --timestamps, "
@@ -451,7 +453,8 @@ def _pipeline_run(args):
         output = getattr(args, flag[2:].replace("-", "_"))
         checks.check_output_apart(flag, output, {"--data-root": args.data_root})
     try:
-        summary = _run_pipeline(pipeline, args)
+        with _runner_errors_unlogged():
+            summary = _run_pipeline(pipeline, args)
     except Exception as error:
         cause = _user_error(error)
         if cause is None:
@@ -461,6 +464,28 @@ def _pipeline_run(args):
         raise ValueError(re.sub(r" \[while running '[^']*'\]$", "", str(cause))) from None
     _print_json(summary)
     return 0
+
+
+@contextlib.contextmanager
+def _runner_errors_unlogged():
+    """Keeps Beam and TFX from logging a failing component's traceback (their warnings stay).
+
+    Beam's DoFn runner logs the traceback of an error in a component, and TFX logs the
+    execution's failure; the error itself is raised, and ``_pipeline_run`` says it.
+    """
+    runner, tfx_log = logging.getLogger("apache_beam.runners.common"), logging.getLogger("absl")
+    level = runner.level
+
+    def below_error(record):
+        return record.levelno < logging.ERROR
+
+    runner.setLevel(logging.CRITICAL)
+    tfx_log.addFilter(below_error)
+    try:
+        yield
+    finally:
+        runner.setLevel(level)
+        tfx_log.removeFilter(below_error)
 
 
 def _user_error(error):
