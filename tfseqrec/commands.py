@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -126,7 +127,7 @@ def _data_item_text(args):
         mapping = readers.read_id_map(_resolve(args.id_map))
         missing = [new for new, original in mapping.items() if original not in text]
         text = {new: text[original] for new, original in mapping.items() if original in text}
-    with open(args.output, "w", encoding="utf-8") as f:
+    with _written_whole(args.output) as partial, open(partial, "w", encoding="utf-8") as f:
         json.dump(text, f, ensure_ascii=False)
     print(
         json.dumps(
@@ -152,7 +153,8 @@ def _data_synthetic(args):
         zipf_exponent=args.zipf_exponent,
         follow_prob=args.follow_prob,
     )
-    synthetic.write_csv(log, args.output)
+    with _written_whole(args.output) as partial:
+        synthetic.write_csv(log, partial)
     print(
         json.dumps(
             {
@@ -171,13 +173,18 @@ def _data_synthetic(args):
 def _data_tfrecord(args):
     checks.check_output_apart("--output", args.output, {"PATH": _resolve(args.path)})
     _, split, vocabulary, report = _load(args)
+    created = not os.path.exists(args.output)
     os.makedirs(args.output, exist_ok=True)
     counts = {}
-    for name, part in (("train", split.train), ("valid", split.valid), ("test", split.test)):
-        counts[name] = tfrecord.write_examples(
-            os.path.join(args.output, f"{name}.tfrecord.gz"), part, vocabulary, "GZIP"
-        )
-    vocabulary.save(args.output)
+    try:
+        for name, part in (("train", split.train), ("valid", split.valid), ("test", split.test)):
+            with _written_whole(os.path.join(args.output, f"{name}.tfrecord.gz")) as partial:
+                counts[name] = tfrecord.write_examples(partial, part, vocabulary, "GZIP")
+        vocabulary.save(args.output)
+    except BaseException:
+        if created:  # what this run wrote goes with the folder it made
+            shutil.rmtree(args.output, ignore_errors=True)
+        raise
     print(json.dumps({"output": args.output, "records": counts, "num_items": vocabulary.num_items}))
     return 0
 
@@ -519,6 +526,24 @@ def _run_pipeline(pipeline, args):
 
 
 # --- output and option helpers -----------------------------------------------------
+
+
+@contextlib.contextmanager
+def _written_whole(path):
+    """A hidden name beside ``path`` to write, renamed to ``path`` when the block completes.
+
+    A failed write (a full disk) leaves no half file under ``path``: the hidden one is
+    removed, and a file already at ``path`` stays as it was. The hidden name keeps
+    ``path``'s suffix (``.gz``: the writers compress by name).
+    """
+    path = os.fspath(path)
+    partial = os.path.join(os.path.dirname(path), ".partial." + os.path.basename(path))
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
 
 
 def _print_json(value):

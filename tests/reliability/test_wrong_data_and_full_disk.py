@@ -183,6 +183,37 @@ def test_full_disk_during_export_keeps_every_earlier_version(sasrec, tmp_path, c
         assert _tree(base) == before and os.listdir(base) == ["1"]  # no .2.partial
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["data", "tfrecord", "ml-100k", "--output", "{disk}/tfrecords"],
+        ["data", "item-text", "ml-1m/movies.dat", "--output", "{disk}/ml.item.json"],
+        [
+            "data",
+            "synthetic",
+            "--events",
+            "100000",
+            "--items",
+            "100",
+            "--users",
+            "100",
+            "--output",
+            "{disk}/s.csv",
+        ],
+    ],
+    ids=["tfrecord", "item-text", "synthetic"],
+)
+def test_full_disk_in_data_commands_leaves_no_half_file(argv, data_root, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TFSEQREC_DATA", str(data_root))
+    with _tmpfs(tmp_path / "disk", "64k") as disk:
+        kept = disk / "kept.txt"  # a file already there stays as it was
+        kept.write_text("before")
+        code, out, err = _cli(capsys, *[a.format(disk=disk) for a in argv])
+        line = _one_error_line(err)
+        assert code == 1 and not out and "no space left on the device" in line
+        assert os.listdir(disk) == ["kept.txt"] and kept.read_text() == "before"
+
+
 # --- items 4 and 5: model files ----------------------------------------------------
 
 
