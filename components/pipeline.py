@@ -22,7 +22,7 @@ import os
 from tfx import v1 as tfx
 
 from components.event_example_gen import EventExampleGen
-from components.ranking_evaluator import RankingEvaluator
+from components.ranking_evaluator import RankingEvaluator, check_metric
 from components.sequence_builder import SequenceBuilder
 
 TRAINER_RUN_FN = "components.trainer_module.run_fn"
@@ -100,6 +100,7 @@ def _components(
     time_column,
 ):
     """The six components in pipeline order (see ``create_pipeline``)."""
+    check_metric(metric)
     # Not CsvExampleGen: its type inference merges ids "007" and "7" (see event_example_gen).
     example_gen = EventExampleGen(
         input_base=os.fspath(data_root),

@@ -32,9 +32,18 @@ from tfx.types import artifact_utils
 
 from tfseqrec import serving
 from tfseqrec.data import tfrecord
-from tfseqrec.ranking import metrics_from_ranks
+from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks
 
 BLESSED_FILE, NOT_BLESSED_FILE = "BLESSED", "NOT_BLESSED"
+# What a model can be blessed by: the metrics ``metrics_from_ranks`` computes (not the counts
+# beside them, such as ``num_users``).
+BLESSING_METRICS = tuple(f"{name}@{k}" for name in ("ndcg", "hr") for k in DEFAULT_KS) + ("mrr",)
+
+
+def check_metric(metric):
+    """Refuses a blessing metric the evaluator does not compute, before any component runs."""
+    if metric not in BLESSING_METRICS:
+        raise ValueError(f"unknown blessing metric {metric!r}; expected one of {list(BLESSING_METRICS)}")
 
 
 def serving_dir(model):
@@ -138,10 +147,9 @@ def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
     batch_size: tfx.dsl.components.Parameter[int] = 256,
 ):
     """Ranks every test target among all items and blesses the model when it is good enough."""
+    check_metric(metric)
     histories, targets, timestamps = read_cases(examples, split)
     candidate = evaluate_export(serving_dir(model), histories, targets, batch_size, timestamps)
-    if metric not in candidate:
-        raise ValueError(f"unknown metric {metric!r}; expected one of {sorted(candidate)}")
     baseline = None
     if baseline_model is not None:
         baseline = evaluate_export(serving_dir(baseline_model), histories, targets, batch_size, timestamps)

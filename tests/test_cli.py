@@ -283,6 +283,25 @@ def test_help_tables_match_the_library():
     assert sorted(cli.MODELS) == sorted(kinds.KINDS)
     assert cli.PRETRAINABLE == sorted(name for name, kind in kinds.KINDS.items() if kind.pretrainable)
     assert tuple(cli.STRATEGIES) == tuple(STRATEGIES)
+    assert cli.PRESETS == {
+        name: {preset: cli.PRESETS.get(name, {}).get(preset) for preset in kind.presets}
+        for name, kind in kinds.KINDS.items()
+        if kind.presets
+    }
+
+
+def test_train_help_lists_presets_and_an_unknown_preset_names_the_models(capsys):
+    train = subprocess.run(
+        [sys.executable, "-m", "tfseqrec.cli", "train", "--help"], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert "--preset" in train and "hstu ml1m" in train and "unisrec scientific" in train
+    for model, preset, message in (
+        ("sasrec", "nope", "sasrec has no preset 'nope'; its presets: ml1m"),
+        ("recformer", "ml1m", "recformer has no preset 'ml1m'; its presets: none"),
+    ):
+        argv = ["train", "--model", model, "--preset", preset, "--data", "x.csv", "--output", "out"]
+        assert cli.main(argv) == 1
+        assert message in capsys.readouterr().err
 
 
 # The least each command needs to parse.

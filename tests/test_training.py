@@ -1,6 +1,7 @@
 """Training runs: resume after a kill, distribution, precision and XLA flags."""
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -254,6 +255,55 @@ def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypa
     with pytest.raises(ValueError, match="unknown strategy 'ps'"):
         distribute.make_strategy("ps")
     assert distribute.resolve(None) is None
+
+
+# The effective defaults of ``tfseqrec train --model X`` with no options (they build the stored runs'
+# models): the constructors' model options and each model's default_training.
+DEFAULTS = {
+    "sasrec": dict(hidden_dim=64, num_layers=2, num_heads=1, dropout=0.1, loss="softmax", learning_rate=2e-3),
+    "bert4rec": dict(
+        hidden_dim=64, num_layers=2, num_heads=2, dropout=0.1, learning_rate=4e-3, warmup_epochs=5
+    ),
+    "hstu": dict(hidden_dim=50, num_layers=8, num_heads=2, dropout=0.2, temperature=0.05, learning_rate=2e-3),
+    "unisrec": dict(
+        hidden_dim=64, num_layers=2, temperature=0.07, use_id_embeddings=False, id_dropout=0.0, num_experts=8
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_defaults_come_from_the_constructor_and_default_training(name):
+    config = kinds.get(name).options({})
+    assert {key: getattr(config, key) for key in DEFAULTS[name]} == DEFAULTS[name]
+    assert config.warmup_epochs == (5.0 if name == "bert4rec" else 0.0) and config.preset is None
+
+
+def test_presets_apply_under_explicit_options_and_are_recorded(tmp_path, data_root):
+    assert set(tfseqrec.SASRec.presets) == {"ml1m"} and set(tfseqrec.UniSRec.presets) == {"scientific"}
+    unisrec = kinds.get("unisrec").options({"epochs": 2}, preset="scientific")
+    assert (unisrec.hidden_dim, unisrec.num_heads, unisrec.use_id_embeddings) == (384, 2, True)
+    assert (unisrec.epochs, unisrec.max_sequence_length, unisrec.preset) == (2, 50, "scientific")
+    # The ML-1M presets are today's defaults, pinned.
+    for name in ("sasrec", "bert4rec", "hstu"):
+        assert kinds.get(name).options({}, preset="ml1m") == dataclasses.replace(
+            kinds.get(name).options({}), preset="ml1m"
+        )
+    with pytest.raises(ValueError, match="hstu has no preset 'x'; its presets: ml1m"):
+        kinds.get("hstu").options({}, preset="x")
+    out = tmp_path / "run"
+    SASREC.train(
+        data_root / "ml-100k",
+        str(out),
+        {**TINY, "epochs": 1, "num_layers": 1, "preset": "ml1m", "max_sequence_length": 10},
+        verbose=0,
+    )
+    recorded = json.loads((out / "train_config.json").read_text())["config"]
+    assert (recorded["preset"], recorded["hidden_dim"], recorded["num_layers"], recorded["num_heads"]) == (
+        "ml1m",
+        8,
+        1,
+        1,
+    )
 
 
 def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():

@@ -1,7 +1,9 @@
-"""Range and choice checks: the library's one way to refuse an option, naming it and its value.
+"""Range, choice and path checks: the library's one way to refuse an option, naming it and its value.
 
 NumPy only, so the data layer and the command line check options without importing TensorFlow.
 """
+
+import os
 
 import numpy as np
 
@@ -49,3 +51,44 @@ def check_choice(name, value, choices, optional=False):
     if (value is None and optional) or value in choices:
         return value
     raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+def check_output_apart(output_flag, output, inputs):
+    """Raises ``ValueError`` when the output path ``output`` is, holds or lies inside an input.
+
+    A command that writes ``output`` (replacing it with ``--overwrite``) must never
+    touch what it reads: ``inputs`` maps each input's flag (``"--data"``) to its path (a
+    file or a folder; ``None`` for one not given). Paths are compared resolved
+    (symbolic links and ``..`` followed), before anything is read or written.
+
+    >>> check_output_apart("--output", "runs/m", {"--data": "data/ml-100k"})
+    >>> check_output_apart("--output", "data", {"--data": "data/ml-100k/u.data"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --output data holds the input --data data/ml-100k/u.data: writing it would replace the input; choose an output outside every input
+    """
+    if output is None:
+        return
+    out = os.path.realpath(output)
+    for flag, path in inputs.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if out == real:
+            relation = "is"
+        elif _inside(real, out):
+            relation = "holds"
+        elif _inside(out, real):
+            relation = "is inside"
+        else:
+            continue
+        raise ValueError(
+            f"{output_flag} {output} {relation} the input {flag} {path}: writing it would "
+            f"{'write into' if relation == 'is inside' else 'replace'} the input; "
+            "choose an output outside every input"
+        )
+
+
+def _inside(path, folder):
+    """Whether the resolved ``path`` lies under the resolved ``folder``."""
+    return os.path.commonpath([path, folder]) == folder and path != folder

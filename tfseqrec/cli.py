@@ -27,9 +27,19 @@ MODELS = {
     "unisrec": "UniSRec (2022): items as text vectors (ids optional); --item-text",
     "recformer": "Recformer (2023): a language model over item text, no ids; --item-text",
 }
+# Each kind's presets (tuned configurations, tfseqrec.models.presets), for help; a test checks them.
+PRESETS = {
+    "sasrec": {"ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 2e-3 (the stored ML-1M runs)"},
+    "bert4rec": {"ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 4e-3, 5 warm-up epochs"},
+    "hstu": {"ml1m": "MovieLens-1M: HSTU-large's 50 wide, 8 layers, 2 heads, full softmax, lr 2e-3"},
+    "unisrec": {"scientific": "Amazon Scientific: text + ids, 384 wide, 2 heads, 50 items, 8 epochs"},
+}
 # The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
 PRETRAINABLE = ["recformer", "unisrec"]
 STRATEGIES = ("mirrored", "multi_worker")
+# What 'pipeline run --metric' may bless by: the metrics the RankingEvaluator computes
+# (components.ranking_evaluator.BLESSING_METRICS, which imports TFX; a test checks them).
+BLESSING_METRICS = ("ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "hr@1", "hr@5", "hr@10", "hr@20", "mrr")
 
 # Each command's one line, as 'tfseqrec --help' (or 'tfseqrec data --help') lists it.
 SUMMARIES = {
@@ -113,6 +123,11 @@ DETAILS = {
         (
             "Every option below is also a key of --config JSON; each model has its own defaults, "
             "and an option the chosen model does not have is an error."
+        ),
+        (
+            "--preset NAME starts from one of the model's tuned configurations (below); --config "
+            "and flags override its options. The run's train_config.json records the preset and "
+            "every resolved option."
         ),
     ],
     "pretrain": [
@@ -364,6 +379,11 @@ def _command(sub, name, models=False):
     if nested:
         description += "\n\n" + _commands_help(name)
     epilog = _table("models (--model)", MODELS) + "\n" if models else ""
+    if name == "train":
+        presets = {
+            f"{model} {preset}": text for model, rows in PRESETS.items() for preset, text in rows.items()
+        }
+        epilog += _table("presets (--model MODEL --preset NAME)", presets) + "\n"
     if name in EXAMPLES:
         epilog += "examples:\n" + "".join(f"  {line}\n" for line in EXAMPLES[name])
     parser = sub.add_parser(
@@ -482,6 +502,9 @@ def _add_train(sub):
         help="replace a model already in --output (kept until the new run completes)",
     )
     train.add_argument("--config", help="JSON object or file of training options (flags override it)")
+    train.add_argument(
+        "--preset", help="a tuned configuration of the model (below); --config and flags override it"
+    )
     _add_format_flags(train)
     for name, kind, help_text in TRAIN_FLAGS:
         train.add_argument(
@@ -583,6 +606,12 @@ def _add_evaluate(sub):
         choices=["uniform", "popularity"],
         default="uniform",
         help="how --sampled-negatives are drawn (default uniform)",
+    )
+    evaluate.add_argument(
+        "--allow-other-data",
+        action="store_true",
+        help="evaluate on data other than the model's training data (refused by default: "
+        "the model directory records what it was trained on)",
     )
     _add_format_flags(evaluate)
 
@@ -686,7 +715,11 @@ def _add_pipeline(sub):
         help="how much it must beat the last blessed model by",
     )
     run.add_argument(
-        "--metric", default="ndcg@10", help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr"
+        "--metric",
+        default="ndcg@10",
+        choices=BLESSING_METRICS,
+        metavar="METRIC",
+        help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr",
     )
     run.add_argument("--user-col", default="user_id", help="the CSV files' user column")
     run.add_argument("--item-col", default="item_id", help="the CSV files' item column")

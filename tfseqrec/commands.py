@@ -5,22 +5,38 @@ Every function here takes the parsed ``argparse.Namespace`` and returns the exit
 fix are raised as ``ValueError`` or ``OSError``; ``cli.main`` prints them in one line.
 """
 
+import contextlib
 import dataclasses
 import json
+import logging
 import math
 import os
+import re
+import shutil
 import sys
 
 import numpy as np
 
-from tfseqrec import evaluation, export, kinds, plot, ranking
+from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
 from tfseqrec.data import download, readers, splits, synthetic, tfrecord, vocab
-from tfseqrec.training import pretrain
+from tfseqrec.training import directory, pretrain
 
 
 def run(args):
-    """Runs the command ``args`` was parsed for; its exit code."""
-    return COMMANDS[args.run](args) or 0
+    """Runs the command ``args`` was parsed for; its exit code.
+
+    A full disk, however the writer reports it (h5py, TensorFlow's file writers), is
+    one ``OSError`` line; ``train`` and ``export`` say more in their own.
+    """
+    try:
+        return COMMANDS[args.run](args) or 0
+    except Exception as error:
+        if not directory.is_full_disk(error):
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise OSError(
+            f"no space left on the device: 'tfseqrec {args.run}' stopped ({first}); free space and run it again"
+        ) from None
 
 
 def _resolve(path):
@@ -103,13 +119,15 @@ def _data_item_text(args):
         raise ValueError(
             f"--output {args.output}: the name must end in .item.json (that is how readers know it)"
         )
+    inputs = {"PATH": _resolve(args.path), "--id-map": _resolve(args.id_map)}
+    checks.check_output_apart("--output", args.output, inputs)
     text = readers.read_item_text(_resolve(args.path))
     missing = []
     if args.id_map:
         mapping = readers.read_id_map(_resolve(args.id_map))
         missing = [new for new, original in mapping.items() if original not in text]
         text = {new: text[original] for new, original in mapping.items() if original in text}
-    with open(args.output, "w", encoding="utf-8") as f:
+    with _written_whole(args.output) as partial, open(partial, "w", encoding="utf-8") as f:
         json.dump(text, f, ensure_ascii=False)
     print(
         json.dumps(
@@ -135,7 +153,8 @@ def _data_synthetic(args):
         zipf_exponent=args.zipf_exponent,
         follow_prob=args.follow_prob,
     )
-    synthetic.write_csv(log, args.output)
+    with _written_whole(args.output) as partial:
+        synthetic.write_csv(log, partial)
     print(
         json.dumps(
             {
@@ -152,14 +171,20 @@ def _data_synthetic(args):
 
 
 def _data_tfrecord(args):
+    checks.check_output_apart("--output", args.output, {"PATH": _resolve(args.path)})
     _, split, vocabulary, report = _load(args)
+    created = not os.path.exists(args.output)
     os.makedirs(args.output, exist_ok=True)
     counts = {}
-    for name, part in (("train", split.train), ("valid", split.valid), ("test", split.test)):
-        counts[name] = tfrecord.write_examples(
-            os.path.join(args.output, f"{name}.tfrecord.gz"), part, vocabulary, "GZIP"
-        )
-    vocabulary.save(args.output)
+    try:
+        for name, part in (("train", split.train), ("valid", split.valid), ("test", split.test)):
+            with _written_whole(os.path.join(args.output, f"{name}.tfrecord.gz")) as partial:
+                counts[name] = tfrecord.write_examples(partial, part, vocabulary, "GZIP")
+        vocabulary.save(args.output)
+    except BaseException:
+        if created:  # what this run wrote goes with the folder it made
+            shutil.rmtree(args.output, ignore_errors=True)
+        raise
     print(json.dumps({"output": args.output, "records": counts, "num_items": vocabulary.num_items}))
     return 0
 
@@ -177,6 +202,18 @@ def _train(args):
                     f"{sorted(kind.option_names())} (--config JSON)"
                 )
             options[name] = getattr(args, name)
+    if args.preset is not None:
+        kind.options({}, preset=args.preset)  # an unknown preset fails here, naming the model's
+        options["preset"] = args.preset
+    checks.check_output_apart(
+        "--output",
+        args.output,
+        {
+            "--data": _resolve(args.data),
+            "--item-text": _resolve(args.item_text),
+            "--init-from": options.get("init_from"),
+        },
+    )
     model, split, epochs = kind.train(
         _resolve(args.data),
         args.output,
@@ -205,6 +242,8 @@ def _pretrain(args):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     datasets = [(_resolve(d), _resolve(t)) for d, t in zip(args.data, args.item_text)]
+    for data, text in datasets:
+        checks.check_output_apart("--output", args.output, {"--data": data, "--item-text": text})
     rows = pretrain.pretrain(
         kinds.get(args.model),
         datasets,
@@ -226,8 +265,10 @@ def _pretrain(args):
 
 
 def _evaluate(args):
-    model, vocabulary, _ = kinds.load(args.model_dir)
-    _, split, _, report = _load(args, vocabulary)
+    model, vocabulary, info = kinds.load(args.model_dir)
+    interactions, split, _, report = _load(args, vocabulary)
+    if not args.allow_other_data:
+        _require_training_data(args.model_dir, info, interactions.path, report)
     sampled = None
     if args.sampled_negatives:
         sampled = {"num_negatives": args.sampled_negatives, "sampler": args.sampler}
@@ -252,6 +293,30 @@ def _evaluate(args):
     return 0 if np.isfinite(result["mrr"]) else 1
 
 
+def _require_training_data(model_dir, info, path, report):
+    """Refuses to evaluate on data other than the model's (``--allow-other-data`` allows it).
+
+    Another data set's ids overlap the model's by chance (ML-100K's items are ML-1M's
+    numbers 1..1682, of other films): its metrics would be printed as if they meant
+    something. The same data is the same file (by path, or by name where it moved), with
+    the same number of events where the model recorded it.
+    """
+    trained = info.get("data")
+    if not trained:
+        return
+    here, there = os.path.realpath(path), os.path.realpath(trained)
+    names = {os.path.basename(here), os.path.basename(os.path.dirname(here))}
+    same = here == there or os.path.dirname(here) == there or os.path.basename(there) in names
+    before = (info.get("report") or {}).get("input_interactions")
+    if same and (before is None or before == report.get("input_interactions")):
+        return
+    counted = "" if before is None else f"; {before} events there, {report.get('input_interactions')} here"
+    raise ValueError(
+        f"{path} is not the data {model_dir} was trained on ({trained}{counted}); its test cases "
+        "would be ranked by a model of another catalogue. Pass --allow-other-data to evaluate on it anyway"
+    )
+
+
 def _plot(args):
     kind = kinds.for_model_dir(args.model_dir)
     if not kind.attention_maps:
@@ -274,7 +339,7 @@ def _plot(args):
         args.history = " ".join(str(i) for i in events.items[mine][-20:])
         if not args.history:
             raise ValueError(f"user {user!r} is not in {info['data']}")
-        if getattr(model, "uses_timestamps", False):
+        if model.uses_timestamps:
             args.timestamps = events.timestamps[mine][-20:].tolist()
     ids, times = _known_history(args, model, vocabulary)
     if not ids:
@@ -301,9 +366,20 @@ def _recommend(args):
             "tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr
         )
         top = ranking.top_k(vocabulary.popularity()[None], min(args.k, vocabulary.num_items))
-        top_ids, top_scores = top.indices.numpy().astype(np.int64) + vocab.NUM_RESERVED, top.values.numpy()
-    items = vocabulary.to_raw(top_ids[0])
-    scores = [float(s) for s in top_scores[0]]
+        top_ids, top_scores = ranking.drop_padding(
+            ranking.vocabulary_ids(top.indices.numpy()), top.values.numpy()
+        )
+    # Only items that can be recommended come back: never one of the history (with
+    # --exclude-seen), so fewer than --k when fewer are left.
+    count = int(np.sum(top_ids[0] != vocab.PAD_ID))
+    if count < args.k:
+        print(
+            f"tfseqrec: {count} item(s) can be recommended (the catalogue's {vocabulary.num_items}"
+            f"{' less the history' if args.exclude_seen else ''}), fewer than --k {args.k}",
+            file=sys.stderr,
+        )
+    items = vocabulary.to_raw(top_ids[0][:count])
+    scores = [float(s) for s in top_scores[0][:count]]
     if args.json:
         _print_json({"item_ids": items, "scores": scores})
     else:
@@ -315,7 +391,7 @@ def _recommend(args):
 def _known_history(args, model, vocabulary):
     """``(ids, times)`` of ``--history``'s known items (``times``: of ``--timestamps``, or ``None``)."""
     raw, times = args.history.split(), args.timestamps
-    if getattr(model, "uses_timestamps", False):
+    if model.uses_timestamps:
         if times is None:
             raise ValueError(
                 "this model reads the items' event times (a time bias): give --timestamps, "
@@ -330,6 +406,8 @@ def _known_history(args, model, vocabulary):
             "--timestamps is for models that read event times (hstu trained with a time bias); "
             "this model reads item ids only"
         )
+    for t in times or ():
+        serving.check_seconds("--timestamps", t)
     ids = vocabulary.lookup(raw)
     unknown = [r for r, i in zip(raw, ids) if i == vocab.OOV_ID]
     if unknown:
@@ -339,6 +417,9 @@ def _known_history(args, model, vocabulary):
 
 
 def _export(args):
+    checks.check_output_apart(
+        "--output", args.output, {"--model-dir": args.model_dir, "--item-text": _resolve(args.item_text)}
+    )
     kind = kinds.for_model_dir(args.model_dir)
     model, vocabulary, info = kind.load(args.model_dir)
     added = []
@@ -375,7 +456,58 @@ def _pipeline_run(args):
 
     if not os.path.isdir(args.data_root):
         raise FileNotFoundError(f"--data-root {args.data_root}: no such directory (it holds the CSV files)")
-    summary = pipeline.run(
+    for flag in ("--pipeline-root", "--metadata-path", "--serving-model-dir"):
+        output = getattr(args, flag[2:].replace("-", "_"))
+        checks.check_output_apart(flag, output, {"--data-root": args.data_root})
+    try:
+        with _runner_errors_unlogged():
+            summary = _run_pipeline(pipeline, args)
+    except Exception as error:
+        cause = _user_error(error)
+        if cause is None:
+            raise
+        # Beam wraps a component's error in its own (a RuntimeError with the whole worker
+        # traceback); the user's fault is the first ValueError or OSError it was raised from.
+        raise ValueError(re.sub(r" \[while running '[^']*'\]$", "", str(cause))) from None
+    _print_json(summary)
+    return 0
+
+
+@contextlib.contextmanager
+def _runner_errors_unlogged():
+    """Keeps Beam and TFX from logging a failing component's traceback (their warnings stay).
+
+    Beam's DoFn runner logs the traceback of an error in a component, and TFX logs the
+    execution's failure; the error itself is raised, and ``_pipeline_run`` says it.
+    """
+    runner, tfx_log = logging.getLogger("apache_beam.runners.common"), logging.getLogger("absl")
+    level = runner.level
+
+    def below_error(record):
+        return record.levelno < logging.ERROR
+
+    runner.setLevel(logging.CRITICAL)
+    tfx_log.addFilter(below_error)
+    try:
+        yield
+    finally:
+        runner.setLevel(level)
+        tfx_log.removeFilter(below_error)
+
+
+def _user_error(error):
+    """The first ``ValueError`` or ``OSError`` in ``error``'s chain of causes; ``None`` when none."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, (ValueError, OSError)):
+            return error
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    return None
+
+
+def _run_pipeline(pipeline, args):
+    return pipeline.run(
         data_root=os.path.abspath(args.data_root),
         pipeline_root=os.path.abspath(args.pipeline_root),
         metadata_path=os.path.abspath(args.metadata_path),
@@ -391,11 +523,27 @@ def _pipeline_run(args):
         time_column=args.time_col,
         beam_pipeline_args=args.beam_args,
     )
-    _print_json(summary)
-    return 0
 
 
 # --- output and option helpers -----------------------------------------------------
+
+
+@contextlib.contextmanager
+def _written_whole(path):
+    """A hidden name beside ``path`` to write, renamed to ``path`` when the block completes.
+
+    A failed write (a full disk) leaves no half file under ``path``: the hidden one is
+    removed, and a file already at ``path`` stays as it was. The hidden name keeps
+    ``path``'s suffix (``.gz``: the writers compress by name).
+    """
+    path = os.fspath(path)
+    partial = os.path.join(os.path.dirname(path), ".partial." + os.path.basename(path))
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
 
 
 def _print_json(value):

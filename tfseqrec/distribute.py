@@ -29,8 +29,8 @@ STRATEGIES = ("mirrored", "multi_worker")
 def make_strategy(name):
     """The strategy called ``name`` (one of ``STRATEGIES``), or ``None`` for ``None``.
 
-    ``multi_worker`` reads the cluster from ``TF_CONFIG``; without it, it is one worker
-    with the local devices (as ``mirrored``).
+    ``multi_worker`` reads the cluster from ``TF_CONFIG`` and is refused without it (one
+    worker alone is ``mirrored``; a missing ``TF_CONFIG`` is a launch that went wrong).
     """
     if name is None:
         return None
@@ -100,7 +100,11 @@ def _check_tf_config():
     """A malformed ``TF_CONFIG`` fails here with its fault named, not deep inside TensorFlow."""
     raw = os.environ.get("TF_CONFIG")
     if not raw:
-        return
+        raise ValueError(
+            "--strategy multi_worker needs TF_CONFIG (the cluster and this worker's task), set on "
+            "every worker; it is not set here. To train on this machine's devices alone use "
+            "--strategy mirrored (docs/distribution.md)"
+        )
     try:
         config = json.loads(raw)
         workers = config["cluster"]["worker"]

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import os
 
-import keras
 import numpy as np
 
 from tfseqrec import models
@@ -32,7 +31,7 @@ from tfseqrec.export.module import (
     UniSRecTextRecommender,
 )
 from tfseqrec.training import directory, id_models, pretrain, recformer
-from tfseqrec.training.config import MODEL_DEFAULTS, PRETRAINED_MODELS, RecformerConfig, TrainConfig
+from tfseqrec.training.config import MODELS, PRETRAINED_MODELS, RecformerConfig, TrainConfig
 
 # Time buckets of HSTU's relative time bias when the data has event times (the reference's).
 DEFAULT_TIME_BUCKETS = 128
@@ -69,9 +68,23 @@ class ModelKind:
     def option_names(self):
         return {f.name for f in dataclasses.fields(self.config_class)}
 
-    def options(self, values):
-        """The kind's options dataclass of a dict (unknown keys are an error)."""
-        return self.config_class.from_dict(dict(values))
+    @property
+    def presets(self):
+        """``{name: options}``: the kind's tuned configurations (``tfseqrec train --preset``)."""
+        return {}
+
+    def options(self, values, preset=None):
+        """The kind's options dataclass of a dict (unknown keys are an error).
+
+        ``preset``: a name in ``presets``, whose options ``values`` override.
+        """
+        values = dict(values)
+        if preset is not None:
+            if preset not in self.presets:
+                known = ", ".join(sorted(self.presets)) or "none"
+                raise ValueError(f"{self.name} has no preset {preset!r}; its presets: {known}")
+            values["preset"] = preset
+        return self.config_class.from_dict(values)
 
     def train(
         self,
@@ -139,9 +152,8 @@ class IdModelKind(ModelKind):
         cloze: trained on masked sequences (``pipeline.cloze_dataset``) rather than
             next-item targets at every position (``pipeline.causal_dataset``).
 
-    Attributes:
-        defaults: values of ``TrainConfig`` fields left ``None`` (the kind's own
-            training defaults, ``tfseqrec.training.config.MODEL_DEFAULTS``).
+    A model option left ``None`` takes the constructor's default, a training option the
+    model class's ``default_training`` (``tfseqrec.training.TrainConfig``).
     """
 
     config_file = "train_config.json"
@@ -152,7 +164,6 @@ class IdModelKind(ModelKind):
         self.model_class = model_class
         self.model_options = tuple(model_options)
         self.cloze = cloze
-        self.defaults = dict(MODEL_DEFAULTS[name])
 
     @property
     def config_class(self):
@@ -162,8 +173,12 @@ class IdModelKind(ModelKind):
     def pretrainable(self):
         return self.name in PRETRAINED_MODELS
 
-    def options(self, values):
-        return self.config_class.from_dict({**values, "model": self.name})
+    @property
+    def presets(self):
+        return MODELS[self.name].presets
+
+    def options(self, values, preset=None):
+        return super().options({**values, "model": self.name}, preset)
 
     def build(self, config, num_items, loss_normalizer=None, loss=None, **model_kwargs):
         """The model of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its constructor)."""
@@ -367,7 +382,7 @@ class UniSRecKind(IdModelKind):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
 
         pretrain.read_config(checkpoint, "unisrec")
-        pretrained = keras.saving.load_model(os.path.join(checkpoint, pretrain.MODEL_FILE))
+        pretrained = directory.load_model_file(os.path.join(checkpoint, pretrain.MODEL_FILE))
         return model.load_shared_weights(pretrained)
 
     def prepare(self, model, train):
@@ -414,11 +429,7 @@ class UniSRecKind(IdModelKind):
         """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
         raw_text = readers.read_item_text(item_text)
         texts, missing = text.item_texts(raw_text, vocabulary, config.attributes)
-        if missing:
-            raise ValueError(
-                f"{item_text}: {missing} of the {vocabulary.num_items} items have no text "
-                f"(for example {[r for r in vocabulary.items if r not in raw_text][:5]})"
-            )
+        directory.require_text(item_text, raw_text, vocabulary, missing)
         directory.write_item_text(output_dir, raw_text, vocabulary)
         encoder_config = {
             "attributes": list(config.attributes),
@@ -460,6 +471,9 @@ class UniSRecKind(IdModelKind):
         if not added:
             return model, vocabulary, []
         texts, _ = text.item_texts(raw_text, grown, model.text_encoder["attributes"])
+        directory.require_new_item_text(
+            "--item-text", texts, grown, vocabulary.size, model.text_encoder["attributes"]
+        )
         vectors = models.SentenceEncoder.from_pretrained(**model.text_encoder).encode(
             texts[vocabulary.size :]
         )
@@ -543,7 +557,7 @@ class RecformerKind(ModelKind):
         return recformer.add_items(model, vocabulary, raw_text, self.options(info["config"]))
 
 
-# The training defaults of each id-model kind: ``tfseqrec.training.config.MODEL_DEFAULTS``.
+# Each id-model kind's defaults and presets are its model class's (``tfseqrec.models.presets``).
 KINDS = {
     kind.name: kind
     for kind in (

@@ -316,7 +316,7 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
             does (a ``[positions, num_negatives, d]`` gather per batch); shared
             negatives cost one ``[num_negatives, d]`` gather, but each item is then a
             negative far less often (on ML-1M, HSTU learned much more per epoch with
-            negatives per position; README, "HSTU").
+            negatives per position; benchmarks/README.md, "HSTU: its parts").
 
     Call arguments:
         y_true: ignored (the positive is column 0 of ``y_pred``); pass zeros.

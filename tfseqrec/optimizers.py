@@ -3,7 +3,7 @@
 With a sampled loss, a batch reads a few thousand rows of a million-row item table.
 Keras's ``Adam`` gets the table's gradient as a dense ``[num_items, d]`` tensor and
 rewrites the whole table and both its moment slots every step: at a million items that
-was most of a training step (README, "Scale"). A model compiled with ``RowSparseAdam``
+was most of a training step (benchmarks/README.md, "Scale"). A model compiled with ``RowSparseAdam``
 reads its output table by rows (``tfseqrec.losses.ItemRows``), so the gradient is
 ``tf.IndexedSlices`` of the rows read, and ``RowSparseAdam`` updates those rows alone, as
 TensorFlow Addons' ``LazyAdam`` and PyTorch's ``SparseAdam`` do; dense gradients (every

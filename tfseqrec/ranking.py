@@ -42,10 +42,12 @@ Layout: ``scores`` are ``[batch, num_items]``, column ``j`` for vocabulary id
 - **Gains**: NDCG@K is ``1 / log2(rank + 2)`` when ``rank < K`` else 0 (one relevant
   item, so the ideal DCG is 1); HR@K is ``rank < K`` (Recall@K with one target); MRR
   is ``1 / (rank + 1)``.
-- **Top-k** (``top_k``): best first, ties by lower column (``tf.math.top_k``); NaN
-  scores sort as ``-inf``, so an item the model cannot score is never recommended
-  ahead of one it can; ``k`` is capped at ``num_items``, and when fewer candidates
-  remain than ``k`` the last slots score ``-inf``.
+- **Top-k** (``top_k``): best first, ties by lower column (``tf.math.top_k``); ``k`` is
+  capped at ``num_items``. Only items that can be recommended fill a slot: an
+  excluded item (the history) is never returned, nor an item the model cannot score
+  (NaN or ``-inf``). When fewer such items remain than ``k``, the last slots are
+  padding: column ``PAD_COLUMN`` (-1) and score ``-inf``, never an item's
+  (``vocabulary_ids`` makes it ``vocab.PAD_ID``; the exports a raw id ``""`` or -1).
 
 Example:
 
@@ -60,12 +62,16 @@ Example:
 {'ndcg@1': 0.5, 'hr@1': 0.5, 'mrr': 0.625}
 """
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 
 from tfseqrec.data import vocab
 
 DEFAULT_KS = (1, 5, 10, 20)
+# The column of a top-k slot that holds no item (fewer recommendable items than k).
+PAD_COLUMN = -1
 
 
 def known_targets(targets, num_items):
@@ -310,6 +316,8 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
         k: int scalar; capped at ``[0, num_items]``.
         exclude: ``None`` or ids never to return (dense or ragged, as ``exclude_items``).
         chunk_items: columns per block (at least ``k``).
+
+    Slots with no recommendable item left hold ``PAD_COLUMN`` and ``-inf``, as ``top_k``'s.
     """
     num_items = tf.cast(num_items, tf.int32)
     k = tf.clip_by_value(tf.cast(k, tf.int32), 0, num_items)
@@ -348,7 +356,29 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
         (tf.constant(1), values, best),
         shape_invariants=(tf.TensorShape([]), any_width, any_width),
     )
-    return tf.ensure_shape(values, shape), tf.ensure_shape(best, shape)
+    return _mark_padding(tf.ensure_shape(values, shape), tf.ensure_shape(best, shape))
+
+
+def _mark_padding(values, columns):
+    """``(values, columns)`` with ``PAD_COLUMN`` where a slot holds no recommendable item
+    (its score is ``-inf``: excluded, or the model scored NaN or ``-inf``)."""
+    padding = tf.equal(values, tf.constant(-np.inf, values.dtype))
+    return values, tf.where(padding, tf.constant(PAD_COLUMN, columns.dtype), columns)
+
+
+def vocabulary_ids(columns):
+    """Vocabulary ids (int64) of top-k ``columns``: ``column + NUM_RESERVED``, and
+    ``vocab.PAD_ID`` (0, never an item) for a ``PAD_COLUMN`` slot. NumPy in, NumPy out."""
+    columns = np.asarray(columns, np.int64)
+    return np.where(columns == PAD_COLUMN, vocab.PAD_ID, columns + vocab.NUM_RESERVED)
+
+
+def drop_padding(ids, scores):
+    """NumPy ``(ids, scores)`` ``[batch, k]`` less the trailing slots that are padding
+    (``vocab.PAD_ID``) in every row: at most the items that can be recommended."""
+    ids, scores = np.asarray(ids), np.asarray(scores)
+    width = int((ids != vocab.PAD_ID).sum(axis=1).max(initial=0))
+    return ids[:, :width], scores[:, :width]
 
 
 def _history_cells(history, num_items):
@@ -375,14 +405,21 @@ def top_k(scores, k, exclude=None):
         k: int scalar; capped at ``[0, num_items]``.
         exclude: ``None`` or ids never to return (dense or ragged, as ``exclude_items``).
 
-    Columns are ``id - NUM_RESERVED``. NaN scores sort as ``-inf``.
+    Columns are ``id - NUM_RESERVED``; a slot with no recommendable item left (the
+    row's excluded items and those the model scored NaN or ``-inf`` are never
+    returned) holds ``PAD_COLUMN`` and ``-inf``, after every item.
     """
     scores = tf.cast(scores, tf.float32)
     if exclude is not None:
         scores = exclude_items(scores, exclude)
     scores = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, tf.float32), scores)
     k = tf.clip_by_value(tf.cast(k, tf.int32), 0, tf.shape(scores)[1])
-    return tf.math.top_k(scores, k)
+    top = tf.math.top_k(scores, k)
+    return TopK(*_mark_padding(top.values, top.indices))
+
+
+# What ``top_k`` returns: ``(values, indices)``, by position or by name (as ``tf.math.top_k``).
+TopK = collections.namedtuple("TopK", ["values", "indices"])
 
 
 # --- gains ---------------------------------------------------------------------------

@@ -40,7 +40,11 @@ INT_PAD = -1
 
 @dataclasses.dataclass
 class Recommendations:
-    """A reply: ``item_ids[u]`` and ``scores[u]`` best first for user ``u``."""
+    """A reply: ``item_ids[u]`` and ``scores[u]`` best first for user ``u``.
+
+    Only items: the export's padding slots (id ``""`` or -1 at score ``-inf``, when fewer
+    items than ``k`` could be recommended) are dropped, so a row may be shorter than ``k``.
+    """
 
     item_ids: list
     scores: list
@@ -99,11 +103,25 @@ def pad_timestamps(timestamps, width=None):
     >>> pad_timestamps([[100, 200, 300], [400]], width=2).tolist()
     [[200, 300], [400, 0]]
     """
-    rows, width = _newest([[int(t) for t in row] for row in timestamps], width)
+    rows, width = _newest([[check_seconds("timestamps", t) for t in row] for row in timestamps], width)
     out = np.zeros((len(rows), width), dtype=np.int64)
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
     return out
+
+
+def check_seconds(name, value):
+    """``value`` as an int, once it is a whole number of seconds int64 holds (else ``ValueError``, naming ``name``)."""
+    try:
+        seconds = int(value)
+    except (TypeError, ValueError, OverflowError):
+        seconds = None
+    if seconds is None or seconds != value or not -(2**63) <= seconds < 2**63:
+        raise ValueError(
+            f"{name}: {value!r} is not a time in whole seconds within int64 (|t| < 2**63, about "
+            "2.9e11 years); a time in nanoseconds or a typo?"
+        )
+    return seconds
 
 
 def _checked_timestamps(histories, timestamps):
@@ -277,7 +295,15 @@ def _recommendations(outputs):
 
     user_ids = [_decode(u) for u in np.asarray(outputs["user_id"]).tolist()] if "user_id" in outputs else None
     scores = [[float(s) for s in row] for row in np.asarray(outputs["scores"], dtype=np.float64).tolist()]
-    return Recommendations(item_ids=values("item_ids"), scores=scores, user_ids=user_ids)
+    rows = [
+        [(i, s) for i, s in zip(ids, row) if not (s == -np.inf and i in ("", INT_PAD))]
+        for ids, row in zip(values("item_ids"), scores)
+    ]
+    return Recommendations(
+        item_ids=[[i for i, _ in row] for row in rows],
+        scores=[[s for _, s in row] for row in rows],
+        user_ids=user_ids,
+    )
 
 
 # --- an export loaded the way TF Serving loads it -------------------------------------

@@ -56,8 +56,9 @@ def test_recommend_json_is_strict_json_when_k_exceeds_the_unseen_items(trained, 
     reply = json.loads(
         capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}")
     )
-    assert len(reply["item_ids"]) == vocabulary.num_items
-    assert reply["scores"][-3:] == [None, None, None]  # the three seen items have no score
+    # Only the unseen items come back (issue 39: the seen ones used to follow with null scores).
+    assert len(reply["item_ids"]) == vocabulary.num_items - 3
+    assert None not in reply["scores"] and not set(reply["item_ids"]) & set(history.split())
     assert all(isinstance(s, float) for s in reply["scores"][:-3])
 
 

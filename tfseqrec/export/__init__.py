@@ -58,8 +58,11 @@ Every signature handles any well-typed request: unknown ids and padding are drop
 (wherever they are), items of the whole history are never recommended, the model
 reads the newest ``max_sequence_length`` known items, and a history with no known
 item gets the most popular items (scored by their share of training interactions).
-``k`` is capped at the number of items; when fewer unseen items remain than ``k``,
-the last slots score ``-inf``.
+``k`` is capped at the number of items. Only items that can be recommended fill a
+slot; when fewer remain than ``k`` the last slots are padding: item id ``""`` (``-1``
+in ``recommend_ids``) at score ``-inf``, an id no item has (``module.PAD_RAW_ID``,
+``module.PAD_INT_ID``). ``history`` must be ``[batch, None]``: a 1-D history fails
+naming the shape expected.
 
 Exclusion, top-k and ranks are ``tfseqrec.ranking``'s. ``rank_targets`` is for
 evaluators that know the target (the TFX ``RankingEvaluator``): it ranks the target

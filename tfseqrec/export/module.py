@@ -4,7 +4,13 @@
 event times (HSTU with a time bias: every history signature also takes ``timestamps``),
 ``TextRecommender`` a Recformer and ``UniSRecTextRecommender`` a UniSRec (the id signatures
 plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures and their rules
-are listed in ``tfseqrec.export``. Every signature ``NAME`` has a
+are listed in ``tfseqrec.export``.
+
+Recommendations hold only items that can be recommended (never one of the history, never
+one the model scored NaN or ``-inf``). Their shape is fixed (``[batch, k]``), so when fewer
+items than ``k`` remain (a history of nearly the whole catalogue, a ``recommend_top_k`` k
+past it) the last slots are padding: item id ``PAD_RAW_ID`` (``""``; ``PAD_INT_ID``, -1,
+in ``recommend_ids``) and score ``-inf``, an id no item has and a score no item gets. Every signature ``NAME`` has a
 ``_warmup_NAME`` method beside it: the request the server replays for it before
 answering its first request (``tfseqrec.export.warmup``).
 """
@@ -24,6 +30,12 @@ TEXT_SIGNATURES = ("recommend_texts", "encode_items")
 # Raw ids a recommend_ids export can carry as int64: non-negative, canonical (no
 # leading zeros: "007" would come back as 7) and below 2**63. Negative ids are padding.
 _INTEGER = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
+
+
+# The item id of a slot that holds no item (fewer recommendable items than k): its
+# score is -inf. PAD_RAW_ID in the string signatures, PAD_INT_ID in recommend_ids.
+PAD_RAW_ID = ""
+PAD_INT_ID = -1
 
 
 def _integer_id(raw):
@@ -166,20 +178,23 @@ class Recommender(tf.Module):
         )
 
     def _recommend_raw(self, history, k, times=None):
-        ids = self.to_id.lookup(history)
+        ids = self.to_id.lookup(_batch_of_rows(history))
         scores, columns = self.top_k(ids, k, times)
+        # A padding slot (ranking.PAD_COLUMN, no item left) looks up to the table's default: "".
         return {"item_ids": self.to_raw.lookup(tf.cast(columns, tf.int64)), "scores": scores}
 
     def _recommend_ints(self, history, times=None):
-        out = self._recommend_raw(tf.strings.as_string(history), self.k, times)
-        # Every raw id is an integer (checked at export); "" marks a slot past the
-        # catalogue's end, which top_k never returns.
-        return {"item_ids": tf.strings.to_number(out["item_ids"], tf.int64), "scores": out["scores"]}
+        ids = self.to_id.lookup(tf.strings.as_string(_batch_of_rows(history)))
+        scores, columns = self.top_k(ids, self.k, times)
+        # Every raw id is an integer (checked at export); a padding slot is PAD_INT_ID.
+        raw = tf.strings.to_number(self.to_raw.lookup(tf.cast(tf.maximum(columns, 0), tf.int64)), tf.int64)
+        padding = tf.equal(columns, ranking.PAD_COLUMN)
+        return {"item_ids": tf.where(padding, tf.constant(PAD_INT_ID, tf.int64), raw), "scores": scores}
 
     def _rank_raw(self, history, target, times=None):
-        target_ids = self.to_id.lookup(target)
+        target_ids = self.to_id.lookup(tf.ensure_shape(target, [None]))
         return {
-            "rank": self.rank(self.to_id.lookup(history), target_ids, times),
+            "rank": self.rank(self.to_id.lookup(_batch_of_rows(history)), target_ids, times),
             "known": ranking.known_targets(target_ids, self.model.num_items),
         }
 
@@ -317,7 +332,7 @@ class TimedRecommender(Recommender):
             message="timestamps must have the shape of history: one time (seconds) per history slot",
         )
         with tf.control_dependencies([check]):
-            return tf.identity(timestamps)
+            return tf.identity(_batch_of_rows(timestamps))
 
     @tf.function(
         input_signature=[
@@ -577,6 +592,17 @@ def _fit_attributes(text, num_attributes):
     """String ``[batch, items, attributes]`` with exactly ``num_attributes`` columns (``""`` added)."""
     text = tf.pad(text, [[0, 0], [0, 0], [0, tf.maximum(num_attributes - tf.shape(text)[2], 0)]])
     return text[:, :, :num_attributes]
+
+
+def _batch_of_rows(tensor):
+    """``tensor``, once it is ``[batch, None]`` (one row per user; a single user is ``[[...]]``).
+
+    Else the request fails naming the input and the shape expected ("Shape of tensor
+    history [2] is not compatible with expected shape [?,?]"), not at an op inside.
+    EnsureShape, not an assert on the rank: the graph knows the signature's rank, so
+    an assert would be folded away and never run.
+    """
+    return tf.ensure_shape(tensor, [None, None])
 
 
 def _max_or_zero(values):

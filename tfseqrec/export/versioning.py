@@ -9,6 +9,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.export.warmup import write_warmup_requests
+from tfseqrec.training import directory
 
 
 def save(kind, model, vocabulary, export_dir, k=10, warmup=True):
@@ -66,6 +67,14 @@ def export_version(kind, model, vocabulary, base_path, version=None, k=10, warmu
     try:
         save(kind, model, vocabulary, staging, k=k, warmup=warmup)
         os.rename(staging, path)
+    except Exception as error:
+        if not directory.is_full_disk(error):
+            raise
+        raise OSError(
+            f"no space left on the device of {base_path} while exporting version {version}; "
+            "the half-written version was removed and the versions already there are untouched. "
+            "Free space, then export again"
+        ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return path, version

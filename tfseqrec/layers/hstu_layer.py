@@ -193,7 +193,7 @@ class HSTULayer(keras.layers.Layer):
         if self.attention == "softmax":
             # Q scaled before the product, not the logits after it: on CPU, oneDNN fuses
             # BatchMatMul -> Mul -> Add(broadcast bias) into one kernel that ran the
-            # ML-1M batch 250x slower (2.6 s against 0.01 s; README, "HSTU").
+            # ML-1M batch 250x slower (2.6 s against 0.01 s; docs/models/hstu.md, "Faithful to the paper, and where not").
             q = q * ops.cast(1.0 / math.sqrt(a), q.dtype)
         logits = ops.einsum("bnha,bmha->bhnm", q, k) + self.attention_bias(length, timestamps)[:, None]
         mask = self.attention_mask(padding_mask, length)

@@ -8,6 +8,7 @@ import tensorflow as tf
 from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.presets import PRESETS, TRAINING
 from tfseqrec.models.tasks import ClozeTask
 
 
@@ -185,6 +186,10 @@ class BERT4Rec(ClozeTask, BERT4RecBackbone):
         Sun et al., "BERT4Rec: Sequential Recommendation with Bidirectional Encoder
         Representations from Transformer", CIKM 2019.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["bert4rec"]
+    presets = PRESETS["bert4rec"]
 
     def __init__(
         self,

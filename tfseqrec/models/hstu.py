@@ -10,6 +10,7 @@ from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
 from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.presets import PRESETS, TRAINING
 from tfseqrec.models.tasks import NextItemTask
 
 
@@ -257,6 +258,10 @@ class HSTU(NextItemTask, HSTUBackbone):
         Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
         Transducers for Generative Recommendations", ICML 2024.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["hstu"]
+    presets = PRESETS["hstu"]
 
     def __init__(
         self,

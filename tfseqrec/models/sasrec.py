@@ -8,6 +8,7 @@ import tensorflow as tf
 from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.presets import PRESETS, TRAINING
 from tfseqrec.models.tasks import NextItemTask
 
 
@@ -195,6 +196,10 @@ class SASRec(NextItemTask, SASRecBackbone):
     Reference:
         Kang & McAuley, "Self-Attentive Sequential Recommendation", ICDM 2018.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["sasrec"]
+    presets = PRESETS["sasrec"]
 
     def __init__(
         self,

@@ -273,8 +273,11 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
                 model that ``uses_timestamps``, and only for it.
 
         Returns:
-            ``(ids, scores)``: int64 ``[batch, k]`` vocabulary ids and float32 scores,
-            best first.
+            ``(ids, scores)``: int64 ``[batch, n]`` vocabulary ids and float32 scores,
+            best first, ``n <= k``: only items that can be recommended (never one of
+            the history when ``exclude_seen``), so ``n`` is less than ``k`` when fewer
+            remain; a row with fewer items than another ends in ``vocab.PAD_ID`` (0)
+            at ``-inf`` (``ranking.top_k``).
         """
         if (timestamps is not None) != self.uses_timestamps:
             raise ValueError(
@@ -310,9 +313,9 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
                 tf.constant(min(k, self.num_items)),
                 bool(exclude_seen),
             )
-            ids_out.append(top_index.numpy().astype(np.int64) + vocab.NUM_RESERVED)
+            ids_out.append(ranking.vocabulary_ids(top_index.numpy()))
             scores_out.append(top_scores.numpy())
-        return np.concatenate(ids_out), np.concatenate(scores_out)
+        return ranking.drop_padding(np.concatenate(ids_out), np.concatenate(scores_out))
 
     def compiled_score(self, window):
         """``score`` of an int ``[batch, length]`` window, compiled once per model."""

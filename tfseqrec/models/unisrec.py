@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from tfseqrec.data import vocab
 from tfseqrec.layers import MoEAdaptor
+from tfseqrec.models.presets import PRESETS, TRAINING
 from tfseqrec.models.sasrec import SASRecBackbone
 from tfseqrec.models.tasks import NextItemTask
 
@@ -335,6 +336,10 @@ class UniSRec(NextItemTask, UniSRecBackbone):
         Hou et al., "Towards Universal Sequence Representation Learning for
         Recommender Systems", KDD 2022.
     """
+
+    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
+    default_training = TRAINING["unisrec"]
+    presets = PRESETS["unisrec"]
 
     def __init__(
         self,

@@ -6,8 +6,10 @@ main training stage, ``patience`` epochs without a better validation NDCG@10.
 """
 
 import dataclasses
+import inspect
 import typing
 
+from tfseqrec import models
 from tfseqrec.checks import check_choice, check_number
 
 
@@ -33,59 +35,63 @@ class Options:
         """Raises ``ValueError`` naming the first option out of range (subclasses extend it)."""
 
 
-# Sizes and loss of SASRec, BERT4Rec and UniSRec (the configuration of Klenitskiy & Vasilev, RecSys 2023).
-ID_MODEL_DEFAULTS = {"hidden_dim": 64, "num_layers": 2, "loss": "softmax"}
-
-# Each id model's values of the ``TrainConfig`` fields left ``None`` (its training
-# defaults, each chosen on validation NDCG@10; see the README). The keys are the
-# ``--model`` names ``TrainConfig`` trains (``tfseqrec.kinds`` builds a kind of each).
-MODEL_DEFAULTS = {
-    # SASRec on ML-1M, 30 minutes, seed 0: best validation NDCG@10 0.1961 at 2e-3 against 0.1918 at 1e-3.
-    "sasrec": {**ID_MODEL_DEFAULTS, "learning_rate": 2e-3, "warmup_epochs": 0.0},
-    # BERT4Rec on ML-1M, 10 minutes, seed 0: best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3, 0.0807 at 1e-3.
-    # Without a warm-up, 4e-3 left seeds 1 and 2 near chance for 12 and 25+ epochs; 5 epochs of warm-up lift
-    # seed 2 to 0.1250 in 10 minutes (0.0202 without).
-    "bert4rec": {**ID_MODEL_DEFAULTS, "learning_rate": 4e-3, "warmup_epochs": 5.0},
-    # UniSRec: SASRec's training defaults (its encoder is SASRec's).
-    "unisrec": {
-        **ID_MODEL_DEFAULTS,
-        "learning_rate": 2e-3,
-        "warmup_epochs": 0.0,
-        "use_id_embeddings": False,
-        "id_dropout": 0.0,
-        "temperature": 0.07,
-    },
-    # HSTU: the sizes of the reference ML-1M configuration (HSTU-large; Zhai et al., ICML 2024). Its sampled
-    # softmax (128 negatives per position, as the reference draws them) learns less per epoch than the full
-    # softmax on ML-1M (GPU probe: 0.161 against 0.188 after 40 epochs): full by default, the reference's
-    # when --loss sampled_softmax (for catalogues too large to score whole). Adam at 2e-3,
-    # not the reference's 1e-3: pointwise attention sits at popularity level for ~10 epochs at 1e-3 and ~5 at
-    # 2e-3; validation NDCG@10 after 40 epochs 0.19 against 0.16 (a GPU probe; README, "HSTU").
-    "hstu": {
-        "hidden_dim": 50,
-        "num_layers": 8,
-        "num_heads": 2,
-        "loss": "softmax",
-        "num_negatives": 128,
-        "negatives_per_position": True,
-        "temperature": 0.05,
-        "learning_rate": 2e-3,
-        "warmup_epochs": 0.0,
-    },
+# The model class of each ``--model`` name ``TrainConfig`` trains (``tfseqrec.kinds`` builds a kind of
+# each). A model option's default is its constructor's; the training defaults of each model (loss,
+# learning rate, warm-up) are its ``default_training``, its tuned configurations its ``presets``
+# (both in ``tfseqrec.models.presets``).
+MODELS = {
+    "sasrec": models.SASRec,
+    "bert4rec": models.BERT4Rec,
+    "unisrec": models.UniSRec,
+    "hstu": models.HSTU,
 }
+
+# Model options filled from elsewhere than the constructor when left None: the loss is a training
+# option (``default_training``); HSTU's time buckets follow the data (``IdModelKind.with_time_bias``).
+_NOT_CONSTRUCTOR_DEFAULTS = ("loss", "num_time_buckets")
+
+
+def constructor_defaults(model_class):
+    """``{argument: default}`` of ``model_class``'s constructor and those it passes ``**kwargs`` to."""
+    defaults = {}
+    for cls in reversed(model_class.__mro__):
+        init = cls.__dict__.get("__init__")
+        if init is None or not issubclass(cls, (models.SequentialRecommender, models.SequentialBackbone)):
+            continue
+        for parameter in inspect.signature(init).parameters.values():
+            if parameter.default is not parameter.empty:
+                defaults[parameter.name] = parameter.default
+    return defaults
+
 
 # The id models that ``tfseqrec pretrain`` pre-trains (a checkpoint ``init_from`` starts from).
 PRETRAINED_MODELS = ("unisrec",)
 
 
+def preset_options(model, preset):
+    """The options of ``model``'s preset ``preset``; ``ValueError`` listing its presets otherwise."""
+    presets = MODELS[model].presets
+    if preset not in presets:
+        known = ", ".join(sorted(presets)) or "none"
+        raise ValueError(f"{model} has no preset {preset!r}; its presets: {known}")
+    return dict(presets[preset])
+
+
 @dataclasses.dataclass
 class TrainConfig(Options):
-    """Hyper-parameters of a training run; ``None`` means the model's own default."""
+    """Hyper-parameters of a training run; ``None`` means the model's own default.
+
+    A model option left ``None`` takes the default of the model's constructor, a training
+    option left ``None`` the model's ``default_training``; the config then records the
+    resolved values. ``from_dict`` applies a ``preset`` (a name in the model's
+    ``presets``) under the values given.
+    """
 
     model: str = "sasrec"
+    preset: str = None  # a tuned configuration, Model.presets[preset] (tfseqrec.models.presets)
     max_sequence_length: int = 200
-    hidden_dim: int = None  # None: the model kind's (HSTU 50, others 64)
-    num_layers: int = None  # None: the model kind's (HSTU 8, others 2)
+    hidden_dim: int = None
+    num_layers: int = None
     num_heads: int = None
     intermediate_dim: int = None
     attention_dim: int = None  # HSTU: Q/K width per head (None: hidden_dim // num_heads)
@@ -99,19 +105,19 @@ class TrainConfig(Options):
     normalized_residual: bool = None
     initializer_range: float = None
     position_origin: str = None
-    loss: str = None  # None: the model kind's (softmax)
+    loss: str = None  # softmax, sampled_softmax, bce, gbce (None: default_training's)
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
     negatives_per_position: bool = None  # sampled_softmax: each position its own negatives (HSTU: yes)
     sparse_item_updates: bool = None  # RowSparseAdam (None: with a sampled loss over >= 100,000 items)
-    num_experts: int = 8  # UniSRec: adaptor experts
-    adaptor_dropout: float = 0.2  # UniSRec
+    num_experts: int = None  # UniSRec: adaptor experts
+    adaptor_dropout: float = None  # UniSRec
     use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
     id_dropout: float = (
         None  # UniSRec with ids: share of item occurrences read by their text alone in training
     )
-    temperature: float = None  # UniSRec, HSTU: cosine scores divided by it (0.07, 0.05)
+    temperature: float = None  # UniSRec, HSTU: cosine scores divided by it
     attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
     max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
     seq_seq_weight: float = 1e-3  # UniSRec pre-training: weight of the sequence-sequence loss
@@ -122,9 +128,9 @@ class TrainConfig(Options):
     random_token_rate: float = None
     last_item_only_prob: float = 0.0
     batch_size: int = 128
-    learning_rate: float = None  # None: the model kind's (SASRec, UniSRec and HSTU 2e-3, BERT4Rec 4e-3)
+    learning_rate: float = None  # None: the model's default_training
     learning_rate_schedule: str = "constant"
-    warmup_epochs: float = None  # None: the model kind's (BERT4Rec 5, others 0)
+    warmup_epochs: float = None  # None: the model's default_training
     epochs: int = 200
     patience: int = 20
     window_stride: int = None
@@ -136,15 +142,33 @@ class TrainConfig(Options):
     jit_compile: bool = False
     seed: int = 0
 
+    @classmethod
+    def from_dict(cls, values):
+        """The config of ``values`` over the preset they name (``"preset"``), if any."""
+        values = dict(values)
+        preset = values.get("preset")
+        if preset is not None:
+            model = values.get("model", cls.model)
+            check_choice("model", model, MODELS)
+            values = {**preset_options(model, preset), **values}
+        return super().from_dict(values)
+
     def __post_init__(self):
-        check_choice("model", self.model, MODEL_DEFAULTS)
-        for name, value in MODEL_DEFAULTS[self.model].items():
-            # A kind's number of negatives is for a sampled loss, not for its full softmax.
+        check_choice("model", self.model, MODELS)
+        model_class = MODELS[self.model]
+        if self.preset is not None:
+            preset_options(self.model, self.preset)
+        for name, value in model_class.default_training.items():
+            # A model's number of negatives is for a sampled loss, not for its full softmax.
             if name == "num_negatives" and self.loss == "softmax":
                 continue
             if name == "negatives_per_position" and self.loss != "sampled_softmax":
                 continue
             if getattr(self, name) is None:
+                setattr(self, name, value)
+        fields = {f.name for f in dataclasses.fields(self)}
+        for name, value in constructor_defaults(model_class).items():
+            if name in fields and name not in _NOT_CONSTRUCTOR_DEFAULTS and getattr(self, name) is None:
                 setattr(self, name, value)
         self.check()
 
@@ -179,9 +203,16 @@ class TrainConfig(Options):
         check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
         check_number("initializer_range", self.initializer_range, minimum=0, optional=True)
         check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
-        check_number("num_experts", self.num_experts, minimum=1, integer=True)
+        check_number("num_experts", self.num_experts, minimum=1, integer=True, optional=True)
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
-        check_number("adaptor_dropout", self.adaptor_dropout, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number(
+            "adaptor_dropout",
+            self.adaptor_dropout,
+            minimum=0,
+            maximum=1,
+            exclusive_maximum=True,
+            optional=True,
+        )
         check_number(
             "id_dropout", self.id_dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True
         )
@@ -226,7 +257,7 @@ class TrainConfig(Options):
 
 @dataclasses.dataclass
 class RecformerConfig(Options):
-    """Sizes and schedule of a Recformer run (defaults fit a 2-core CPU; see the README).
+    """Sizes and schedule of a Recformer run (defaults fit a 2-core CPU; docs/models/recformer.md).
 
     ``max_sequence_length`` is the items of a history (newest first), ``max_tokens``
     the tokens of a packed input (``[CLS]`` included), ``epochs`` the epochs of

@@ -13,12 +13,16 @@ and the kinds that read item text also keep it (``item_text.json``,
 """
 
 import contextlib
+import errno
 import json
 import os
+import re
 import shutil
 import sys
+import zipfile
 
 import keras
+import numpy as np
 
 # Registers the model, layer and loss classes that ``read`` loads; newer Keras does not
 # import modules named in a saved file by itself.
@@ -93,7 +97,18 @@ def output_directory(output_dir, record, overwrite=False, config_file=RUN_FILES[
         else:
             _remove(work)
     os.makedirs(work, exist_ok=True)
-    yield work
+    try:
+        yield work
+    except Exception as error:
+        if not is_full_disk(error):
+            raise
+        # Nothing of the run can be finished without space; what it wrote only fills the disk.
+        _remove(work)
+        kept = f"; the model already in {output_dir} is untouched" if _is_run(output_dir) else ""
+        raise OSError(
+            f"no space left on the device of {output_dir} while training; the unfinished run "
+            f"({work}) was removed{kept}. Free space, then train again"
+        ) from None
     if os.path.lexists(output_dir):
         replaced = output_dir + ".replaced"
         if os.path.lexists(replaced):
@@ -103,6 +118,57 @@ def output_directory(output_dir, record, overwrite=False, config_file=RUN_FILES[
         _remove(replaced)
     else:
         os.replace(work, output_dir)
+
+
+class FreeSpaceGuard(keras.callbacks.Callback):
+    """Stops a run, before it writes, when the disk cannot hold its next epoch's files.
+
+    Every epoch may write the model (``model.keras``) and the backup (the weights and
+    the optimizer's state), each beside the previous copy before a rename. A write
+    that h5py starts on a full disk does not fail cleanly: its objects fail again when
+    freed, and the process can end in a segmentation fault. So the free space is
+    checked first (at the start and after each epoch, before the files are written),
+    for twice the weights and optimizer state plus ``slack_bytes``; short of it, an
+    ``OSError`` (``ENOSPC``) ends the run, which ``output_directory`` reports.
+    """
+
+    def __init__(self, directory, slack_bytes=1 << 20):
+        super().__init__()
+        self.directory = directory
+        self.slack_bytes = slack_bytes
+
+    def _check(self):
+        variables = list(self.model.weights) + list(getattr(self.model.optimizer, "variables", []))
+        state = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
+        need = 2 * state + self.slack_bytes
+        free = shutil.disk_usage(self.directory).free
+        if free < need:
+            raise OSError(
+                errno.ENOSPC,
+                f"{os.strerror(errno.ENOSPC)}: {free} bytes free in {self.directory}, the next epoch "
+                f"writes up to {need}",
+            )
+
+    def on_train_begin(self, logs=None):
+        self._check()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._check()
+
+
+def is_full_disk(error):
+    """Whether ``error`` (or an error it was raised from) says the disk is full (``ENOSPC``).
+
+    h5py and TensorFlow's file writers report it in their own exception types, with
+    ``errno`` 28 or the system's message in the text.
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if getattr(error, "errno", None) == errno.ENOSPC or os.strerror(errno.ENOSPC) in str(error):
+            return True
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    return False
 
 
 def _remove(path):
@@ -142,7 +208,7 @@ def read(model_dir, config_file):
         raise FileNotFoundError(
             f"{model_dir}: no {MODEL_FILE}; is it a directory written by 'tfseqrec train'?"
         )
-    model = keras.saving.load_model(path, safe_mode=True)
+    model = load_model_file(path)
     vocabulary = vocab_lib.ItemVocabulary.load(model_dir)
     num_items = getattr(model, "num_items", None)
     if num_items is not None and num_items != vocabulary.num_items:
@@ -155,10 +221,84 @@ def read(model_dir, config_file):
     return model, vocabulary, info
 
 
+def load_model_file(path):
+    """The Keras model in the ``.keras`` file ``path``, its faults said in one line.
+
+    Loaded in Keras's safe mode (no lambda's code runs); a file that is not a whole zip
+    archive (truncated by a full disk or a cut copy) and a file naming a class or
+    function outside Keras and tfseqrec (``os.system``) are refused as a ``ValueError``
+    that says so.
+    """
+    if os.path.exists(path) and not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{path}: not a complete .keras file ({os.path.getsize(path)} bytes, not a whole zip "
+            "archive): it is truncated or corrupt; train again, or restore it from a copy"
+        )
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except (zipfile.BadZipFile, EOFError) as e:
+        raise ValueError(f"{path}: the .keras file is corrupt ({e}); train again, or restore it") from None
+    except TypeError as e:
+        if "Could not locate" not in str(e):
+            raise
+        named = _named_object(str(e))
+        raise ValueError(
+            f"{path}: refused: the model file names {named}, which is not a Keras or tfseqrec "
+            "class (a model file loads only those); it was not written by tfseqrec"
+        ) from None
+
+
+def _named_object(message):
+    """``module.name`` of the object a Keras "Could not locate" message quotes."""
+    module = re.search(r"'module': '([^']*)'", message)
+    name = re.search(r"Could not locate (?:class|function) '([^']*)'", message)
+    if name is None:
+        return "an unknown object"
+    return f"{module.group(1)}.{name.group(1)}" if module else name.group(1)
+
+
 def write_item_text(model_dir, raw_text, vocabulary):
     """Keeps the text of ``vocabulary``'s items (``{raw id: {attribute: text}}``) beside the model."""
     with open(os.path.join(model_dir, TEXT_FILE), "w", encoding="utf-8") as f:
         json.dump({raw: raw_text[raw] for raw in vocabulary.items if raw in raw_text}, f, ensure_ascii=False)
+
+
+def require_text(source, raw_text, vocabulary, missing, some_may_lack=False):
+    """Refuses item text that leaves ``vocabulary``'s items without text.
+
+    The one check of every kind that reads item text: ``missing`` (of
+    ``tfseqrec.data.text.item_texts``) items of ``vocabulary`` have none in ``raw_text``
+    (``{raw id: {attribute: text}}``, read from ``source``). Refused when it is every
+    item (a text file of another catalogue: the model would learn nothing), and when it
+    is any item unless ``some_may_lack``.
+    """
+    if not missing or (some_may_lack and missing < vocabulary.num_items):
+        return
+    lacking = [raw for raw in vocabulary.items if raw not in raw_text][:5]
+    if missing == vocabulary.num_items:
+        raise ValueError(
+            f"{source}: none of the data's {vocabulary.num_items} items has text there (data ids "
+            f"such as {lacking}, text ids such as {list(raw_text)[:5]}); is it the item text of "
+            "this data set? (an id map: 'tfseqrec data item-text --id-map')"
+        )
+    raise ValueError(
+        f"{source}: {missing} of the {vocabulary.num_items} items have no text (for example {lacking})"
+    )
+
+
+def require_new_item_text(source, texts, vocabulary, first_new_id, attributes):
+    """Refuses an item added by its text alone whose text is empty in every attribute the model reads.
+
+    ``texts`` (``[vocabulary.size, len(attributes)]`` strings) holds the grown
+    ``vocabulary``'s text; the ids from ``first_new_id`` on are the added items.
+    """
+    for i in range(first_new_id, vocabulary.size):
+        if not any(str(t).strip() for t in texts[i]):
+            raw = vocabulary.items[i - vocab_lib.NUM_RESERVED]
+            raise ValueError(
+                f"{source}: item {raw!r} has no text in the attributes the model reads "
+                f"({list(attributes)}); an item with empty text cannot be encoded (remove it, or give it text)"
+            )
 
 
 def read_item_text(model_dir):

@@ -31,7 +31,7 @@ from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
-from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, output_directory
+from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "train_config.json"
@@ -211,7 +211,7 @@ def sparse_item_updates(config, num_items):
 
     ``config.sparse_item_updates`` when set; by default, with a sampled loss over a
     catalogue of at least ``SPARSE_UPDATES_MIN_ITEMS`` items, where dense updates of
-    the table and its moments dominate a step (README, "Scale").
+    the table and its moments dominate a step (benchmarks/README.md, "Scale").
     """
     if config.sparse_item_updates is not None:
         return bool(config.sparse_item_updates)
@@ -261,6 +261,8 @@ def _start_run(output_dir, config, vocabulary, data):
 
 def _callbacks(config, output_dir, best, extra, log_dir, max_steps):
     callbacks = [
+        # Room for the epoch's files first (a write h5py starts on a full disk can crash).
+        FreeSpaceGuard(output_dir),
         # The epoch's row, then the best-model state, then the backup: each is on disk
         # before the epoch counts as done, and a resumed run drops rows of undone epochs.
         HistoryLog(os.path.join(output_dir, "history.csv"), best.epochs_done),

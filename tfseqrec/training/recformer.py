@@ -106,7 +106,7 @@ def text_report(config, texts, tokens):
 def pretrained_backbone(config):
     """The ``RecformerBackbone`` of ``config.init_from`` (a ``tfseqrec pretrain --model recformer`` directory)."""
     pretrain.read_config(config.init_from, "recformer")
-    backbone = keras.saving.load_model(os.path.join(config.init_from, pretrain.BACKBONE_FILE))
+    backbone = directory.load_model_file(os.path.join(config.init_from, pretrain.BACKBONE_FILE))
     for name in ("num_layers", "max_tokens", "max_sequence_length", "attention_window"):
         if getattr(backbone, name) != getattr(config, name):
             raise ValueError(
@@ -334,6 +334,7 @@ def train(
     if split is None:
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path))
     texts, missing = item_texts(raw_text, vocabulary, config.attributes)
+    directory.require_text(item_text_path, raw_text, vocabulary, missing, some_may_lack=True)
     recommender = build(config, vocabulary, texts)
     info = {
         "config": dataclasses.asdict(config),
@@ -451,6 +452,7 @@ def add_items(recommender, vocabulary, raw_text, config):
     if not added:
         return recommender, vocabulary, []
     texts, _ = item_texts(raw_text, grown, config.attributes)
+    directory.require_new_item_text("--item-text", texts, grown, vocabulary.size, config.attributes)
     old = recommender.model
     known = old.item_embeddings.numpy()
     model = old.resized(grown.num_items)

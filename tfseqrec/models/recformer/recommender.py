@@ -194,7 +194,8 @@ class RecformerRecommender(tf.Module):
 
         Ranked by ``tfseqrec.ranking.top_k``; ``exclude_seen`` removes the whole history.
 
-        Returns ``(ids, scores)``: int64 vocabulary ids ``[batch, k]`` and float32 scores.
+        Returns ``(ids, scores)``: int64 vocabulary ids ``[batch, n]`` and float32 scores,
+        ``n <= k``: only items that can be recommended (as ``SequentialRecommender.recommend``).
         """
         k = min(int(k), self.num_items)
         ids_out, scores_out = [], []
@@ -203,9 +204,9 @@ class RecformerRecommender(tf.Module):
             width = max([1] + [len(h) for h in rows])
             full = np.array([[0] * (width - len(h)) + h for h in rows], np.int64)
             top = ranking.top_k(self.compiled_score(full), k, exclude=full if exclude_seen else None)
-            ids_out.append(top.indices.numpy().astype(np.int64) + vocab_ids.NUM_RESERVED)
+            ids_out.append(ranking.vocabulary_ids(top.indices.numpy()))
             scores_out.append(top.values.numpy())
-        return np.concatenate(ids_out), np.concatenate(scores_out)
+        return ranking.drop_padding(np.concatenate(ids_out), np.concatenate(scores_out))
 
     def encode_items(self, item_ids, batch_size=256, progress=None):
         """Vectors of items (vocabulary ids) encoded as one-item sequences: ``[n, hidden_dim]``.
