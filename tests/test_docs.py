@@ -131,7 +131,7 @@ def test_readme_is_a_front_page():
     assert text.index(TABLE_BEGIN) < text.index(TABLE_END)
     # A newcomer reaches a trained, evaluated and exported model in the first screenful.
     first_screen = "\n".join(text.splitlines()[:60])
-    for call in ("model.fit(", "tfseqrec.evaluate(", "model.recommend(", "export_version("):
+    for call in ("model.fit(", "tfseqrec.evaluate(", "model.recommend(", "export_model("):
         assert call in first_screen, call
 
 

@@ -304,6 +304,41 @@ def test_presets_apply_under_explicit_options_and_are_recorded(tmp_path, data_ro
         1,
         1,
     )
+    # A directory written before presets: model options in the training config, None meaning
+    # the kind's default, UniSRec's options with their old values. It still loads, evaluates,
+    # exports, and reads as options.
+    old = {
+        "config": {
+            **{k: v for k, v in recorded.items() if k != "preset"},
+            "num_heads": None,
+            "dropout": None,
+            "position_origin": None,
+            "num_experts": 8,
+            "adaptor_dropout": 0.2,
+        },
+        "data": str(data_root / "ml-100k" / "u.data"),
+    }
+    (out / "train_config.json").write_text(json.dumps(old))
+    assert SASREC.options(old["config"]).num_heads == 1
+    model, vocabulary, info = tfseqrec.load(str(out))
+    assert info["config"]["num_experts"] == 8 and model.hidden_dim == 8
+    split, _, _ = splits.prepare(
+        tfseqrec.data.read_interactions(data_root / "ml-100k"), vocabulary=vocabulary
+    )
+    assert 0 < tfseqrec.evaluate(model, split.test, progress=False)["ndcg@10"] < 1
+    path, version = tfseqrec.export_model(model, vocabulary, tmp_path / "serving", k=3, warmup=False)
+    assert version == 1 and os.path.isdir(path)
+
+
+def test_model_options_are_checked_by_building_the_model():
+    config = SASREC.options({"hidden_dim": 0})  # the training config checks training options only
+    with pytest.raises(ValueError, match="hidden_dim must be an integer >= 1, got 0"):
+        SASREC.build(config, 5)
+    hstu = kinds.get("hstu")
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0, got 0"):
+        hstu.build(hstu.options({"temperature": 0, "num_layers": 1}), 5)
+    with pytest.raises(ValueError, match="learning_rate must be"):
+        SASREC.options({"learning_rate": 0})
 
 
 def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():

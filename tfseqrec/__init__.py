@@ -9,6 +9,8 @@ The public surface, importable from the top package:
   TensorFlow Serving), ``serving`` (request helpers);
 - ``load(model_dir)``: ``(model, vocabulary, info)`` of any directory ``tfseqrec train``
   wrote, whatever the model kind;
+- ``export_model(model, vocabulary, base_path)``: the next TensorFlow Serving version
+  of a model, ``(path, version)``;
 - ``evaluate(model, cases)``: full-catalogue NDCG@K / HR@K / MRR.
 
 Names load on first use, so ``import tfseqrec`` (and ``tfseqrec --help``) does not
@@ -35,7 +37,7 @@ _EXPORTS = {
         "SequentialRecommender",
         "UniSRec",
     ],
-    "tfseqrec.kinds": ["load"],
+    "tfseqrec.kinds": ["export_model", "load"],
     "tfseqrec.evaluation": ["evaluate"],
 }
 _MODULES = ["data", "export", "layers", "losses", "metrics", "ranking", "serving"]

@@ -327,11 +327,9 @@ def _plot(args):
     model, vocabulary, info = kind.load(args.model_dir)
     out = args.output or args.model_dir
     os.makedirs(out, exist_ok=True)
-    written = [
-        plot.training_curves(
-            os.path.join(args.model_dir, "history.csv"), os.path.join(out, "training_curves.png")
-        )
-    ]
+    written = [os.path.join(out, "training_curves.png")]
+    with _written_whole(written[0]) as partial:
+        plot.training_curves(os.path.join(args.model_dir, "history.csv"), partial)
     if not args.history:
         events = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
         user = args.user if args.user is not None else events.users[0]
@@ -344,11 +342,9 @@ def _plot(args):
     ids, times = _known_history(args, model, vocabulary)
     if not ids:
         raise ValueError("none of the history's items is in the model's vocabulary")
-    written.append(
-        plot.attention_map(
-            model, ids, os.path.join(out, "attention.png"), labels=vocabulary.to_raw(ids), timestamps=times
-        )
-    )
+    written.append(os.path.join(out, "attention.png"))
+    with _written_whole(written[-1]) as partial:
+        plot.attention_map(model, ids, partial, labels=vocabulary.to_raw(ids), timestamps=times)
     print(json.dumps({"written": written}))
     return 0
 

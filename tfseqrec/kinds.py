@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from tfseqrec import models
+from tfseqrec import export, models
 from tfseqrec.data import pipeline, readers, splits, text, vocab
 from tfseqrec.export.module import (
     Recommender,
@@ -344,7 +344,7 @@ class IdModelKind(ModelKind):
     def serving_module(self, model, vocabulary, vocabulary_path, k):
         """``Recommender``, or ``TimedRecommender`` (whose signatures also take ``timestamps``) for a
         model that reads event times."""
-        module = TimedRecommender if getattr(model, "uses_timestamps", False) else Recommender
+        module = TimedRecommender if model.uses_timestamps else Recommender
         return module(model, vocabulary, vocabulary_path, k=k)
 
 
@@ -628,3 +628,14 @@ def for_model(model):
 def load(model_dir):
     """``(model, vocabulary, info)`` of any model directory ``tfseqrec train`` writes."""
     return for_model_dir(model_dir).load(model_dir)
+
+
+def export_model(model, vocabulary, base_path, version=None, k=10, warmup=True):
+    """Writes ``model`` as the next TF Serving version under ``base_path`` (or ``version``).
+
+    ``tfseqrec.export.export_version`` with the model's kind (``for_model``); ``k`` and
+    ``warmup`` as there. Returns ``(path, version)``.
+    """
+    return export.export_version(
+        for_model(model), model, vocabulary, base_path, version=version, k=k, warmup=warmup
+    )

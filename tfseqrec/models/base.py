@@ -7,6 +7,7 @@ tasks on top of it (``tfseqrec.models.tasks``) own the loss, validation and top-
 import keras
 import tensorflow as tf
 
+from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import TransformerBlock
 from tfseqrec.models.tasks import NextItemTask
@@ -46,6 +47,16 @@ class SequentialBackbone(keras.Model):
         super().__init__(**kwargs)
         if position_origin not in ("newest", "oldest"):
             raise ValueError(f"position_origin must be 'newest' or 'oldest', got {position_origin!r}")
+        # The model checks its own options (TrainConfig checks training options only).
+        for name, value in (
+            ("max_sequence_length", max_sequence_length),
+            ("hidden_dim", hidden_dim),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+        ):
+            check_number(name, value, minimum=1, integer=True)
+        check_number("intermediate_dim", intermediate_dim, minimum=1, integer=True, optional=True)
+        check_number("dropout", dropout, minimum=0, maximum=1, exclusive_maximum=True)
         self.position_origin = position_origin
         self.num_items = num_items
         self.max_sequence_length = max_sequence_length

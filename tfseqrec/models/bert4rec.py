@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from tfseqrec import losses
+from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialBackbone
 from tfseqrec.models.presets import PRESETS, TRAINING
@@ -17,6 +18,17 @@ def _initializer(initializer_range, kernel=False):
     if kernel and not initializer_range:
         return "glorot_uniform"
     return keras.initializers.TruncatedNormal(stddev=initializer_range or 0.02)
+
+
+def _check_options(initializer_range, mask_prob, mask_token_rate, random_token_rate, last_item_only_prob):
+    """Raises ``ValueError`` naming BERT4Rec's first option out of range (the base checks the sizes)."""
+    check_number("initializer_range", initializer_range, minimum=0, optional=True)
+    check_number("mask_prob", mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
+    check_number("last_item_only_prob", last_item_only_prob, minimum=0, maximum=1)
+    for name, rate in (("mask_token_rate", mask_token_rate), ("random_token_rate", random_token_rate)):
+        check_number(name, rate, minimum=0, maximum=1)
+    if mask_token_rate + random_token_rate > 1:
+        raise ValueError("mask_token_rate + random_token_rate must be <= 1")
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -212,6 +224,7 @@ class BERT4Rec(ClozeTask, BERT4RecBackbone):
         loss=None,
         **kwargs,
     ):
+        _check_options(initializer_range, mask_prob, mask_token_rate, random_token_rate, last_item_only_prob)
         super().__init__(
             num_items,
             max_sequence_length=max_sequence_length,

@@ -7,6 +7,7 @@ import keras
 import tensorflow as tf
 
 from tfseqrec import losses
+from tfseqrec.checks import check_choice, check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
 from tfseqrec.models.base import SequentialBackbone
@@ -94,6 +95,12 @@ class HSTUBackbone(SequentialBackbone):
         position_origin="oldest",
         **kwargs,
     ):
+        for name, value in (("attention_dim", attention_dim), ("linear_dim", linear_dim)):
+            check_number(name, value, minimum=1, integer=True, optional=True)
+        check_number("num_time_buckets", num_time_buckets, minimum=0, integer=True)
+        check_choice("attention", attention, ("silu", "softmax"))
+        check_number("temperature", temperature, minimum=0, exclusive_minimum=True, optional=True)
+        check_number("initializer_range", initializer_range, minimum=0, optional=True)
         if hidden_dim % num_heads and (attention_dim is None or linear_dim is None):
             raise ValueError(
                 f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}; "

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from tfseqrec import losses
+from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialBackbone
 from tfseqrec.models.presets import PRESETS, TRAINING
@@ -83,6 +84,7 @@ class SASRecBackbone(SequentialBackbone):
         position_origin="oldest",
         **kwargs,
     ):
+        check_number("initializer_range", initializer_range, minimum=0, optional=True)
         super().__init__(
             num_items,
             max_sequence_length,

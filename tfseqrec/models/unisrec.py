@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import MoEAdaptor
 from tfseqrec.models.presets import PRESETS, TRAINING
@@ -41,6 +42,9 @@ class UniSRecBackbone(SASRecBackbone):
     ):
         if not 0 <= id_dropout < 1:
             raise ValueError(f"id_dropout must be in [0, 1), got {id_dropout}")
+        check_number("num_experts", num_experts, minimum=1, integer=True)
+        check_number("adaptor_dropout", adaptor_dropout, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number("temperature", temperature, minimum=0, exclusive_minimum=True, optional=True)
         # === Config === (read by make_item_layers, which SASRec's constructor calls)
         self.text_dim = text_dim
         self.num_experts = num_experts

@@ -178,45 +178,24 @@ class TrainConfig(Options):
         return self.loss not in (None, "softmax")
 
     def check(self):
+        # Training options only: a model checks its own options when it is built.
         for name in (
             "max_sequence_length",
-            "hidden_dim",
-            "num_layers",
             "batch_size",
             "epochs",
             "validation_batch_size",
         ):
             check_number(name, getattr(self, name), minimum=1, integer=True)
         for name in (
-            "num_heads",
-            "intermediate_dim",
-            "attention_dim",
-            "linear_dim",
             "num_negatives",
             "window_stride",
             "validation_users",
         ):
             check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
         check_number("patience", self.patience, minimum=0, integer=True)
-        check_number("num_time_buckets", self.num_time_buckets, minimum=0, integer=True, optional=True)
         check_number("seed", self.seed, integer=True)
-        check_number("dropout", self.dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True)
-        check_number("initializer_range", self.initializer_range, minimum=0, optional=True)
         check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
-        check_number("num_experts", self.num_experts, minimum=1, integer=True, optional=True)
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
-        check_number(
-            "adaptor_dropout",
-            self.adaptor_dropout,
-            minimum=0,
-            maximum=1,
-            exclusive_maximum=True,
-            optional=True,
-        )
-        check_number(
-            "id_dropout", self.id_dropout, minimum=0, maximum=1, exclusive_maximum=True, optional=True
-        )
-        check_number("temperature", self.temperature, minimum=0, exclusive_minimum=True, optional=True)
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
         if self.init_from is not None and self.model not in PRETRAINED_MODELS:
@@ -236,10 +215,6 @@ class TrainConfig(Options):
                 f"attributes must be a non-empty list of attribute names, got {self.attributes!r}"
             )
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
-        for name in ("mask_token_rate", "random_token_rate"):
-            check_number(name, getattr(self, name), minimum=0, maximum=1, optional=True)
-        if (self.mask_token_rate or 0) + (self.random_token_rate or 0) > 1:
-            raise ValueError("mask_token_rate + random_token_rate must be <= 1")
         check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True)
         check_number("warmup_epochs", self.warmup_epochs, minimum=0)
         check_number(
@@ -247,8 +222,6 @@ class TrainConfig(Options):
         )
         check_choice("loss_normalization", self.loss_normalization, ("fixed", "batch"))
         check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "cosine"))
-        check_choice("position_origin", self.position_origin, ("newest", "oldest"), optional=True)
-        check_choice("attention", self.attention, ("silu", "softmax"), optional=True)
         if not isinstance(self.bucket_boundaries, (list, tuple)):
             raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
         for width in self.bucket_boundaries:

@@ -101,6 +101,8 @@ class RecformerRecommender(tf.Module):
     batch's items are computed as it is packed, the same numbers.
     """
 
+    uses_timestamps = False  # item text only (tfseqrec.models.protocol.SequentialModel)
+
     def __init__(
         self, model, item_tokens, item_types, cls_id, tokenizer=None, item_text=None, pad_multiple=None
     ):
