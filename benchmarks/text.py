@@ -85,6 +85,7 @@ class Popularity:
     """Scores every item by its training count (the ``score(window)`` interface)."""
 
     max_sequence_length = 1
+    uses_timestamps = False
 
     def __init__(self, counts):
         self.counts = tf.constant(counts[vocab_lib.NUM_RESERVED :], tf.float32)

@@ -124,7 +124,7 @@ def evaluate(
 def model_inputs(model, histories):
     """The input window of ``histories`` (``Sequences``) for ``model``: ids, and times when it reads them."""
     window = pipeline.pad_left(histories, model.max_sequence_length)
-    if not getattr(model, "uses_timestamps", False):
+    if not model.uses_timestamps:
         return window
     return {"item_ids": window, "timestamps": pipeline.pad_left_times(histories, model.max_sequence_length)}
 

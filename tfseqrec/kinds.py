@@ -441,12 +441,12 @@ class UniSRecKind(IdModelKind):
         return {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
 
     def load(self, model_dir):
-        """``(model, vocabulary, info)``; ``model.item_text`` holds the items' strings (the export's warm-up)."""
+        """``(model, vocabulary, info)``; the model keeps the items' strings (``set_item_text``: the export's warm-up)."""
         model, vocabulary, info = super().load(model_dir)
         raw_text = directory.read_item_text(model_dir)
         if model.text_encoder is not None and raw_text is not None:
             texts, _ = text.item_texts(raw_text, vocabulary, model.text_encoder["attributes"])
-            object.__setattr__(model, "item_text", texts)
+            model.set_item_text(texts)
         return model, vocabulary, info
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
@@ -478,7 +478,7 @@ class UniSRecKind(IdModelKind):
             texts[vocabulary.size :]
         )
         grown_model = model.resized(grown.num_items, vectors)
-        object.__setattr__(grown_model, "item_text", texts)
+        grown_model.set_item_text(texts)
         return grown_model, grown, added
 
 

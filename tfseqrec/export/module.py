@@ -319,7 +319,7 @@ class TimedRecommender(Recommender):
     """
 
     def __init__(self, model, vocabulary, vocabulary_path, k=10):
-        if not getattr(model, "uses_timestamps", False):
+        if not model.uses_timestamps:
             raise ValueError(f"{type(model).__name__} does not read timestamps: export it with Recommender")
         super().__init__(model, vocabulary, vocabulary_path, k=k)
 
@@ -579,7 +579,7 @@ class UniSRecTextRecommender(Recommender):
         return super().signature_names() + list(TEXT_SIGNATURES)
 
     def _texts(self, histories):
-        table = getattr(self.model, "item_text", None)
+        table = self.model.item_text
         if table is None:  # the model came without its text: the raw ids stand in for titles
             return [[[raw] for raw in h] for h in histories]
         return [[list(table[i]) for i in self.vocabulary.lookup(h)] for h in histories]

@@ -105,6 +105,19 @@ class UniSRecBackbone(SASRecBackbone):
         reserved = np.zeros((vocab.NUM_RESERVED, self.text_dim), np.float32)
         self.text_embedding.embeddings.assign(np.concatenate([reserved, vectors]))
 
+    # The items' strings when known (``set_item_text``); the export's warm-up reads them.
+    item_text = None
+
+    def set_item_text(self, texts):
+        """Keeps the items' strings, by vocabulary id (``data.text.item_texts``), beside the model.
+
+        They are not weights and are not saved in the ``.keras`` file (the model
+        directory keeps them as ``item_text.json``); the export's warm-up requests read
+        them. ``None`` forgets them.
+        """
+        # Held outside Keras's attribute tracking: a list of strings is no layer state.
+        object.__setattr__(self, "item_text", None if texts is None else list(texts))
+
     def set_trained_items(self, counts):
         """Uses the id embeddings of the items with a positive training count only.
 
