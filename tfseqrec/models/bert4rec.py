@@ -20,17 +20,6 @@ def _initializer(initializer_range, kernel=False):
     return keras.initializers.TruncatedNormal(stddev=initializer_range or 0.02)
 
 
-def _check_options(initializer_range, mask_prob, mask_token_rate, random_token_rate, last_item_only_prob):
-    """Raises ``ValueError`` naming BERT4Rec's first option out of range (the base checks the sizes)."""
-    check_number("initializer_range", initializer_range, minimum=0, optional=True)
-    check_number("mask_prob", mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
-    check_number("last_item_only_prob", last_item_only_prob, minimum=0, maximum=1)
-    for name, rate in (("mask_token_rate", mask_token_rate), ("random_token_rate", random_token_rate)):
-        check_number(name, rate, minimum=0, maximum=1)
-    if mask_token_rate + random_token_rate > 1:
-        raise ValueError("mask_token_rate + random_token_rate must be <= 1")
-
-
 @keras.saving.register_keras_serializable(package="tfseqrec")
 class BERT4RecBackbone(SequentialBackbone):
     """BERT4Rec's network: item ids to the sequence output (no loss; ``BERT4Rec`` trains it).
@@ -88,6 +77,7 @@ class BERT4RecBackbone(SequentialBackbone):
         position_origin="newest",
         **kwargs,
     ):
+        check_number("initializer_range", initializer_range, minimum=0, optional=True)
         super().__init__(
             num_items,
             max_sequence_length,
@@ -202,46 +192,3 @@ class BERT4Rec(ClozeTask, BERT4RecBackbone):
     # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
     default_training = TRAINING["bert4rec"]
     presets = PRESETS["bert4rec"]
-
-    def __init__(
-        self,
-        num_items,
-        max_sequence_length=200,
-        hidden_dim=64,
-        num_layers=2,
-        num_heads=2,
-        intermediate_dim=None,
-        dropout=0.1,
-        activation="gelu",
-        normalize_first=False,
-        mask_prob=0.2,
-        mask_token_rate=0.8,
-        random_token_rate=0.1,
-        last_item_only_prob=0.0,
-        initializer_range=0.02,
-        seed=None,
-        position_origin="newest",
-        loss=None,
-        **kwargs,
-    ):
-        _check_options(initializer_range, mask_prob, mask_token_rate, random_token_rate, last_item_only_prob)
-        super().__init__(
-            num_items,
-            max_sequence_length=max_sequence_length,
-            hidden_dim=hidden_dim,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            activation=activation,
-            normalize_first=normalize_first,
-            mask_prob=mask_prob,
-            mask_token_rate=mask_token_rate,
-            random_token_rate=random_token_rate,
-            last_item_only_prob=last_item_only_prob,
-            initializer_range=initializer_range,
-            seed=seed,
-            position_origin=position_origin,
-            loss=loss,
-            **kwargs,
-        )

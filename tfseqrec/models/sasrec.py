@@ -202,37 +202,3 @@ class SASRec(NextItemTask, SASRecBackbone):
     # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
     default_training = TRAINING["sasrec"]
     presets = PRESETS["sasrec"]
-
-    def __init__(
-        self,
-        num_items,
-        max_sequence_length=200,
-        hidden_dim=64,
-        num_layers=2,
-        num_heads=1,
-        intermediate_dim=None,
-        dropout=0.1,
-        activation="relu",
-        normalize_first=True,
-        normalized_residual=True,
-        initializer_range=0.02,
-        position_origin="oldest",
-        loss=None,
-        **kwargs,
-    ):
-        super().__init__(
-            num_items,
-            max_sequence_length=max_sequence_length,
-            hidden_dim=hidden_dim,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            dropout=dropout,
-            activation=activation,
-            normalize_first=normalize_first,
-            normalized_residual=normalized_residual,
-            initializer_range=initializer_range,
-            position_origin=position_origin,
-            loss=loss,
-            **kwargs,
-        )

@@ -358,32 +358,6 @@ class UniSRec(NextItemTask, UniSRecBackbone):
     default_training = TRAINING["unisrec"]
     presets = PRESETS["unisrec"]
 
-    def __init__(
-        self,
-        num_items,
-        text_dim=384,
-        num_experts=8,
-        adaptor_dropout=0.2,
-        use_id_embeddings=False,
-        id_dropout=0.0,
-        temperature=0.07,
-        text_encoder=None,
-        text_embeddings=None,
-        **kwargs,
-    ):
-        super().__init__(
-            num_items,
-            text_dim=text_dim,
-            num_experts=num_experts,
-            adaptor_dropout=adaptor_dropout,
-            use_id_embeddings=use_id_embeddings,
-            id_dropout=id_dropout,
-            temperature=temperature,
-            text_encoder=text_encoder,
-            text_embeddings=text_embeddings,
-            **kwargs,
-        )
-
 
 def _local_path(weight):
     """A weight's path inside its model (without the model's own name)."""
