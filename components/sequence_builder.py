@@ -102,9 +102,13 @@ def write_vocabulary(vocabulary, paths):
 
 
 def order_user(element):
-    """``(user, items, times)``: a user's events in time order (equal times by item id)."""
+    """``(user, items, times)``: a user's events in time order (equal times by item id).
+
+    An exact duplicate event (the same item at the same time) is kept once, as
+    ``splits.drop_duplicates`` keeps it in ``tfseqrec train``.
+    """
     user, events = element
-    ordered = sorted(events, key=lambda e: (e[0], vocab_lib.natural_key(e[1])))
+    ordered = sorted(set(events), key=lambda e: (e[0], vocab_lib.natural_key(e[1])))
     return user, [item for _, item in ordered], [time for time, _ in ordered]
 
 

@@ -1,10 +1,36 @@
 """Shared test helpers, after keras-hub's ``tests/test_case.py``."""
 
+import hashlib
 import json
+import pathlib
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+# The smallest Recformer the tests train: one layer over 48 tokens, one epoch of each stage.
+TINY_RECFORMER = {
+    "num_layers": 1,
+    "max_tokens": 48,
+    "max_sequence_length": 4,
+    "attention_window": 16,
+    "max_attribute_tokens": 6,
+    "epochs": 1,
+    "stage2_epochs": 1,
+    "align_epochs": 1,
+    "batch_size": 8,
+    "validation_batch_size": 16,
+}
+
+
+def file_tree(path):
+    """``{relative path: sha256}`` of every file under ``path`` (to show a folder left untouched)."""
+    path = pathlib.Path(path)
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in path.rglob("*")
+        if p.is_file()
+    }
 
 
 class TestCase(tf.test.TestCase):

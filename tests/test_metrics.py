@@ -67,6 +67,7 @@ class _FixedScores:
     """A stand-in recommender whose scores are a fixed table, to test evaluate itself."""
 
     max_sequence_length = 3
+    uses_timestamps = False
 
     def __init__(self, table):
         self.table = np.asarray(table, np.float32)

@@ -326,7 +326,7 @@ def test_pretrain_flags_are_checked(data, tmp_path, capsys):
             "--output",
             str(tmp_path / "s"),
             "--init-from",
-            str(tmp_path),
+            str(tmp_path / "checkpoint"),
         ]
     )
     assert (

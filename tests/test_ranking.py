@@ -233,6 +233,7 @@ class _FixedScores:
     """A stand-in model whose scores are the next rows of a table, batch after batch."""
 
     max_sequence_length = 2
+    uses_timestamps = False
 
     def __init__(self, table):
         self.table = np.asarray(table, np.float32)

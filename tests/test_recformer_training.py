@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_case import train_text_model
+from tests.test_case import TINY_RECFORMER, train_text_model
 from tests.test_cli import _tfseqrec
 from tfseqrec import export, kinds, serving, training
 from tfseqrec.data import readers, splits
@@ -17,18 +17,7 @@ from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.models import RecformerRecommender
 from tfseqrec.training import recformer as recformer_training
 
-CONFIG = {
-    "num_layers": 1,
-    "max_tokens": 48,
-    "max_sequence_length": 4,
-    "attention_window": 16,
-    "max_attribute_tokens": 6,
-    "epochs": 1,
-    "stage2_epochs": 1,
-    "align_epochs": 1,
-    "batch_size": 8,
-    "validation_batch_size": 16,
-}
+CONFIG = TINY_RECFORMER
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,8 @@ def evaluate(
 
     Args:
         model: a ``SequentialRecommender``, or anything with ``compiled_score`` or
-            ``score`` and ``max_sequence_length``.
+            ``score``, ``max_sequence_length`` and ``uses_timestamps`` (the
+            ``tfseqrec.models.protocol.SequentialModel`` contract).
         cases: ``splits.Cases``.
         ks: cut-offs for NDCG@K and HR@K.
         exclude_seen: remove every item of a user's history from the candidates

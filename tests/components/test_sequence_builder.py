@@ -7,7 +7,7 @@ import pytest
 from tfx.types import artifact_utils, standard_artifacts
 
 from components.artifacts import ItemVocabulary
-from components.sequence_builder import InputError, SequenceBuilder
+from components.sequence_builder import InputError, SequenceBuilder, order_user
 from tests.components.conftest import BEAM_ARGS, make_artifact, run_executor, write_event_examples
 from tfseqrec.data import splits as splits_lib
 from tfseqrec.data import synthetic, tfrecord
@@ -20,6 +20,12 @@ def test_component_contract():
     assert spec.OUTPUTS["sequences"].type == standard_artifacts.Examples
     assert spec.OUTPUTS["vocabulary"].type == ItemVocabulary
     assert {"user_column", "item_column", "time_column", "min_sequence_length"} <= set(spec.PARAMETERS)
+
+
+def test_a_user_s_exact_duplicate_events_are_kept_once():
+    # Time order, ties by item id; (5, "b") twice is one event, "b" at another time is another.
+    events = [(7, "b"), (5, "b"), (5, "a"), (5, "b"), (1, "c")]
+    assert order_user(("u", events)) == ("u", ["c", "a", "b", "b"], [1, 5, 5, 7])
 
 
 def _build(tmp_path, splits, beam_args=BEAM_ARGS, **parameters):

@@ -5,7 +5,6 @@ Each test runs real training on ML-100K (tiny model) and checks both the answer
 """
 
 import csv
-import hashlib
 import os
 import pathlib
 import signal
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 import tfseqrec
+from tests.test_case import file_tree
 from tests.test_training import _Kill
 from tfseqrec import kinds, training
 
@@ -29,16 +29,6 @@ TINY = {
     "validation_batch_size": 512,
     "epochs": 3,
 }
-
-
-def _tree(path):
-    """``{relative path: sha256}`` of every file under ``path``."""
-    path = pathlib.Path(path)
-    return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in path.rglob("*")
-        if p.is_file()
-    }
 
 
 class _Poison(keras.callbacks.Callback):
@@ -84,10 +74,10 @@ def test_nan_learning_rate_is_refused_before_anything_is_written(data_root, tmp_
 def test_a_finished_model_is_not_overwritten_without_overwrite(data_root, tmp_path):
     out = tmp_path / "run"
     training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
-    before = _tree(out)
+    before = file_tree(out)
     with pytest.raises(FileExistsError, match="already holds a trained model; pass --overwrite"):
         training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
-    assert _tree(out) == before  # not a byte changed, no history row appended
+    assert file_tree(out) == before  # not a byte changed, no history row appended
 
 
 def test_an_unrelated_directory_is_refused(data_root, tmp_path):
@@ -102,7 +92,7 @@ def test_an_unrelated_directory_is_refused(data_root, tmp_path):
 def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
     out = tmp_path / "run"
     training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
-    before = _tree(out)
+    before = file_tree(out)
     # Another dataset (another vocabulary) whose run dies in its first epoch.
     with pytest.raises(training.TrainingDiverged):
         training.train(
@@ -114,7 +104,7 @@ def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
             verbose=0,
             overwrite=True,
         )
-    assert _tree(out) == before
+    assert file_tree(out) == before
     model, vocabulary, _ = tfseqrec.load(out)
     assert model.num_items == vocabulary.num_items == 1682
 
@@ -136,12 +126,12 @@ def test_resuming_with_other_options_is_refused(data_root, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         training.train(SASREC, data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=0)], verbose=0)
     partial = pathlib.Path(str(out) + training.PARTIAL_SUFFIX)
-    before = _tree(partial)
+    before = file_tree(partial)
     with pytest.raises(
         ValueError, match=r"unfinished run with other options \(learning_rate: 0.002 there, 0.01 here"
     ):
         training.train(SASREC, data_root / "ml-100k", out, dict(TINY, learning_rate=0.01), verbose=0)
-    assert _tree(partial) == before
+    assert file_tree(partial) == before
 
 
 def test_load_refuses_a_vocabulary_of_another_model(data_root, tmp_path):

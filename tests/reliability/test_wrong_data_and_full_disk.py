@@ -6,7 +6,6 @@ rewritten on disk, and the command line's own parser and exit codes.
 """
 
 import contextlib
-import hashlib
 import json
 import os
 import pathlib
@@ -16,34 +15,13 @@ import zipfile
 
 import pytest
 
-from tests.test_case import train_text_model
+from tests.test_case import TINY_RECFORMER, file_tree, train_text_model
 from tfseqrec import cli, kinds, ranking
 from tfseqrec.data import synthetic
 
 TINY = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "dropout": 0.0}
 TINY_FLAGS = ["--epochs", "1", "--hidden-dim", "8", "--num-layers", "1", "--max-sequence-length", "8"]
-RECFORMER = {
-    "num_layers": 1,
-    "max_tokens": 48,
-    "max_sequence_length": 4,
-    "attention_window": 16,
-    "max_attribute_tokens": 6,
-    "epochs": 1,
-    "stage2_epochs": 1,
-    "align_epochs": 1,
-    "batch_size": 8,
-    "validation_batch_size": 16,
-}
-
-
-def _tree(path):
-    """``{relative path: sha256}`` of every file under ``path``."""
-    path = pathlib.Path(path)
-    return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in path.rglob("*")
-        if p.is_file()
-    }
+RECFORMER = TINY_RECFORMER
 
 
 def _cli(capsys, *argv):
@@ -107,18 +85,9 @@ def test_evaluate_refuses_other_data_unless_allowed(sasrec, data_root, tmp_path,
 def test_item_text_of_no_item_is_refused_the_same_way(model, data, tmp_path, capsys):
     other = tmp_path / "Other.item.json"
     other.write_text(json.dumps({f"x{i}": {"title": f"thing {i}"} for i in range(20)}))
+    inputs = ["--data", data / "Tiny.inter.json", "--item-text", other]
     code, out, err = _cli(
-        capsys,
-        "train",
-        "--model",
-        model,
-        "--data",
-        data / "Tiny.inter.json",
-        "--item-text",
-        other,
-        "--output",
-        tmp_path / "model",
-        "--quiet",
+        capsys, "train", "--model", model, *inputs, "--output", tmp_path / "model", "--quiet"
     )
     line = _one_error_line(err)
     assert code == 1 and not out
@@ -161,14 +130,14 @@ def test_full_disk_during_train_keeps_the_previous_model(sasrec, tmp_path, capsy
     with _tmpfs(tmp_path / "disk", "200k") as disk:
         previous = disk / "model"
         shutil.copytree(model_dir, previous, ignore=shutil.ignore_patterns("logs"))
-        before = _tree(previous)
+        before = file_tree(previous)
         code, out, err = _cli(
             capsys, "train", "--data", data, "--output", previous, "--overwrite", "--quiet", *TINY_FLAGS
         )
         line = _one_error_line(err)
         assert code == 1 and not out and "no space left on the device" in line
         assert "the model already in" in line and "untouched" in line
-        assert _tree(previous) == before and sorted(os.listdir(disk)) == ["model"]  # no model.partial
+        assert file_tree(previous) == before and sorted(os.listdir(disk)) == ["model"]  # no model.partial
 
 
 def test_full_disk_during_export_keeps_every_earlier_version(sasrec, tmp_path, capsys):
@@ -176,11 +145,11 @@ def test_full_disk_during_export_keeps_every_earlier_version(sasrec, tmp_path, c
     with _tmpfs(tmp_path / "disk", "2m") as disk:
         base = disk / "served"
         assert _cli(capsys, "export", "--model-dir", model_dir, "--output", base, "--no-warmup")[0] == 0
-        before = _tree(base)
+        before = file_tree(base)
         code, out, err = _cli(capsys, "export", "--model-dir", model_dir, "--output", base)
         line = _one_error_line(err)
         assert code == 1 and not out and "no space left on the device" in line and "version 2" in line
-        assert _tree(base) == before and os.listdir(base) == ["1"]  # no .2.partial
+        assert file_tree(base) == before and os.listdir(base) == ["1"]  # no .2.partial
 
 
 @pytest.mark.parametrize(

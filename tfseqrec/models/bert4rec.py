@@ -150,33 +150,18 @@ class BERT4Rec(ClozeTask, BERT4RecBackbone):
     of that last position rank the next item.
 
     Args:
-        num_items: number of real items.
-        max_sequence_length: input length including the inference [MASK].
-        hidden_dim: model width (64 in the paper for ML-1M).
-        num_layers: transformer blocks (2).
-        num_heads: attention heads (2).
-        intermediate_dim: feed-forward width; defaults to ``4 * hidden_dim``.
-        dropout: dropout rate (0.1).
-        activation: feed-forward activation (``"gelu"``).
-        normalize_first: pre-LN instead of BERT's post-LN.
-        mask_prob: Cloze masking probability (0.2 for ML-1M in the paper).
-        mask_token_rate: share of chosen items replaced by [MASK] (0.8, as in BERT;
-            the original BERT4Rec code uses 1.0: always [MASK]).
-        random_token_rate: share of chosen items replaced by a random item (0.1; 0.0
-            in the original BERT4Rec code).
-        last_item_only_prob: share of training sequences with only the last item masked
-            (the original code adds such samples).
-        initializer_range: standard deviation of the truncated normal initializer of
-            every embedding and kernel, as in BERT (biases start at 0); ``None``
-            keeps Keras's Glorot kernels (embeddings stay at 0.02).
-        seed: masking seed.
-        position_origin: ``"newest"`` (the inference [MASK] always at the last
-            position, as the original code's left padding) or ``"oldest"`` (position 0
-            for the oldest item, as Hugging Face BERT with right padding); see
-            ``SequentialBackbone.position_ids``.
-        loss: a ``tfseqrec.losses`` object or name; default full softmax without
-            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``,
-            as SASRec's; best on ML-1M validation: 0.0874 against 0.0807 after 10 minutes).
+        The network's, as ``BERT4RecBackbone`` takes them (``num_items``,
+        ``max_sequence_length`` including the inference [MASK], ``hidden_dim``,
+        ``num_layers``, ``num_heads``, ``intermediate_dim``, ``dropout``,
+        ``activation``, ``normalize_first``, ``initializer_range``,
+        ``position_origin``); the masking's, as ``ClozeTask`` takes them
+        (``mask_prob``, 0.2 for ML-1M in the paper; ``mask_token_rate``, 0.8 as in
+        BERT where the original BERT4Rec code uses 1.0; ``random_token_rate``, 0.1
+        where the original code uses 0.0; ``last_item_only_prob``, the original
+        code's extra last-item samples; ``seed``); and the task's ``loss``: a
+        ``tfseqrec.losses`` object or name, by default the full softmax without the
+        sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``, as
+        SASRec's; best on ML-1M validation: 0.0874 against 0.0807 after 10 minutes).
 
     Example:
 

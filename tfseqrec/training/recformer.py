@@ -37,6 +37,18 @@ from tfseqrec.training.schedules import WarmupLinearDecay
 CONFIG_FILE = "recformer_config.json"
 
 
+def _backbone(config, **options):
+    """The ``RecformerBackbone`` of ``config``'s sizes (``options`` to its constructor)."""
+    return recformer_lib.RecformerBackbone(
+        num_layers=config.num_layers,
+        max_tokens=config.max_tokens,
+        max_sequence_length=config.max_sequence_length,
+        attention_window=config.attention_window,
+        dropout=config.dropout,
+        **options,
+    )
+
+
 def build(config, vocabulary, texts, model=None):
     """The ``RecformerRecommender`` of ``config`` over ``texts`` (``item_texts``).
 
@@ -61,14 +73,7 @@ def build(config, vocabulary, texts, model=None):
         )
         model.build()
     if model is None:
-        backbone = recformer_lib.RecformerBackbone(
-            num_layers=config.num_layers,
-            max_tokens=config.max_tokens,
-            max_sequence_length=config.max_sequence_length,
-            attention_window=config.attention_window,
-            dropout=config.dropout,
-            cached_layers=config.cached_layers,
-        )
+        backbone = _backbone(config, cached_layers=config.cached_layers)
         backbone.build()
         if config.pretrained:
             recformer_lib.load_bert_weights(backbone, path)
@@ -382,13 +387,7 @@ def pretrain_recformer(domains, config, work, verbose):
     item_tokens = tf.concat([empty] + tokens, axis=0)
     item_types = tf.concat([tf.cast(empty, tf.int32)] + types, axis=0)
     num_items = int(item_tokens.nrows()) - vocab_lib.NUM_RESERVED
-    backbone = recformer_lib.RecformerBackbone(
-        num_layers=config.num_layers,
-        max_tokens=config.max_tokens,
-        max_sequence_length=config.max_sequence_length,
-        attention_window=config.attention_window,
-        dropout=config.dropout,
-    )
+    backbone = _backbone(config)
     backbone.build()
     recformer_lib.load_bert_weights(backbone, path)
     model = recformer_lib.Recformer(
