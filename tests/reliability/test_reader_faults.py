@@ -360,3 +360,30 @@ def test_there_is_one_timestamp_parser():
         p for p in sources if re.search(r"fromisoformat\(|strptime\(|dateutil", p.read_text(encoding="utf-8"))
     ]
     assert parsers == []
+
+
+def test_a_vocabulary_count_beyond_int64_names_the_line(tmp_path):
+    from tfseqrec.data import vocab
+
+    path = tmp_path / "item_vocab.tsv"
+    path.write_text("a\t3\nb\t99999999999999999999\n")
+    with pytest.raises(ValueError, match=r"item_vocab.tsv:2: count 99999999999999999999 is beyond int64"):
+        vocab.ItemVocabulary.load(str(path))
+
+
+def test_a_vocabulary_save_that_fails_leaves_the_previous_file(tmp_path, monkeypatch):
+    import errno
+
+    from tfseqrec.data import vocab
+
+    path = tmp_path / "item_vocab.tsv"
+    vocab.ItemVocabulary(["a", "b"], [2, 1]).save(str(path))
+    before = path.read_bytes()
+
+    def full(self):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(vocab.ItemVocabulary, "serialize", full)
+    with pytest.raises(OSError, match="No space left"):
+        vocab.ItemVocabulary(["c"], [5]).save(str(path))
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["item_vocab.tsv"]

@@ -155,8 +155,16 @@ class ItemVocabulary:
         """Writes the vocabulary; ``path`` may be a directory (uses ``VOCAB_FILENAME``)."""
         path = _resolve(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(self.serialize())
+        # Written under a hidden name and renamed when whole: a full disk leaves the
+        # previous file, never half of a new one.
+        partial = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.partial")
+        try:
+            with open(partial, "w", encoding="utf-8", newline="\n") as f:
+                f.write(self.serialize())
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
         return path
 
     def serialize(self):
@@ -173,6 +181,8 @@ class ItemVocabulary:
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) != 2 or not parts[0] or not parts[1].isdigit():
                     raise ValueError(f"{path}:{line_no}: expected 'raw_id<TAB>count', got {line!r}")
+                if int(parts[1]) >= 2**63:
+                    raise ValueError(f"{path}:{line_no}: count {parts[1]} is beyond int64")
                 items.append(parts[0])
                 counts.append(int(parts[1]))
         if not items:
