@@ -25,4 +25,6 @@ def test_model_file_of_before_the_split_loads_and_scores_the_same(cls):
     model = keras.saving.load_model(FIXTURES / f"{name}_v0.keras")
     assert type(model) is cls
     scores = np.asarray(model.score(np.array(expected["ids"], np.int32)))
-    np.testing.assert_allclose(scores, np.array(expected["scores"][name]), atol=2e-6)
+    # The files were written on the primary stack; TF 2.21's kernels round differently in
+    # the last digits (4e-6 relative on HSTU), a wrong load differs in the first.
+    np.testing.assert_allclose(scores, np.array(expected["scores"][name]), rtol=1e-5, atol=1e-5)
