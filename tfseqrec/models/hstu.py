@@ -53,7 +53,8 @@ class HSTUBackbone(SequentialBackbone):
         temperature: divides the cosine scores; ``None`` scores by the plain dot
             product of un-normalised vectors.
         initializer_range: standard deviation of the item and position embeddings'
-            normal initializer (the layers' kernels are Glorot, as the reference's).
+            normal initializer. The layers' kernels are Glorot; the reference draws
+            its ``W_uvqk`` from N(0, 0.02).
         position_origin: ``"oldest"`` (the reference) or ``"newest"``; see
             ``SequentialBackbone.position_ids``.
     Call arguments:
