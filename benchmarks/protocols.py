@@ -1,0 +1,160 @@
+"""The evaluation protocols of the ML-1M benchmarks, each named after the figure it is comparable with.
+
+Published ML-1M figures differ in more than the model: the data file, whether the
+second-to-last item validates or trains, which already-seen items are filtered at test,
+and the training's negatives. A ``Protocol`` fixes those choices, so a row measured on
+one is set beside the anchor measured the same way, and no other:
+
+- ``sasrec-plus``: SASRec's 5-core ``ml-1m.txt`` (3,416 items), the second-to-last item
+  validates (early stopping), the user's whole history filtered at test. SASRec+
+  (Klenitskiy & Vasilev, RecSys 2023) report on it.
+- ``rectools``: the raw ratings (``ml-1m_full_sequences.txt.gz``, 3,706 items, no k-core),
+  a validation item, the whole history filtered: RecTools' HSTU-large figure.
+- ``hstu-paper``: the raw ratings, no validation split (the second-to-last item is a
+  training target), only the items of the model's input window filtered, sampled softmax
+  with 128 uniform negatives per position and the reference's fixed 101 epochs: the HSTU
+  paper's figure (Zhai et al., ICML 2024; ``configs/ml-1m/hstu-sampled-softmax-n128-large-final.gin``
+  of its reference code).
+
+``load_split`` builds a protocol's train / validation / test split with the library's own
+readers and ``splits.prepare``, the split ``tfseqrec.training.train`` makes of the same
+file, so a peer library trained on it sees the same cases.
+
+The scripts run as ``python benchmarks/NAME.py``, which puts this folder first on
+``sys.path``; they import this module as ``protocols``.
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+
+from tfseqrec.data import readers, splits
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """The choices that differ between published ML-1M figures.
+
+    Attributes:
+        name: ``"sasrec-plus"``, ``"rectools"`` or ``"hstu-paper"``.
+        data_file: the interaction file under the data root.
+        validation: ``"last"`` (the second-to-last item validates, early stopping) or
+            ``"none"`` (it is a training target; the last epoch is the model).
+        exclude_seen: ``"history"`` (the user's whole history filtered at test) or
+            ``"window"`` (only the items of the model's input window, its last
+            ``max_sequence_length`` items); ``tfseqrec.evaluation.evaluate``'s
+            ``exclude_seen`` is ``True`` or ``"window"`` for them.
+        training: the ``TrainConfig`` options the protocol fixes, over the model's defaults.
+        anchor: the published figure a row on this protocol is comparable with.
+    """
+
+    name: str
+    data_file: str
+    validation: str
+    exclude_seen: str
+    training: dict
+    anchor: str
+
+    @property
+    def evaluation_exclude_seen(self):
+        """The ``exclude_seen`` argument of ``tfseqrec.evaluation.evaluate`` for this protocol."""
+        return True if self.exclude_seen == "history" else "window"
+
+    def training_options(self, overrides=None):
+        """``TrainConfig`` values: the protocol's fixed options (validation included) over ``overrides``.
+
+        An override of an option the protocol fixes is an error: the row would no longer
+        be on the protocol.
+        """
+        fixed = dict(self.training)
+        if self.validation != "last":  # "last" is TrainConfig's default
+            fixed["validation"] = self.validation
+        clash = sorted(k for k in (overrides or {}) if k in fixed and overrides[k] != fixed[k])
+        if clash:
+            raise ValueError(
+                f"protocol {self.name!r} fixes {', '.join(f'{k}={fixed[k]!r}' for k in clash)}; "
+                "choose another protocol to change them"
+            )
+        return {**(overrides or {}), **fixed}
+
+
+PROTOCOLS = {
+    "sasrec-plus": Protocol(
+        name="sasrec-plus",
+        data_file="ml-1m/ml-1m.txt",
+        validation="last",
+        exclude_seen="history",
+        training={},
+        anchor="SASRec+ (Klenitskiy & Vasilev, RecSys 2023), same file and protocol: SASRec 0.1857 "
+        "NDCG@10 / 0.3159 HR@10 with 3,000 negatives (0.1821 / 0.3152 full softmax), BERT4Rec "
+        "0.1537 / 0.2843; no HSTU figure",
+    ),
+    "rectools": Protocol(
+        name="rectools",
+        data_file="ml-1m/ml-1m_full_sequences.txt.gz",
+        validation="last",
+        exclude_seen="history",
+        training={},
+        anchor="RecTools (MTS AI), HSTU-large on the raw ratings with a validation item and the "
+        "whole history filtered: 0.2164 NDCG@10 / 0.3642 HR@10",
+    ),
+    "hstu-paper": Protocol(
+        name="hstu-paper",
+        data_file="ml-1m/ml-1m_full_sequences.txt.gz",
+        validation="none",
+        exclude_seen="window",
+        training={
+            "loss": "sampled_softmax",
+            "num_negatives": 128,
+            "sampler": "uniform",
+            "negatives_per_position": True,
+            "epochs": 101,
+        },
+        anchor="the HSTU paper (Zhai et al., ICML 2024), HSTU-large: 0.1893 NDCG@10 / 0.3294 HR@10 "
+        "(the reference code's 101 epochs)",
+    ),
+}
+
+
+def get(name):
+    """The ``Protocol`` called ``name``; a ``ValueError`` lists the names."""
+    if name not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {name!r}; expected one of {', '.join(PROTOCOLS)}")
+    return PROTOCOLS[name]
+
+
+def data_path(protocol, data_root):
+    """The protocol's interaction file under ``data_root`` (a ``Protocol`` or its name)."""
+    protocol = get(protocol) if isinstance(protocol, str) else protocol
+    return os.path.join(data_root, protocol.data_file)
+
+
+def load(protocol, data_root):
+    """``(split, vocabulary)`` of ``protocol`` (a ``Protocol`` or its name) on the files under ``data_root``.
+
+    The split is ``splits.prepare``'s leave-one-out; with ``validation="none"`` the
+    second-to-last item of each evaluable user moves into ``train`` and ``valid`` keeps
+    its cases only for reference (nothing is chosen on them).
+    """
+    protocol = get(protocol) if isinstance(protocol, str) else protocol
+    events = readers.read_interactions(data_path(protocol, data_root), progress=False)
+    split, vocabulary, _ = splits.prepare(events)
+    if protocol.validation == "none":
+        split = _validation_trained(split, events, vocabulary)
+    return split, vocabulary
+
+
+def load_split(protocol, data_root):
+    """The train / validation / test ``splits.Split`` of ``protocol`` (see ``load``)."""
+    return load(protocol, data_root)[0]
+
+
+def _validation_trained(split, events, vocabulary):
+    """``split`` with each evaluable user's validation item a training target (train = test history)."""
+    events, _ = splits.drop_duplicates(splits.sort_by_time(events))
+    sequences, _, _ = splits.build_sequences(events, vocabulary)
+    evaluable = sequences.lengths >= 3  # leave_one_out's min_length
+    train = sequences.keep_first(np.where(evaluable, sequences.lengths - 1, sequences.lengths))
+    report = {**split.report, "train_interactions": train.num_events}
+    return splits.Split(train, split.valid, split.test, report)
