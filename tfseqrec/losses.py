@@ -22,6 +22,9 @@ Items are addressed by **item index** ``0 .. num_items - 1`` (vocabulary id minu
 samples candidates, builds the logits and applies ``loss`` in one call; the models use
 that.
 
+Every loss is written in ``keras.ops`` and ``keras.random``: the same code on the
+TensorFlow, JAX and PyTorch backends, without TensorFlow imported on the others.
+
 Recformer's losses (text in, no item ids in the model):
 
 - ``ContrastiveLoss``: softmax cross-entropy over ``cosine_logits`` (cosine
@@ -32,9 +35,7 @@ Recformer's losses (text in, no item ids in the model):
 import math
 
 import keras
-import tensorflow as tf
-
-HISTORY_REDRAWS = 50
+from keras import ops
 
 
 class ItemRows:
@@ -42,9 +43,9 @@ class ItemRows:
 
     A sampled loss reads a few thousand rows of the table a batch. Read from the
     embedding variable itself (not from a slice of it, whose gradient is a dense
-    ``[num_items, d]`` tensor), the table's gradient stays ``tf.IndexedSlices`` of the
-    rows read, so that ``tfseqrec.optimizers.RowSparseAdam`` updates those rows
-    alone. Every loss takes one where it takes a table; the full softmax reads it whole.
+    ``[num_items, d]`` tensor), the table's gradient on the TensorFlow backend stays
+    ``tf.IndexedSlices`` of the rows read, so that ``tfseqrec.optimizers.RowSparseAdam``
+    updates those rows alone. Every loss takes one where it takes a table; the full softmax reads it whole.
 
     Args:
         embeddings: the ``[offset + num_items, d]`` embedding variable (or tensor).
@@ -60,26 +61,26 @@ class ItemRows:
 
     @property
     def shape(self):
-        return tf.TensorShape([self.embeddings.shape[0] - self.offset, self.embeddings.shape[1]])
+        return (self.embeddings.shape[0] - self.offset, self.embeddings.shape[1])
 
     @property
     def dtype(self):
-        return tf.as_dtype(self.embeddings.dtype)
+        return keras.backend.standardize_dtype(self.embeddings.dtype)
 
     def rows(self, ids):
         """The rows ``ids`` (item indices, any shape): ``[..., d]``."""
-        rows = tf.gather(self.embeddings, tf.cast(ids, "int32") + self.offset)
+        rows = ops.take(self.embeddings, ops.cast(ids, "int32") + self.offset, axis=0)
         return rows if self.transform is None else self.transform(rows)
 
     def dense(self):
         """The whole table ``[num_items, d]``."""
-        table = tf.convert_to_tensor(self.embeddings)[self.offset :]
+        table = ops.convert_to_tensor(self.embeddings)[self.offset :]
         return table if self.transform is None else self.transform(table)
 
 
 def _rows(table, ids):
     """Rows ``ids`` of a table: a tensor or ``ItemRows``."""
-    return table.rows(ids) if isinstance(table, ItemRows) else tf.gather(table, ids)
+    return table.rows(ids) if isinstance(table, ItemRows) else ops.take(table, ids, axis=0)
 
 
 def _dense(table):
@@ -120,41 +121,39 @@ class _CandidateLoss(keras.losses.Loss):
     def _uniform_negatives(self, shape, num_items, history=None):
         """Uniform item indices ``shape = (N, k)``; with ``history``, outside each row's.
 
-        A negative that falls in the history is drawn again until none does, at most
-        ``HISTORY_REDRAWS`` times (a history of half the catalogue leaves one seen
-        negative in ~10^15 after that; one that covers the whole catalogue cannot be
-        avoided and stops there).
+        Outside the history, negative ``j`` of position ``n`` is the ``r``-th item its
+        sequence has not seen, ``r`` uniform below their number: every unseen item alike,
+        in one draw (no loop of redraws, which the JAX backend cannot run with a seed
+        generator inside). A history that covers the whole catalogue leaves nothing
+        unseen: that row draws from the whole catalogue.
         """
-        negatives = keras.random.randint(shape, 0, num_items, dtype="int32", seed=self.seed_generator)
         if history is None or not self.exclude_history:
-            return negatives
+            return keras.random.randint(shape, 0, num_items, dtype="int32", seed=self.seed_generator)
         rows, seen = history
-        rows = tf.broadcast_to(tf.cast(rows, "int32")[:, None], tf.shape(negatives))
-
-        def hits(negatives):
-            return tf.gather_nd(seen, tf.stack([rows, negatives], axis=-1))
-
-        def redraw(i, negatives):
-            fresh = keras.random.randint(shape, 0, num_items, dtype="int32", seed=self.seed_generator)
-            return i + 1, tf.where(hits(negatives), fresh, negatives)
-
-        _, negatives = tf.while_loop(
-            lambda i, negatives: tf.logical_and(i < HISTORY_REDRAWS, tf.reduce_any(hits(negatives))),
-            redraw,
-            (tf.constant(0), negatives),
-        )
-        return negatives
+        rows = ops.cast(rows, "int32")
+        unseen = ops.cast(ops.logical_not(ops.cast(seen, "bool")), "int32")  # [sequences, num_items]
+        counts = ops.sum(unseen, axis=1)
+        available = ops.take(counts, rows)[:, None]
+        before = ops.take(ops.cumsum(counts) - counts, rows)[:, None]  # unseen items of earlier rows
+        pool = ops.where(available > 0, available, num_items)
+        u = keras.random.uniform(shape, seed=self.seed_generator)
+        r = ops.minimum(ops.cast(ops.floor(u * ops.cast(pool, "float32")), "int32"), pool - 1)
+        # The (before + r + 1)-th unseen cell of the flattened bitmap, by a binary search
+        # of its running count.
+        cell = ops.searchsorted(ops.cumsum(ops.reshape(unseen, [-1])), ops.reshape(before + r + 1, [-1]))
+        picked = ops.reshape(ops.cast(cell, "int32"), ops.shape(r)) - rows[:, None] * num_items
+        return ops.where(available > 0, picked, r)
 
     @staticmethod
     def _logits(hidden, table, bias, ids):
         """Dot products with the rows ``ids`` (any shape) of ``table``."""
         emb = _rows(table, ids)
         if len(ids.shape) == 1:  # shared candidates [C]
-            logits = tf.matmul(hidden, emb, transpose_b=True)
+            logits = ops.matmul(hidden, ops.transpose(emb))
         else:  # per-position candidates [N, C]
-            logits = tf.einsum("nd,ncd->nc", hidden, emb)
+            logits = ops.einsum("nd,ncd->nc", hidden, emb)
         if bias is not None:
-            logits += tf.gather(bias, ids)
+            logits += ops.take(bias, ids, axis=0)
         return logits
 
     def get_config(self):
@@ -184,13 +183,13 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
         self.exclude_history = exclude_history
 
     def call(self, y_true, y_pred):
-        y_pred = tf.cast(y_pred, "float32")
-        return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y_true, "int32"), y_pred)
+        y_pred = ops.cast(y_pred, "float32")
+        return ops.sparse_categorical_crossentropy(ops.cast(y_true, "int32"), y_pred, from_logits=True)
 
     def from_embeddings(
         self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
     ):
-        logits = tf.matmul(hidden, _dense(item_table), transpose_b=True)
+        logits = ops.matmul(hidden, ops.transpose(_dense(item_table)))
         if item_bias is not None:
             logits += item_bias
         if self.exclude_history and history is not None:
@@ -198,11 +197,12 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
             # not pushed to score them low, as ranking with seen items filtered never
             # asks it to (the reference's 3,000 negatives drawn outside the sequence).
             rows, seen = history
-            others = tf.logical_and(
-                tf.gather(seen, rows),
-                tf.not_equal(tf.range(tf.shape(logits)[1])[None, :], tf.cast(positives, "int32")[:, None]),
+            columns = ops.arange(ops.shape(logits)[1], dtype="int32")[None, :]
+            others = ops.logical_and(
+                ops.take(ops.cast(seen, "bool"), ops.cast(rows, "int32"), axis=0),
+                ops.not_equal(columns, ops.cast(positives, "int32")[:, None]),
             )
-            logits = tf.where(others, tf.cast(-1e9, logits.dtype), logits)
+            logits = ops.where(others, ops.cast(-1e9, logits.dtype), logits)
         return self(positives, logits, sample_weight=sample_weight)
 
     def get_config(self):
@@ -232,18 +232,19 @@ class BinaryCrossEntropy(_CandidateLoss):
         self.exclude_history = exclude_history
 
     def call(self, y_true, y_pred):
-        return _bce(tf.cast(y_pred, "float32"), positive_weight=1.0)
+        return _bce(ops.cast(y_pred, "float32"), positive_weight=1.0)
 
     def from_embeddings(
         self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
     ):
-        n = tf.shape(positives)[0]
-        num_items = item_table.shape[0] or tf.shape(_dense(item_table))[0]
+        positives = ops.cast(positives, "int32")
+        n = ops.shape(positives)[0]
+        num_items = item_table.shape[0] or ops.shape(_dense(item_table))[0]
         negatives = self._uniform_negatives((n, self.num_negatives), num_items, history)
-        ids = tf.concat([positives[:, None], negatives], axis=1)
+        ids = ops.concatenate([positives[:, None], negatives], axis=1)
         logits = self._logits(hidden, item_table, item_bias, ids)
         logits = _drop_accidental_hits(logits, positives, negatives)
-        return self(tf.zeros_like(positives), logits, sample_weight=sample_weight)
+        return self(ops.zeros_like(positives), logits, sample_weight=sample_weight)
 
     def get_config(self):
         return {**super().get_config(), "exclude_history": self.exclude_history}
@@ -283,17 +284,18 @@ class GBCE(_CandidateLoss):
     def call(self, y_true, y_pred):
         if self.num_items is None:
             raise ValueError("GBCE needs num_items: call from_embeddings, or set loss.num_items")
-        return _bce(tf.cast(y_pred, "float32"), positive_weight=self.beta(self.num_items))
+        return _bce(ops.cast(y_pred, "float32"), positive_weight=self.beta(self.num_items))
 
     def from_embeddings(
         self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
     ):
         self.num_items = int(item_table.shape[0])
-        n = tf.shape(positives)[0]
+        positives = ops.cast(positives, "int32")
+        n = ops.shape(positives)[0]
         negatives = self._uniform_negatives((n, self.num_negatives), self.num_items, history)
-        ids = tf.concat([positives[:, None], negatives], axis=1)
+        ids = ops.concatenate([positives[:, None], negatives], axis=1)
         logits = _drop_accidental_hits(self._logits(hidden, item_table, item_bias, ids), positives, negatives)
-        return self(tf.zeros_like(positives), logits, sample_weight=sample_weight)
+        return self(ops.zeros_like(positives), logits, sample_weight=sample_weight)
 
     def get_config(self):
         config = super().get_config()
@@ -344,8 +346,9 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
         self.per_position = per_position
 
     def call(self, y_true, y_pred):
-        y_pred = tf.cast(y_pred, "float32")
-        return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.zeros(tf.shape(y_pred)[:1], "int32"), y_pred)
+        y_pred = ops.cast(y_pred, "float32")
+        positive = ops.zeros(ops.shape(y_pred)[:1], "int32")  # column 0
+        return ops.sparse_categorical_crossentropy(positive, y_pred, from_logits=True)
 
     def sample(self, num_items, rows=None):
         """``(negatives, log_q_of(ids))``: negatives ``[K]`` (or ``[rows, K]``) and their log-probability."""
@@ -354,18 +357,18 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
             negatives = self._uniform_negatives(shape, num_items)
 
             def log_q(ids):
-                return tf.fill(tf.shape(ids), -math.log(num_items))
+                return ops.full(ops.shape(ids), -math.log(num_items), dtype="float32")
 
         else:
             # Log-uniform (Zipfian) over [0, num_items): P(i) = log((i+2)/(i+1)) / log(n+1),
             # drawn by inverting the CDF of a uniform draw.
             u = keras.random.uniform(shape, seed=self.seed_generator)
-            negatives = tf.cast(tf.floor(tf.exp(u * math.log(num_items + 1.0))) - 1.0, "int32")
-            negatives = tf.clip_by_value(negatives, 0, num_items - 1)
+            negatives = ops.cast(ops.floor(ops.exp(u * math.log(num_items + 1.0))) - 1.0, "int32")
+            negatives = ops.clip(negatives, 0, num_items - 1)
 
             def log_q(ids):
-                ids = tf.cast(ids, "float32")
-                return tf.math.log(tf.math.log((ids + 2.0) / (ids + 1.0)) / math.log(num_items + 1.0))
+                ids = ops.cast(ids, "float32")
+                return ops.log(ops.log((ids + 2.0) / (ids + 1.0)) / math.log(num_items + 1.0))
 
         return negatives, log_q
 
@@ -373,20 +376,22 @@ class SampledSoftmaxCrossEntropy(_CandidateLoss):
         self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
     ):
         num_items = int(item_table.shape[0])
-        positives = tf.cast(positives, "int32")
-        negatives, log_q = self.sample(num_items, tf.shape(hidden)[0] if self.per_position else None)
-        pos_logits = tf.reduce_sum(hidden * _rows(item_table, positives), axis=-1, keepdims=True)
+        positives = ops.cast(positives, "int32")
+        negatives, log_q = self.sample(num_items, ops.shape(hidden)[0] if self.per_position else None)
+        pos_logits = ops.sum(hidden * _rows(item_table, positives), axis=-1, keepdims=True)
         if item_bias is not None:
-            pos_logits += tf.gather(item_bias, positives)[:, None]
+            pos_logits += ops.take(item_bias, positives, axis=0)[:, None]
         neg_logits = self._logits(hidden, item_table, item_bias, negatives)
         per_row = negatives if self.per_position else negatives[None, :]
         if self.logq_correction:
             pos_logits -= log_q(positives)[:, None]
             neg_logits -= log_q(per_row)
-        hits = tf.equal(positives[:, None], per_row)
-        neg_logits = tf.where(hits, tf.cast(-1e9, neg_logits.dtype), neg_logits)
+        hits = ops.equal(positives[:, None], per_row)
+        neg_logits = ops.where(hits, ops.cast(-1e9, neg_logits.dtype), neg_logits)
         return self(
-            tf.zeros_like(positives), tf.concat([pos_logits, neg_logits], axis=1), sample_weight=sample_weight
+            ops.zeros_like(positives),
+            ops.concatenate([pos_logits, neg_logits], axis=1),
+            sample_weight=sample_weight,
         )
 
     def get_config(self):
@@ -495,12 +500,12 @@ def _bce(logits, positive_weight):
     """``-w log s(pos) - sum log(1 - s(neg))`` with the positive in column 0."""
     pos = logits[:, 0]
     neg = logits[:, 1:]
-    pos_loss = positive_weight * tf.nn.softplus(-pos)
-    neg_loss = tf.reduce_sum(tf.nn.softplus(neg), axis=1)  # a dropped hit (-1e9) adds 0
+    pos_loss = positive_weight * ops.softplus(-pos)
+    neg_loss = ops.sum(ops.softplus(neg), axis=1)  # a dropped hit (-1e9) adds 0
     return pos_loss + neg_loss
 
 
 def _drop_accidental_hits(logits, positives, negatives):
-    hits = tf.equal(negatives, positives[:, None])
-    neg = tf.where(hits, tf.cast(-1e9, logits.dtype), logits[:, 1:])
-    return tf.concat([logits[:, :1], neg], axis=1)
+    hits = ops.equal(negatives, positives[:, None])
+    neg = ops.where(hits, ops.cast(-1e9, logits.dtype), logits[:, 1:])
+    return ops.concatenate([logits[:, :1], neg], axis=1)
