@@ -156,6 +156,17 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
     assert 0 <= without["sampled_ndcg@10"] <= 1
 
 
+def test_evaluate_exclude_seen_window(trained, data_root):
+    """Only the 20-item input window filtered: ML-100K users hold up to 737 items, so the
+    candidates differ from the whole-history filter's and so do the metrics."""
+    out, _ = trained
+    args = ("evaluate", "--model-dir", out, "--data", data_root / "ml-100k")
+    window = json.loads(_tfseqrec(*args, "--exclude-seen-window").stdout)
+    whole = json.loads(_tfseqrec(*args).stdout)
+    assert window["exclude_seen"] == "window" and whole["exclude_seen"] is True
+    assert window["num_users"] == 943 and window["mrr"] != whole["mrr"]
+
+
 def test_recommend_prints_raw_ids(trained):
     out, _ = trained
     lines = _tfseqrec(

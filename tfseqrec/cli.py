@@ -589,6 +589,12 @@ def _add_evaluate(sub):
         help="remove each user's history from the candidates, the target excepted",
     )
     evaluate.add_argument(
+        "--exclude-seen-window",
+        action="store_true",
+        help="remove only the items of the model's input window (the last max_sequence_length "
+        "of the history) instead of the whole history, as the HSTU paper's protocol does",
+    )
+    evaluate.add_argument(
         "--batch-size",
         type=_positive_int,
         default=None,

@@ -275,7 +275,7 @@ def _evaluate(args):
     result = evaluation.evaluate(
         model,
         split.test if args.split == "test" else split.valid,
-        exclude_seen=args.exclude_seen,
+        exclude_seen=evaluation.WINDOW if args.exclude_seen_window else args.exclude_seen,
         batch_size=args.batch_size,
         sampled=sampled,
         item_counts=vocabulary.counts,

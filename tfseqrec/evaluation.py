@@ -7,9 +7,12 @@ export's signatures and the TFX ``RankingEvaluator`` use. A ``SequentialRecommen
 its output table, so its ranks come from ``ranking.rank_targets_by_query``: the
 catalogue is scored a block at a time and never held whole, whatever its size. Any
 other model (Recformer, a stand-in with ``score``) is ranked on its score matrix by
-``ranking.rank_targets``, in batches small enough for ``MAX_SCORES_PER_BATCH``. With ``exclude_seen`` the user's *whole* history is removed
-from the candidates, not only the model's input window, except the target itself when
-it repeats a history item (it stays a candidate with its own score). Ties count
+``ranking.rank_targets``, in batches small enough for ``MAX_SCORES_PER_BATCH``. With
+``exclude_seen=True`` the user's *whole* history is removed from the candidates, not only
+the model's input window; with ``exclude_seen="window"`` only the items of the input
+window (the last ``max_sequence_length`` items of the history, those ``evaluate`` passes
+the model), as the HSTU paper's reference code filters. Either way the target itself
+stays a candidate with its own score when it repeats a seen item. Ties count
 against the target, reserved ids are never candidates, a non-finite target score ranks
 the target last, and a target outside the vocabulary (``OOV_ID``) is a miss with rank
 ``num_items``; such cases still count in ``num_users`` and are reported as
@@ -46,6 +49,9 @@ MAX_SCORES_PER_BATCH = 2**25
 BLOCK_RANKED_BATCH_SIZE = 1024
 SCORE_MATRIX_BATCH_SIZE = 256
 
+# The ``exclude_seen`` value that filters only the items of the model's input window.
+WINDOW = "window"
+
 
 def evaluate(
     model,
@@ -66,8 +72,10 @@ def evaluate(
             ``tfseqrec.models.protocol.SequentialModel`` contract).
         cases: ``splits.Cases``.
         ks: cut-offs for NDCG@K and HR@K.
-        exclude_seen: remove every item of a user's history from the candidates
-            (the target excepted).
+        exclude_seen: ``True`` removes every item of a user's history from the
+            candidates, ``"window"`` only the items of the model's input window (the
+            last ``max_sequence_length`` of the history; BERT4Rec reads one fewer
+            beside its [MASK]), ``False`` none; the target is never removed.
         batch_size: cases scored at once, at most; ``None``:
             ``BLOCK_RANKED_BATCH_SIZE`` (1,024) for a ``SequentialRecommender``,
             ``SCORE_MATRIX_BATCH_SIZE`` (256) for a model ranked on its score matrix,
@@ -83,9 +91,10 @@ def evaluate(
 
     Returns:
         ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
-        "exclude_seen"}`` plus the sampled metrics and their settings when asked.
+        "exclude_seen"}`` (``True``, ``False`` or ``"window"``) plus the sampled metrics
+        and their settings when asked.
     """
-    _check_options(batch_size, sampled, item_counts)
+    _check_options(exclude_seen, batch_size, sampled, item_counts)
     scorer = _scorer(model)
     batch_size = _batch_size(batch_size, scorer, model)
     targets = np.asarray(cases.targets, np.int64)
@@ -100,9 +109,9 @@ def evaluate(
     for start in starts:
         rows = np.arange(start, min(start + batch_size, n))
         batch = cases.histories.select(rows)
-        seen = tf.RaggedTensor.from_row_splits(batch.values, batch.row_splits) if exclude_seen else None
+        inputs = model_inputs(model, batch)
         ranks[rows], known, columns = scorer.rank(
-            model_inputs(model, batch), tf.constant(targets[rows]), seen
+            inputs, tf.constant(targets[rows]), seen_items(exclude_seen, batch, inputs)
         )
         unknown += int((~known).sum())
         if sampled:
@@ -112,7 +121,11 @@ def evaluate(
         bar.update(1)
     bar.close()
     out = metrics_from_ranks(ranks, ks)
-    out.update(num_users=int(n), num_unknown_targets=unknown, exclude_seen=bool(exclude_seen))
+    out.update(
+        num_users=int(n),
+        num_unknown_targets=unknown,
+        exclude_seen=WINDOW if isinstance(exclude_seen, str) else bool(exclude_seen),
+    )
     if sampled:
         out.update(metrics_from_ranks(sampled_ranks, ks, prefix="sampled_"))
         out["sampled"] = {
@@ -128,6 +141,19 @@ def model_inputs(model, histories):
     if not model.uses_timestamps:
         return window
     return {"item_ids": window, "timestamps": pipeline.pad_left_times(histories, model.max_sequence_length)}
+
+
+def seen_items(exclude_seen, histories, inputs):
+    """The ids removed from a batch's candidates (``evaluate``'s ``exclude_seen``), or ``None``.
+
+    ``True``: each whole history (``Sequences``), ragged. ``"window"``: the ids of the
+    model's ``inputs`` (``model_inputs``), whose padding ``ranking`` ignores.
+    """
+    if isinstance(exclude_seen, str):  # WINDOW, the one string evaluate accepts
+        return inputs["item_ids"] if isinstance(inputs, dict) else inputs
+    if exclude_seen:
+        return tf.RaggedTensor.from_row_splits(histories.values, histories.row_splits)
+    return None
 
 
 # The ranking functions run as one graph per batch shape: eager, their passes over
@@ -202,7 +228,9 @@ def _batch_size(batch_size, scorer, model):
     return batch_size if scorer.bounded else score_batch_size(batch_size, getattr(model, "num_items", 1))
 
 
-def _check_options(batch_size, sampled, item_counts):
+def _check_options(exclude_seen, batch_size, sampled, item_counts):
+    if exclude_seen != WINDOW if isinstance(exclude_seen, str) else exclude_seen not in (True, False):
+        raise ValueError(f"exclude_seen must be True, False or {WINDOW!r}, got {exclude_seen!r}")
     if batch_size is not None:
         check_number("batch_size", batch_size, minimum=1, integer=True)
     if sampled:
