@@ -122,9 +122,9 @@ class EpochTimer(keras.callbacks.Callback):
         self.elapsed.append(time.perf_counter() - self.fit_start)
 
 
-def training_flops_per_epoch(config, dataset, num_items):
-    """Matmul FLOPs of one epoch over the batches ``dataset`` yields (forward x 3)."""
-    d = config.hidden_dim
+def training_flops_per_epoch(config, dataset, num_items, model):
+    """Matmul FLOPs of one epoch of ``model`` over the batches ``dataset`` yields (forward x 3)."""
+    d = model.hidden_dim
     total = 0.0
     for batch in dataset:
         x = batch[0] if isinstance(batch, tuple) else batch
@@ -135,9 +135,9 @@ def training_flops_per_epoch(config, dataset, num_items):
             # U, V, Q, K projection (d -> 4d at the default widths), output d -> d, Q K^T and A V.
             per_layer = 2 * tokens * 5 * d * d + 2 * 2 * b * length * length * d
         else:
-            ff = config.intermediate_dim or d_ff_default(config)
+            ff = model.intermediate_dim or d_ff_default(config, d)
             per_layer = 2 * tokens * (4 * d * d + 2 * d * ff) + 2 * 2 * b * length * length * d
-        forward = config.num_layers * per_layer
+        forward = model.num_layers * per_layer
         if config.model == "bert4rec":
             targets = tokens * config.mask_prob  # expected masked positions
             forward += 2 * tokens * d * d  # output projection
@@ -149,9 +149,9 @@ def training_flops_per_epoch(config, dataset, num_items):
     return total
 
 
-def d_ff_default(config):
+def d_ff_default(config, hidden_dim):
     """The feed-forward width the model builds when ``intermediate_dim`` is unset."""
-    return config.hidden_dim if config.model == "sasrec" else 4 * config.hidden_dim
+    return hidden_dim if config.model == "sasrec" else 4 * hidden_dim
 
 
 def run(model_name, data, minutes, seed, overrides, sampled=True):
@@ -164,7 +164,9 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
     kind = kinds.get(config.model)
     model, history, split, vocabulary = training.train(kind, data, out, config, callbacks=[timer], verbose=2)
     train_wall = time.perf_counter() - start
-    flops = training_flops_per_epoch(config, kind.training_dataset(config, split.train), vocabulary.num_items)
+    flops = training_flops_per_epoch(
+        config, kind.training_dataset(config, split.train), vocabulary.num_items, model
+    )
     results = {}
     for exclude in (True, False):
         results[f"full_exclude_seen={exclude}"] = evaluation.evaluate(

@@ -54,8 +54,9 @@ def create_pipeline(
         pipeline_root: where artifacts go.
         metadata_path: the SQLite ML Metadata file.
         serving_model_dir: the Pusher's TF Serving base path (``saved_models/<name>``).
-        custom_config: training options (``tfseqrec.training.TrainConfig`` keys and
-            ``serving_k``), merged over ``DEFAULT_CONFIG``.
+        custom_config: training options (``tfseqrec.training.TrainConfig`` keys; the
+            model's options flat or under ``model_options``) and ``serving_k``, merged
+            over ``DEFAULT_CONFIG``.
         pipeline_name: the pipeline's name in ML Metadata.
         train_steps: cap on training steps (``None``: the epochs of the config).
         threshold: the least ``metric`` a model needs to be blessed.

@@ -83,7 +83,7 @@ def run_fn(fn_args):
     item_text = options.pop("item_text", None)
     strategy = distribute.resolve(options.pop("strategy", None))
     kind = kinds.get(options.get("model", "sasrec"))
-    kind.options(options)  # bad options fail before any record is read
+    kind.check(kind.options(options))  # bad options fail before any record is read
     vocabulary = read_vocabulary(fn_args.train_files)
     train = read_split(fn_args.data_accessor, fn_args.train_files)
     valid = read_split(fn_args.data_accessor, fn_args.eval_files)

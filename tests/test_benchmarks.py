@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from tfseqrec import training
+from tfseqrec import kinds, training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
@@ -35,19 +35,17 @@ def test_ml1m_flop_count_of_sasrec_by_hand():
     # 2 x 5 tokens, d = 4, feed-forward 4 (SASRec's default: d): projections and
     # feed-forward 2*10*(4*16 + 2*4*4) = 1,920; Q K^T and A V 2*2*2*25*4 = 800;
     # scores of 10 targets over 7 items 2*10*4*7 = 560. Training: 3x the forward pass.
-    assert ml1m.training_flops_per_epoch(config, [_batch(2, 5)], num_items=7) == 3 * (1920 + 800 + 560)
+    model = kinds.get("sasrec").build(config, 7)
+    assert ml1m.training_flops_per_epoch(config, [_batch(2, 5)], 7, model) == 3 * (1920 + 800 + 560)
 
 
 @pytest.mark.parametrize("kind", ["bert4rec", "hstu"])
 def test_ml1m_flop_count_runs_for_every_kind(kind):
     ml1m = _script("ml1m")
     config = training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=2))
-    flops = ml1m.training_flops_per_epoch(config, [_batch(2, 5)], num_items=7)
-    one_layer = ml1m.training_flops_per_epoch(
-        training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=1)),
-        [_batch(2, 5)],
-        num_items=7,
-    )
+    flops = ml1m.training_flops_per_epoch(config, [_batch(2, 5)], 7, kinds.get(kind).build(config, 7))
+    config = training.TrainConfig.from_dict(dict(model=kind, hidden_dim=4, num_layers=1))
+    one_layer = ml1m.training_flops_per_epoch(config, [_batch(2, 5)], 7, kinds.get(kind).build(config, 7))
     assert flops > one_layer > 0
 
 

@@ -56,7 +56,7 @@ def test_killed_run_resumes_where_it_stopped(data_root, tmp_path):
     epochs = [int(row["epoch"]) for row in csv.DictReader(open(out / "history.csv"))]
     assert epochs == [0, 1, 2]
     loaded, vocabulary, info = tfseqrec.load(out)
-    assert info["config"]["hidden_dim"] == 8 and vocabulary.num_items == 1682
+    assert info["config"]["model_options"]["hidden_dim"] == 8 and vocabulary.num_items == 1682
     assert not os.path.exists(out / "backup")  # removed after a finished run
 
 
@@ -74,8 +74,15 @@ def test_bert4rec_run_with_mixed_precision_and_xla(data_root, tmp_path):
 
 
 def test_config_rejects_unknown_options():
-    with pytest.raises(ValueError, match="unknown training options"):
-        training.TrainConfig.from_dict({"hiden_dim": 8})
+    # A key that is not a training option is a model option, which building the model checks.
+    config = training.TrainConfig.from_dict({"hiden_dim": 8, "epochs": 3})
+    assert config.model_options == {"hiden_dim": 8} and config.epochs == 3
+    with pytest.raises(
+        ValueError, match=r"unknown training options \['hiden_dim'\]: .* SASRec's constructor"
+    ):
+        SASREC.check(config)
+    with pytest.raises(ValueError, match="unknown Recformer options"):
+        training.RecformerConfig.from_dict({"hiden_dim": 8})
     with pytest.raises(
         ValueError, match=r"model must be one of \['bert4rec', 'hstu', 'sasrec', 'unisrec'\], got 'gru4rec'"
     ):
@@ -260,34 +267,58 @@ def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypa
 # The effective defaults of ``tfseqrec train --model X`` with no options (they build the stored runs'
 # models): the constructors' model options and each model's default_training.
 DEFAULTS = {
-    "sasrec": dict(hidden_dim=64, num_layers=2, num_heads=1, dropout=0.1, loss="softmax", learning_rate=2e-3),
-    "bert4rec": dict(
-        hidden_dim=64, num_layers=2, num_heads=2, dropout=0.1, learning_rate=4e-3, warmup_epochs=5
-    ),
-    "hstu": dict(hidden_dim=50, num_layers=8, num_heads=2, dropout=0.2, temperature=0.05, learning_rate=2e-3),
+    "sasrec": dict(hidden_dim=64, num_layers=2, num_heads=1, dropout=0.1),
+    "bert4rec": dict(hidden_dim=64, num_layers=2, num_heads=2, dropout=0.1),
+    "hstu": dict(hidden_dim=50, num_layers=8, num_heads=2, dropout=0.2, temperature=0.05),
     "unisrec": dict(
         hidden_dim=64, num_layers=2, temperature=0.07, use_id_embeddings=False, id_dropout=0.0, num_experts=8
     ),
+}
+TRAINING_DEFAULTS = {
+    "sasrec": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0),
+    "bert4rec": dict(loss="softmax", learning_rate=4e-3, warmup_epochs=5.0),
+    "hstu": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0, num_negatives=None),
+    "unisrec": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0),
 }
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULTS))
 def test_defaults_come_from_the_constructor_and_default_training(name):
-    config = kinds.get(name).options({})
-    assert {key: getattr(config, key) for key in DEFAULTS[name]} == DEFAULTS[name]
-    assert config.warmup_epochs == (5.0 if name == "bert4rec" else 0.0) and config.preset is None
+    kind = kinds.get(name)
+    config = kind.options({})
+    assert config.model_options == {} and config.preset is None
+    assert {key: getattr(config, key) for key in TRAINING_DEFAULTS[name]} == TRAINING_DEFAULTS[name]
+    model = kind.build(config, 5)
+    assert {key: getattr(model, key) for key in DEFAULTS[name]} == DEFAULTS[name]
 
 
-def test_presets_apply_under_explicit_options_and_are_recorded(tmp_path, data_root):
+def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path, data_root):
     assert set(tfseqrec.SASRec.presets) == {"ml1m"} and set(tfseqrec.UniSRec.presets) == {"scientific"}
-    unisrec = kinds.get("unisrec").options({"epochs": 2}, preset="scientific")
-    assert (unisrec.hidden_dim, unisrec.num_heads, unisrec.use_id_embeddings) == (384, 2, True)
-    assert (unisrec.epochs, unisrec.max_sequence_length, unisrec.preset) == (2, 50, "scientific")
-    # The ML-1M presets are today's defaults, pinned.
+    unisrec = kinds.get("unisrec").options(
+        {"epochs": 2, "model_options": {"dropout": 0.3}}, preset="scientific"
+    )
+    assert unisrec.model_options == {
+        "hidden_dim": 384,
+        "num_layers": 2,
+        "num_heads": 2,
+        "dropout": 0.3,
+        "use_id_embeddings": True,
+    }
+    assert (unisrec.epochs, unisrec.patience, unisrec.max_sequence_length, unisrec.preset) == (
+        2,
+        10,
+        50,
+        "scientific",
+    )
+    # The ML-1M presets are today's defaults, pinned: the same models and training options.
     for name in ("sasrec", "bert4rec", "hstu"):
-        assert kinds.get(name).options({}, preset="ml1m") == dataclasses.replace(
-            kinds.get(name).options({}), preset="ml1m"
-        )
+        kind = kinds.get(name)
+        preset, default = kind.options({}, preset="ml1m"), kind.options({})
+        assert dataclasses.replace(preset, preset=None, model_options={}) == default
+        keras.utils.set_random_seed(0)
+        built = kind.build(preset, 5).get_config()
+        keras.utils.set_random_seed(0)
+        assert {**built, "name": None} == {**kind.build(default, 5).get_config(), "name": None}
     with pytest.raises(ValueError, match="hstu has no preset 'x'; its presets: ml1m"):
         kinds.get("hstu").options({}, preset="x")
     out = tmp_path / "run"
@@ -298,28 +329,46 @@ def test_presets_apply_under_explicit_options_and_are_recorded(tmp_path, data_ro
         verbose=0,
     )
     recorded = json.loads((out / "train_config.json").read_text())["config"]
-    assert (recorded["preset"], recorded["hidden_dim"], recorded["num_layers"], recorded["num_heads"]) == (
-        "ml1m",
-        8,
-        1,
-        1,
+    assert recorded["preset"] == "ml1m" and recorded["max_sequence_length"] == 10
+    assert recorded["model_options"] == {"hidden_dim": 8, "num_layers": 1, "num_heads": 1, "dropout": 0.1}
+    assert (
+        "hidden_dim" not in recorded
+        and training.TrainConfig.from_dict(recorded).model_options["hidden_dim"] == 8
     )
-    # A directory written before presets: model options in the training config, None meaning
-    # the kind's default, UniSRec's options with their old values. It still loads, evaluates,
-    # exports, and reads as options.
+
+
+def test_a_flat_train_config_of_before_model_options_loads_evaluates_and_exports(tmp_path, data_root):
+    out = tmp_path / "run"
+    SASREC.train(data_root / "ml-100k", str(out), {**TINY, "epochs": 1, "num_layers": 1}, verbose=0)
+    recorded = json.loads((out / "train_config.json").read_text())["config"]
+    # As written before presets: model options flat beside the training options, None meaning the
+    # constructor's default, UniSRec's num_experts and adaptor_dropout recorded for every model.
+    flat = {k: v for k, v in recorded.items() if k not in ("model_options", "validation", "sampler")}
     old = {
         "config": {
-            **{k: v for k, v in recorded.items() if k != "preset"},
+            **flat,
+            "hidden_dim": 8,
+            "num_layers": 1,
             "num_heads": None,
             "dropout": None,
             "position_origin": None,
             "num_experts": 8,
             "adaptor_dropout": 0.2,
+            "temperature": None,
         },
         "data": str(data_root / "ml-100k" / "u.data"),
     }
     (out / "train_config.json").write_text(json.dumps(old))
-    assert SASREC.options(old["config"]).num_heads == 1
+    config = SASREC.options(old["config"])
+    assert config.model_options == {
+        "hidden_dim": 8,
+        "num_layers": 1,
+        "num_experts": 8,
+        "adaptor_dropout": 0.2,
+    }
+    assert SASREC.constructor_options(config) == {"hidden_dim": 8, "num_layers": 1}
+    rebuilt = SASREC.build(config, 1682)  # the values the model never took are left out
+    assert (rebuilt.hidden_dim, rebuilt.num_layers, rebuilt.num_heads) == (8, 1, 1)
     model, vocabulary, info = tfseqrec.load(str(out))
     assert info["config"]["num_experts"] == 8 and model.hidden_dim == 8
     split, _, _ = splits.prepare(
@@ -343,26 +392,17 @@ def test_model_options_are_checked_by_building_the_model():
 
 def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
     sasrec, hstu = training.TrainConfig(), training.TrainConfig(model="hstu")
-    assert (sasrec.hidden_dim, sasrec.num_layers, sasrec.loss, sasrec.num_negatives) == (
-        64,
-        2,
+    assert (sasrec.loss, sasrec.num_negatives, hstu.loss, hstu.num_negatives) == (
+        "softmax",
+        None,
         "softmax",
         None,
     )
-    assert (
-        hstu.hidden_dim,
-        hstu.num_layers,
-        hstu.num_heads,
-        hstu.loss,
-        hstu.num_negatives,
-        hstu.temperature,
-    ) == (50, 8, 2, "softmax", None, 0.05)
-    full = training.build_model(
-        kinds.get("hstu"), training.TrainConfig(model="hstu", num_layers=1, hidden_dim=8), 10
-    )
+    tiny = {"num_layers": 1, "hidden_dim": 8}
+    full = training.build_model(kinds.get("hstu"), training.TrainConfig(model="hstu", model_options=tiny), 10)
     assert full.loss_fn.get_config() == losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config()
     # The paper's sampled softmax, with the kind's 128 negatives.
-    config = training.TrainConfig(model="hstu", loss="sampled_softmax", num_layers=1, hidden_dim=8)
+    config = training.TrainConfig(model="hstu", loss="sampled_softmax", model_options=tiny)
     sampled = training.build_model(kinds.get("hstu"), config, 10)
     assert (
         isinstance(sampled.loss_fn, losses.SampledSoftmaxCrossEntropy)
@@ -371,18 +411,25 @@ def test_each_kind_has_its_own_sizes_and_a_named_loss_is_that_loss():
     assert (
         sampled.loss_fn.per_position and config.negatives_per_position
     )  # the reference draws them per position
+    assert sampled.loss_fn.sampler == "log_uniform" and config.sampler is None  # logQ-corrected by default
+    uniform = dataclasses.replace(config, sampler="uniform")
+    assert training.build_model(kinds.get("hstu"), uniform, 10).loss_fn.sampler == "uniform"
+    with pytest.raises(ValueError, match="sampler applies to the sampled_softmax loss, not 'bce'"):
+        training.TrainConfig(loss="bce", sampler="uniform")
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        training.TrainConfig(loss="sampled_softmax", sampler="zipf")
     shared = training.build_model(
-        SASREC, training.TrainConfig(loss="sampled_softmax", num_negatives=8, num_layers=1, hidden_dim=8), 10
+        SASREC, training.TrainConfig(loss="sampled_softmax", num_negatives=8, model_options=tiny), 10
     )
     assert not shared.loss_fn.per_position
     with pytest.raises(
         ValueError, match="negatives_per_position applies to the sampled_softmax loss, not 'bce'"
     ):
         training.build_model(
-            SASREC, training.TrainConfig(loss="bce", negatives_per_position=True, hidden_dim=8), 10
+            SASREC, training.TrainConfig(loss="bce", negatives_per_position=True, model_options=tiny), 10
         )
     assert training.build_model(
-        SASREC, training.TrainConfig(num_layers=1, hidden_dim=8), 10
+        SASREC, training.TrainConfig(model_options=tiny), 10
     ).loss_fn.get_config() == (losses.FullSoftmaxCrossEntropy(exclude_history=True).get_config())
 
 
@@ -397,7 +444,8 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
         "hstu: the data has event times: relative time bias over 128 log buckets" in capsys.readouterr().out
     )
     assert model.uses_timestamps and model.num_time_buckets == 128
-    assert json.load(open(tmp_path / "timed" / "train_config.json"))["config"]["num_time_buckets"] == 128
+    recorded = json.load(open(tmp_path / "timed" / "train_config.json"))["config"]
+    assert recorded["model_options"]["num_time_buckets"] == 128
     assert np.abs(model.blocks[0].time_bias.numpy()).max() > 0  # trained: the inputs carried times
     assert evaluation.evaluate(model, split.test, progress=False)["num_users"] == len(split.test)
     untimed = {**config, "num_time_buckets": 0}
@@ -409,22 +457,21 @@ def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():
     timed = splits.Sequences.from_list(["u"], [[3, 4]], [[10, 20]])
     plain = splits.Sequences.from_list(["u"], [[3, 4]])
     hstu = kinds.get("hstu")
-    assert hstu.with_time_bias(training.TrainConfig(model="hstu"), timed)[0].num_time_buckets == 128
-    config, note = hstu.with_time_bias(training.TrainConfig(model="hstu"), plain)
+    default = training.TrainConfig(model="hstu")
+    given = training.TrainConfig(model="hstu", model_options={"num_time_buckets": 16})
+    assert hstu.with_time_bias(default, timed)[0].model_options["num_time_buckets"] == 128
+    config, note = hstu.with_time_bias(default, plain)
     assert (
-        config.num_time_buckets == 0
+        config.model_options["num_time_buckets"] == 0
         and note == "hstu: no time bias (the data has no event times); relative position bias only"
     )
-    assert (
-        hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), timed)[
-            0
-        ].num_time_buckets
-        == 16
-    )
+    assert hstu.with_time_bias(given, timed)[0].model_options["num_time_buckets"] == 16
     with pytest.raises(ValueError, match="num_time_buckets=16 needs event times, and the data has none"):
-        hstu.with_time_bias(training.TrainConfig(model="hstu", num_time_buckets=16), plain)
+        hstu.with_time_bias(given, plain)
     with pytest.raises(
         ValueError, match="num_time_buckets applies to models with a time bias \\(hstu\\), not sasrec"
     ):
-        kinds.get("sasrec").with_time_bias(training.TrainConfig(num_time_buckets=16), timed)
+        kinds.get("sasrec").with_time_bias(
+            training.TrainConfig(model_options={"num_time_buckets": 16}), timed
+        )
     assert kinds.get("sasrec").with_time_bias(training.TrainConfig(), timed) == (training.TrainConfig(), None)

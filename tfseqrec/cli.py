@@ -121,8 +121,14 @@ DETAILS = {
             "logs go to OUTPUT/logs."
         ),
         (
+            "With --validation none there is no validation split: the second-to-last item is "
+            "trained on like the others and the run trains exactly --epochs epochs."
+        ),
+        (
             "Every option below is also a key of --config JSON; each model has its own defaults, "
-            "and an option the chosen model does not have is an error."
+            "and an option the chosen model does not have is an error. Model options (the "
+            "model's constructor arguments: --hidden-dim, --num-layers, ...) may also be given "
+            "in --config JSON under model_options."
         ),
         (
             "--preset NAME starts from one of the model's tuned configurations (below); --config "
@@ -514,6 +520,13 @@ def _add_train(sub):
             default=None,
             help=help_text,
         )
+    _add_train_switches(train)
+    train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
+    train.set_defaults(option_flags=[f[0] for f in TRAIN_FLAGS] + TRAIN_SWITCHES)
+
+
+def _add_train_switches(train):
+    """``tfseqrec train``'s options that are not ``TRAIN_FLAGS``: lists, switches and choices."""
     train.add_argument(
         "--bucket-boundaries",
         type=_int_list,
@@ -534,14 +547,27 @@ def _add_train(sub):
         "100,000 items or more)",
     )
     train.add_argument(
+        "--validation",
+        choices=["last", "none"],
+        default=None,
+        help="last (default): each user's second-to-last item validates every epoch, the best epoch "
+        "is kept and --patience stops the run; none: no validation split (that item is trained on) "
+        "and exactly --epochs epochs",
+    )
+    train.add_argument(
+        "--sampler",
+        choices=["log_uniform", "uniform"],
+        default=None,
+        help="how --loss sampled_softmax draws its negatives: log_uniform (default, logQ-corrected) "
+        "or uniform (as the HSTU reference draws them)",
+    )
+    train.add_argument(
         "--strategy",
         choices=STRATEGIES,
         default=None,
         help="mirrored: train on every local device (GPUs); multi_worker: on every worker of the "
         "cluster in TF_CONFIG (run the same command on each; the chief writes --output)",
     )
-    train.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
-    train.set_defaults(option_flags=[f[0] for f in TRAIN_FLAGS] + TRAIN_SWITCHES)
 
 
 def _add_pretrain(sub):
@@ -776,7 +802,14 @@ TRAIN_FLAGS = [
     ("seed", int, "random seed (default 0)"),
     ("init_from", str, "unisrec, recformer: start from a directory written by 'tfseqrec pretrain'"),
 ]
-TRAIN_SWITCHES = ["bucket_boundaries", "mixed_precision", "jit_compile", "sparse_item_updates"]
+TRAIN_SWITCHES = [
+    "bucket_boundaries",
+    "mixed_precision",
+    "jit_compile",
+    "sparse_item_updates",
+    "validation",
+    "sampler",
+]
 PRETRAIN_FLAGS = ["epochs", "learning_rate", "batch_size", "max_train_minutes", "seed"]
 PRETRAIN_HELP = {
     "max_train_minutes": "stop at the first training step past this much time (there is "

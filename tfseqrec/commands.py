@@ -196,12 +196,12 @@ def _train(args):
     options = _json_option("--config", args.config) or {}
     for name in args.option_flags:
         if getattr(args, name) is not None:
-            if name not in kind.option_names():
+            if not kind.takes_option(name):
                 raise ValueError(
                     f"--{name.replace('_', '-')} is not an option of {args.model}; its options: "
                     f"{sorted(kind.option_names())} (--config JSON)"
                 )
-            options[name] = getattr(args, name)
+            _set_option(kind, options, name, getattr(args, name))
     if args.preset is not None:
         kind.options({}, preset=args.preset)  # an unknown preset fails here, naming the model's
         options["preset"] = args.preset
@@ -229,6 +229,16 @@ def _train(args):
     result["epochs"] = epochs
     _print_json(result)
     return 0
+
+
+def _set_option(kind, options, name, value):
+    """Sets a flag's option, a model option under ``options["model_options"]`` when the kind has
+    them, so that the flag wins over a ``--config`` that gives the same option there."""
+    names = kind.option_names()
+    if name in names or "model_options" not in names:
+        options[name] = value
+    else:
+        options["model_options"] = {**(options.get("model_options") or {}), name: value}
 
 
 def _pretrain(args):

@@ -31,7 +31,13 @@ from tfseqrec.export.module import (
     UniSRecTextRecommender,
 )
 from tfseqrec.training import directory, id_models, pretrain, recformer
-from tfseqrec.training.config import MODELS, PRETRAINED_MODELS, RecformerConfig, TrainConfig
+from tfseqrec.training.config import (
+    LEGACY_MODEL_OPTIONS,
+    MODELS,
+    PRETRAINED_MODELS,
+    RecformerConfig,
+    TrainConfig,
+)
 
 # Time buckets of HSTU's relative time bias when the data has event times (the reference's).
 DEFAULT_TIME_BUCKETS = 128
@@ -67,6 +73,13 @@ class ModelKind:
 
     def option_names(self):
         return {f.name for f in dataclasses.fields(self.config_class)}
+
+    def takes_option(self, name):
+        """Whether ``name`` may be given to this kind (a flag or a ``--config`` key)."""
+        return name in self.option_names()
+
+    def check(self, config):
+        """Checks what ``options`` cannot (kinds whose options are all fields of ``config_class``: nothing)."""
 
     @property
     def presets(self):
@@ -148,26 +161,33 @@ class IdModelKind(ModelKind):
     Args:
         name: the ``--model`` name.
         model_class: name of the class in ``tfseqrec.models``.
-        model_options: ``TrainConfig`` fields passed to the constructor when set.
         cloze: trained on masked sequences (``pipeline.cloze_dataset``) rather than
             next-item targets at every position (``pipeline.causal_dataset``).
+        time_bias: the model has a relative time bias (``num_time_buckets``), which
+            the data's event times switch on (``with_time_bias``).
 
-    A model option left ``None`` takes the constructor's default, a training option the
-    model class's ``default_training`` (``tfseqrec.training.TrainConfig``).
+    The model is built from the config's ``model_options`` (its constructor's
+    arguments; those left out take the constructor's defaults), the training
+    options from ``TrainConfig`` (left ``None``: the model class's
+    ``default_training``).
     """
 
     config_file = "train_config.json"
     attention_maps = True
 
-    def __init__(self, name, model_class, model_options, cloze):
+    def __init__(self, name, model_class, cloze, time_bias=False):
         self.name = name
         self.model_class = model_class
-        self.model_options = tuple(model_options)
         self.cloze = cloze
+        self.time_bias = time_bias
 
     @property
     def config_class(self):
         return TrainConfig
+
+    def takes_option(self, name):
+        """Every name: one that is not a training option is a model option, checked by ``check``."""
+        return True
 
     @property
     def pretrainable(self):
@@ -181,24 +201,43 @@ class IdModelKind(ModelKind):
         return super().options({**values, "model": self.name}, preset)
 
     def build(self, config, num_items, loss_normalizer=None, loss=None, **model_kwargs):
-        """The model of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its constructor)."""
+        """The model of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its constructor).
+
+        A model option the constructor does not take, or one out of range, is a
+        ``ValueError`` naming it.
+        """
         kwargs = {
+            **self.constructor_options(config),
             **model_kwargs,
             "num_items": num_items,
             "max_sequence_length": config.max_sequence_length,
-            "hidden_dim": config.hidden_dim,
-            "num_layers": config.num_layers,
             "loss": loss,
             "loss_normalizer": loss_normalizer,
         }
-        for name in ("num_heads", "intermediate_dim", "dropout") + self.model_options:
-            if getattr(config, name) is not None:
-                kwargs[name] = getattr(config, name)
         if self.cloze:
             kwargs.update(
                 mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed
             )
-        return getattr(models, self.model_class)(**kwargs)
+        return _constructed(getattr(models, self.model_class), kwargs, config.model_options)
+
+    def check(self, config):
+        """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one).
+
+        This creates TensorFlow variables: call it after a multi-worker strategy exists.
+        """
+        self.build(config, 1)
+
+    def constructor_options(self, config):
+        """``config.model_options`` less the values files written before presets recorded for every
+        model (``LEGACY_MODEL_OPTIONS``) where the constructor does not take them."""
+        options = dict(config.model_options)
+        legacy = {k: v for k, v in options.items() if LEGACY_MODEL_OPTIONS.get(k) == v}
+        if legacy:
+            try:
+                getattr(models, self.model_class)(num_items=1, max_sequence_length=1, **legacy)
+            except ValueError:
+                options = {k: v for k, v in options.items() if k not in legacy}
+        return options
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a pre-trained checkpoint (``init_from``); only UniSRec has one."""
@@ -217,14 +256,14 @@ class IdModelKind(ModelKind):
     def with_time_bias(self, config, sequences):
         """``(config, note)``: ``num_time_buckets`` settled by whether ``sequences`` carry times.
 
-        A kind whose model has a time bias (``num_time_buckets`` among its options)
-        uses 128 buckets when the data has event times and the option is unset, none
-        otherwise; ``note`` is the line the training log prints about it. Asking for
-        buckets without times, or of a kind without a time bias, is an error.
+        A kind whose model has a time bias (``time_bias``) uses 128 buckets when the
+        data has event times and the model option is unset, none otherwise; ``note``
+        is the line the training log prints about it. Asking for buckets without
+        times, or of a kind without a time bias, is an error.
         """
-        wanted = config.num_time_buckets
+        wanted = config.model_options.get("num_time_buckets")
         has_times = sequences.timestamps is not None
-        if "num_time_buckets" not in self.model_options:
+        if not self.time_bias:
             if wanted:
                 raise ValueError(
                     f"num_time_buckets applies to models with a time bias (hstu), not {self.name}"
@@ -236,7 +275,9 @@ class IdModelKind(ModelKind):
                 "text format, or a CSV without a time column)"
             )
         buckets = (DEFAULT_TIME_BUCKETS if has_times else 0) if wanted is None else wanted
-        config = dataclasses.replace(config, num_time_buckets=buckets)
+        config = dataclasses.replace(
+            config, model_options={**config.model_options, "num_time_buckets": buckets}
+        )
         if buckets:
             return (
                 config,
@@ -263,7 +304,7 @@ class IdModelKind(ModelKind):
             seed=config.seed,
             window_stride=config.window_stride,
             bucket_boundaries=config.bucket_boundaries,
-            timestamps=bool(config.num_time_buckets),
+            timestamps=bool(config.time_buckets),
         )
 
     def targets_per_window(self, config, sequences):
@@ -362,21 +403,7 @@ class UniSRecKind(IdModelKind):
         return pretrain.pretrain_unisrec(self, domains, config, output_dir, verbose)
 
     def __init__(self):
-        super().__init__(
-            "unisrec",
-            "UniSRec",
-            (
-                "normalized_residual",
-                "initializer_range",
-                "position_origin",
-                "num_experts",
-                "adaptor_dropout",
-                "use_id_embeddings",
-                "id_dropout",
-                "temperature",
-            ),
-            cloze=False,
-        )
+        super().__init__("unisrec", "UniSRec", cloze=False)
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
@@ -561,36 +588,32 @@ class RecformerKind(ModelKind):
 KINDS = {
     kind.name: kind
     for kind in (
-        IdModelKind(
-            "sasrec",
-            "SASRec",
-            ("normalized_residual", "initializer_range", "position_origin"),
-            cloze=False,
-        ),
-        IdModelKind(
-            "bert4rec",
-            "BERT4Rec",
-            ("initializer_range", "mask_token_rate", "random_token_rate", "position_origin"),
-            cloze=True,
-        ),
+        IdModelKind("sasrec", "SASRec", cloze=False),
+        IdModelKind("bert4rec", "BERT4Rec", cloze=True),
         UniSRecKind(),
-        IdModelKind(
-            "hstu",
-            "HSTU",
-            (
-                "attention_dim",
-                "linear_dim",
-                "relative_position_bias",
-                "attention",
-                "num_time_buckets",
-                "temperature",
-                "position_origin",
-            ),
-            cloze=False,
-        ),
+        IdModelKind("hstu", "HSTU", cloze=False, time_bias=True),
         RecformerKind(),
     )
 }
+
+
+def _constructed(model_class, kwargs, model_options):
+    """``model_class(**kwargs)``; an argument it does not take is a ``ValueError`` naming the option.
+
+    The constructor's own checks name an option out of range; Keras names unknown
+    keyword arguments, which are said here as options of the run.
+    """
+    try:
+        return model_class(**kwargs)
+    except (TypeError, ValueError) as e:
+        unknown = sorted(k for k in model_options if f"'{k}'" in str(e))
+        if not unknown or "keyword argument" not in str(e):
+            raise
+        training = sorted(f.name for f in dataclasses.fields(TrainConfig))
+        raise ValueError(
+            f"unknown training options {unknown}: neither training options ({training}) nor "
+            f"arguments of {model_class.__name__}'s constructor (model options)"
+        ) from None
 
 
 def get(name):

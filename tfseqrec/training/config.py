@@ -6,7 +6,6 @@ main training stage, ``patience`` epochs without a better validation NDCG@10.
 """
 
 import dataclasses
-import inspect
 import typing
 
 from tfseqrec import models
@@ -46,26 +45,12 @@ MODELS = {
     "hstu": models.HSTU,
 }
 
-# Model options filled from elsewhere than the constructor when left None: the loss is a training
-# option (``default_training``); HSTU's time buckets follow the data (``IdModelKind.with_time_bias``).
-_NOT_CONSTRUCTOR_DEFAULTS = ("loss", "num_time_buckets")
-
-
-def constructor_defaults(model_class):
-    """``{argument: default}`` of ``model_class``'s constructor and those it passes ``**kwargs`` to."""
-    defaults = {}
-    for cls in reversed(model_class.__mro__):
-        init = cls.__dict__.get("__init__")
-        if init is None or not issubclass(cls, (models.SequentialRecommender, models.SequentialBackbone)):
-            continue
-        for parameter in inspect.signature(init).parameters.values():
-            if parameter.default is not parameter.empty:
-                defaults[parameter.name] = parameter.default
-    return defaults
-
-
 # The id models that ``tfseqrec pretrain`` pre-trains (a checkpoint ``init_from`` starts from).
 PRETRAINED_MODELS = ("unisrec",)
+
+# Values that train_config.json files written before presets recorded for every model, UniSRec's
+# defaults then; a model whose constructor does not take them never received them.
+LEGACY_MODEL_OPTIONS = {"num_experts": 8, "adaptor_dropout": 0.2}
 
 
 def preset_options(model, preset):
@@ -79,60 +64,64 @@ def preset_options(model, preset):
 
 @dataclasses.dataclass
 class TrainConfig(Options):
-    """Hyper-parameters of a training run; ``None`` means the model's own default.
+    """Training options of a run, and the model's constructor arguments (``model_options``).
 
-    A model option left ``None`` takes the default of the model's constructor, a training
-    option left ``None`` the model's ``default_training``; the config then records the
-    resolved values. ``from_dict`` applies a ``preset`` (a name in the model's
-    ``presets``) under the values given.
+    The fields are training options: how the data are cut into windows and batches,
+    the loss, the optimizer and its schedule, validation and stopping. ``None`` means
+    the model's ``default_training`` (``tfseqrec.models.presets``); the config
+    records the resolved value. ``max_sequence_length`` is both: the windows'
+    length and the model's constructor argument.
+
+    ``model_options`` are the keyword arguments of the model's constructor
+    (``{"hidden_dim": 64, "num_layers": 2}``); an option left out takes the
+    constructor's default. They are checked by building the model: its constructor
+    raises a ``ValueError`` naming the option (``tfseqrec.kinds.IdModelKind.check``).
+    ``num_time_buckets`` (HSTU) is one of them; left out, the data decide
+    (``IdModelKind.with_time_bias``: 128 when the data has event times, else 0).
+
+    The loss is a training option: ``loss`` (a name in ``tfseqrec.losses.LOSSES``)
+    and its arguments ``num_negatives``, ``negatives_per_position``, ``sampler``
+    (``sampled_softmax``: ``"log_uniform"`` with the logQ correction, or
+    ``"uniform"``) and ``negatives_exclude_history``. So is the Cloze masking of
+    BERT4Rec's training sequences (``mask_prob``, ``last_item_only_prob``), which the
+    loss normaliser reads before the model exists.
+
+    ``validation``: ``"last"`` validates on each user's second-to-last item every
+    epoch, keeps the best epoch and stops after ``patience`` epochs without a better
+    NDCG@10; ``"none"`` has no validation split (that item is a training target like
+    the others) and trains ``epochs`` epochs, keeping the last.
+
+    ``from_dict`` also reads the flat form (model options beside the training
+    options, as ``train_config.json`` held them before ``model_options``, and as
+    ``--config`` JSON may give them) and applies a ``preset`` (a name in the
+    model's ``presets``, which mixes both kinds of option) under the values given.
     """
 
     model: str = "sasrec"
     preset: str = None  # a tuned configuration, Model.presets[preset] (tfseqrec.models.presets)
+    model_options: dict = dataclasses.field(default_factory=dict)
     max_sequence_length: int = 200
-    hidden_dim: int = None
-    num_layers: int = None
-    num_heads: int = None
-    intermediate_dim: int = None
-    attention_dim: int = None  # HSTU: Q/K width per head (None: hidden_dim // num_heads)
-    linear_dim: int = None  # HSTU: U/V width per head (None: hidden_dim // num_heads)
-    relative_position_bias: bool = None  # HSTU: learn a bias per relative position (True)
-    attention: str = None  # HSTU: "silu" (pointwise, the paper) or "softmax"
-    num_time_buckets: int = (
-        None  # HSTU: relative time bias buckets (None: 128 when the data has times, else 0)
-    )
-    dropout: float = None
-    normalized_residual: bool = None
-    initializer_range: float = None
-    position_origin: str = None
     loss: str = None  # softmax, sampled_softmax, bce, gbce (None: default_training's)
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
     negatives_per_position: bool = None  # sampled_softmax: each position its own negatives (HSTU: yes)
+    sampler: str = None  # sampled_softmax: "log_uniform" (logQ-corrected; the default) or "uniform"
     sparse_item_updates: bool = None  # RowSparseAdam (None: with a sampled loss over >= 100,000 items)
-    num_experts: int = None  # UniSRec: adaptor experts
-    adaptor_dropout: float = None  # UniSRec
-    use_id_embeddings: bool = None  # UniSRec: add id embeddings to the text vectors
-    id_dropout: float = (
-        None  # UniSRec with ids: share of item occurrences read by their text alone in training
-    )
-    temperature: float = None  # UniSRec, HSTU: cosine scores divided by it
     attributes: list = None  # UniSRec: item attributes read (None: by the item-text file)
     max_attribute_tokens: int = 32  # UniSRec: tokens of each attribute the text encoder reads
     seq_seq_weight: float = 1e-3  # UniSRec pre-training: weight of the sequence-sequence loss
     item_drop: float = 0.2  # UniSRec pre-training: item drop of the augmented history
     init_from: str = None  # UniSRec: a directory written by `tfseqrec pretrain --model unisrec`
-    mask_prob: float = 0.2
-    mask_token_rate: float = None
-    random_token_rate: float = None
-    last_item_only_prob: float = 0.0
+    mask_prob: float = 0.2  # BERT4Rec: Cloze masking probability of the training sequences
+    last_item_only_prob: float = 0.0  # BERT4Rec: share of training sequences with only the last item masked
     batch_size: int = 128
     learning_rate: float = None  # None: the model's default_training
     learning_rate_schedule: str = "constant"
     warmup_epochs: float = None  # None: the model's default_training
     epochs: int = 200
     patience: int = 20
+    validation: str = "last"  # "last": the second-to-last item validates; "none": no validation split
     window_stride: int = None
     bucket_boundaries: list = dataclasses.field(default_factory=lambda: [50, 100])
     validation_batch_size: int = 512
@@ -144,21 +133,34 @@ class TrainConfig(Options):
 
     @classmethod
     def from_dict(cls, values):
-        """The config of ``values`` over the preset they name (``"preset"``), if any."""
+        """The config of ``values`` over the preset they name (``"preset"``), if any.
+
+        A key that is not a training option is a model option: flat keys join
+        ``values["model_options"]`` (which wins), the preset's under both. A flat
+        ``None`` meant the constructor's default (files written before
+        ``model_options``) and is left out.
+        """
         values = dict(values)
         preset = values.get("preset")
         if preset is not None:
             model = values.get("model", cls.model)
             check_choice("model", model, MODELS)
             values = {**preset_options(model, preset), **values}
-        return super().from_dict(values)
+        model_options = {k: v for k, v in values.items() if k not in _FIELDS and v is not None}
+        model_options.update(values.get("model_options") or {})
+        training = {k: v for k, v in values.items() if k in _FIELDS}
+        return super().from_dict({**training, "model_options": model_options})
 
     def __post_init__(self):
         check_choice("model", self.model, MODELS)
-        model_class = MODELS[self.model]
+        if not isinstance(self.model_options, dict):
+            raise ValueError(
+                f"model_options must be an object of constructor arguments, got {self.model_options!r}"
+            )
+        self.model_options = dict(self.model_options)
         if self.preset is not None:
             preset_options(self.model, self.preset)
-        for name, value in model_class.default_training.items():
+        for name, value in MODELS[self.model].default_training.items():
             # A model's number of negatives is for a sampled loss, not for its full softmax.
             if name == "num_negatives" and self.loss == "softmax":
                 continue
@@ -166,19 +168,26 @@ class TrainConfig(Options):
                 continue
             if getattr(self, name) is None:
                 setattr(self, name, value)
-        fields = {f.name for f in dataclasses.fields(self)}
-        for name, value in constructor_defaults(model_class).items():
-            if name in fields and name not in _NOT_CONSTRUCTOR_DEFAULTS and getattr(self, name) is None:
-                setattr(self, name, value)
         self.check()
+
+    @property
+    def model_class(self):
+        """The class of ``model`` (``tfseqrec.models.SASRec``, ...)."""
+        return MODELS[self.model]
 
     @property
     def sampled_loss(self):
         """Whether the loss reads only some items' rows (bce, sampled_softmax, gbce), not every item's."""
         return self.loss not in (None, "softmax")
 
+    @property
+    def time_buckets(self):
+        """HSTU's time-bias buckets as settled (``model_options``; 0 when absent): whether the
+        pipelines carry event times."""
+        return self.model_options.get("num_time_buckets") or 0
+
     def check(self):
-        # Training options only: a model checks its own options when it is built.
+        # Training options only: the model checks its own options when it is built.
         for name in (
             "max_sequence_length",
             "batch_size",
@@ -198,6 +207,10 @@ class TrainConfig(Options):
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
+        check_choice("validation", self.validation, VALIDATION)
+        check_choice("sampler", self.sampler, SAMPLERS, optional=True)
+        if self.sampler is not None and self.loss != "sampled_softmax":
+            raise ValueError(f"sampler applies to the sampled_softmax loss, not {self.loss!r}")
         if self.init_from is not None and self.model not in PRETRAINED_MODELS:
             raise ValueError(
                 f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
@@ -226,6 +239,13 @@ class TrainConfig(Options):
             raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
         for width in self.bucket_boundaries:
             check_number("bucket_boundaries", width, minimum=1, integer=True)
+
+
+# ``validation``: the second-to-last item of each user validates, or there is no validation split.
+VALIDATION = ("last", "none")
+# ``sampler`` of the sampled softmax (``tfseqrec.losses.SampledSoftmaxCrossEntropy``).
+SAMPLERS = ("log_uniform", "uniform")
+_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 @dataclasses.dataclass

@@ -96,11 +96,14 @@ def train(
         ``(model, history, split, vocabulary)``; ``model`` holds the best weights.
     """
     config = options(kind, config)
+    # The strategy first: a multi-worker one must exist before TensorFlow makes any variable.
+    strategy = distribute.resolve(strategy)
+    kind.check(config)  # bad model options fail before the data are read
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
-    record = {"config": dataclasses.asdict(config), "data": data["data"]}
-    strategy = distribute.resolve(strategy)
+    # What a resumed run must match: the options as the run records them (time bias settled).
+    record = {"config": dataclasses.asdict(kind.with_time_bias(config, split.train)[0]), "data": data["data"]}
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
     with output_directory(own_dir, record, overwrite) as out:
@@ -162,7 +165,7 @@ def fit(
         config.max_sequence_length,
         evaluation.score_batch_size(config.validation_batch_size, vocabulary.num_items),
         bucket_boundaries=config.bucket_boundaries,
-        timestamps=bool(config.num_time_buckets),
+        timestamps=bool(config.time_buckets),
     )
     best = BestModel(
         os.path.join(output_dir, MODEL_FILE),
@@ -366,6 +369,10 @@ def _loss(config):
         if name != "sampled_softmax":
             raise ValueError(f"negatives_per_position applies to the sampled_softmax loss, not {name!r}")
         kwargs["per_position"] = config.negatives_per_position
+    if config.sampler is not None:
+        if name != "sampled_softmax":
+            raise ValueError(f"sampler applies to the sampled_softmax loss, not {name!r}")
+        kwargs["sampler"] = config.sampler
     if config.negatives_exclude_history is not None:
         if name not in ("softmax", "bce", "gbce"):
             raise ValueError(

@@ -184,7 +184,7 @@ def pretrain_unisrec(kind, domains, config, work, verbose):
             encoder.encode(d.texts[vocab_lib.NUM_RESERVED :], progress=None if verbose == "auto" else False)
         )
     vectors = np.concatenate(vectors)
-    config = dataclasses.replace(config, use_id_embeddings=False)
+    config = dataclasses.replace(config, model_options={**config.model_options, "use_id_embeddings": False})
     model = kind.build(config, len(vectors), text_dim=vectors.shape[1], text_embeddings=vectors)
     windows, targets = history_pairs(joined_sequences(domains), config.max_sequence_length)
     ds = (
