@@ -3,10 +3,17 @@ import math
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tests import test_case
 from tfseqrec import losses
+
+
+def _f32(x):
+    return np.asarray(x, np.float32)
+
+
+def _i32(x):
+    return keras.ops.convert_to_tensor(np.asarray(x, np.int32))
 
 
 def softplus(x):
@@ -37,20 +44,18 @@ class LossesTest(test_case.TestCase):
         without_seen = np.mean(
             [np.log(np.exp(logits[n, kept[n]]).sum()) - logits[n, positives[n]] for n in range(4)]
         )
-        args = [tf.constant(hidden, tf.float32), tf.constant(positives)]
+        args = [_f32(hidden), np.asarray(positives)]
         # The table as a tensor, and as ItemRows over an embedding with 3 reserved rows first.
         padded = np.concatenate([rng.normal(size=(3, 3)), table])
         for item_table in (
-            tf.constant(table, tf.float32),
-            losses.ItemRows(tf.constant(padded, tf.float32), 3),
+            _f32(table),
+            losses.ItemRows(_f32(padded), 3),
         ):
             loss = losses.FullSoftmaxCrossEntropy()
-            self.assertAllClose(
-                loss.from_embeddings(*args, item_table, tf.constant(bias, tf.float32)), expected
-            )
-            history = (tf.constant(rows), tf.constant(seen))
+            self.assertAllClose(loss.from_embeddings(*args, item_table, _f32(bias)), expected)
+            history = (np.asarray(rows), np.asarray(seen))
             got = losses.FullSoftmaxCrossEntropy(exclude_history=True).from_embeddings(
-                *args, item_table, tf.constant(bias, tf.float32), history=history
+                *args, item_table, _f32(bias), history=history
             )
             self.assertAllClose(got, without_seen, atol=1e-5)
         self.assertGreater(expected - without_seen, 0.1)  # the exclusion matters here
@@ -71,18 +76,18 @@ class LossesTest(test_case.TestCase):
             expected.append(np.log(np.exp(row).sum()) - logits[n, positives[n]])
         loss = losses.FullSoftmaxCrossEntropy(exclude_history=True)
         got = loss.from_embeddings(
-            tf.constant(hidden, tf.float32),
-            tf.constant(positives),
-            tf.constant(table, tf.float32),
-            history=(tf.constant(rows), tf.constant(seen)),
+            _f32(hidden),
+            np.asarray(positives),
+            _f32(table),
+            history=(np.asarray(rows), np.asarray(seen)),
         )
         self.assertAllClose(got, np.mean(expected), atol=1e-5)
         # Without the flag the history is ignored: the plain full softmax.
         plain = losses.FullSoftmaxCrossEntropy().from_embeddings(
-            tf.constant(hidden, tf.float32),
-            tf.constant(positives),
-            tf.constant(table, tf.float32),
-            history=(tf.constant(rows), tf.constant(seen)),
+            _f32(hidden),
+            np.asarray(positives),
+            _f32(table),
+            history=(np.asarray(rows), np.asarray(seen)),
         )
         full = np.log(np.exp(logits).sum(axis=1)) - logits[np.arange(5), positives]
         self.assertAllClose(plain, full.mean(), atol=1e-5)
@@ -94,10 +99,10 @@ class LossesTest(test_case.TestCase):
 
     def test_bce_drops_accidental_hits(self):
         # One item only: every negative is the positive, so only the positive term is left.
-        table = tf.constant([[1.0, 0.0]])
-        hidden = tf.constant([[0.5, 0.0]])
+        table = _f32([[1.0, 0.0]])
+        hidden = _f32([[0.5, 0.0]])
         loss = losses.BinaryCrossEntropy(num_negatives=3, seed=0)
-        self.assertAllClose(loss.from_embeddings(hidden, tf.constant([0]), table), softplus(-0.5))
+        self.assertAllClose(loss.from_embeddings(hidden, np.asarray([0]), table), softplus(-0.5))
 
     def test_gbce_beta_limits(self):
         g0 = losses.GBCE(num_negatives=10, t=0.0)
@@ -113,9 +118,9 @@ class LossesTest(test_case.TestCase):
         # Under a uniform sampler every logit moves by log(num_items): the softmax is
         # unchanged. (This cannot see the correction; the log-uniform tests below do.)
         rng = np.random.default_rng(1)
-        hidden = tf.constant(rng.normal(size=(5, 4)), tf.float32)
-        table = tf.constant(rng.normal(size=(50, 4)), tf.float32)
-        positives = tf.constant([1, 2, 3, 4, 5])
+        hidden = _f32(rng.normal(size=(5, 4)))
+        table = _f32(rng.normal(size=(50, 4)))
+        positives = np.asarray([1, 2, 3, 4, 5])
         with_q = losses.SampledSoftmaxCrossEntropy(num_negatives=20, sampler="uniform", seed=3)
         without = losses.SampledSoftmaxCrossEntropy(
             num_negatives=20, sampler="uniform", logq_correction=False, seed=3
@@ -154,14 +159,14 @@ class LossesTest(test_case.TestCase):
             draw = loss.sample
 
             def fixed(num_items, rows=None, draw=draw):
-                return tf.constant(negatives, tf.int32), draw(num_items, rows)[1]
+                return _i32(negatives), draw(num_items, rows)[1]
 
             loss.sample = fixed
             got = loss.from_embeddings(
-                tf.constant(hidden, tf.float32),
-                tf.constant(positives),
-                tf.constant(table, tf.float32),
-                tf.constant(bias, tf.float32),
+                _f32(hidden),
+                np.asarray(positives),
+                _f32(table),
+                _f32(bias),
             )
             self.assertAllClose(got, expected[corrected], atol=1e-5)
         self.assertGreater(abs(expected[True] - expected[False]), 0.1)  # the correction matters here
@@ -184,11 +189,7 @@ class LossesTest(test_case.TestCase):
             loss = losses.SampledSoftmaxCrossEntropy(
                 num_negatives=draws, sampler="log_uniform", logq_correction=corrected, seed=0
             )
-            value = float(
-                loss.from_embeddings(
-                    tf.constant(hidden, tf.float32), tf.constant([pos]), tf.constant(table, tf.float32)
-                )
-            )
+            value = float(loss.from_embeddings(_f32(hidden), np.asarray([pos]), _f32(table)))
             z_others = np.expm1(value) * np.exp(s[pos]) / draws / (q[pos] if corrected else 1.0)
             return np.log(np.exp(s[pos]) + z_others) - s[pos]
 
@@ -200,25 +201,27 @@ class LossesTest(test_case.TestCase):
     def test_log_uniform_sampler_is_a_distribution(self):
         loss = losses.SampledSoftmaxCrossEntropy(num_negatives=1000, sampler="log_uniform", seed=0)
         negatives, log_q = loss.sample(100)
-        self.assertAllInRange(negatives.numpy(), 0, 99)
-        self.assertAllClose(tf.reduce_sum(tf.exp(log_q(tf.range(100)))), 1.0, atol=1e-5)
+        negatives = np.asarray(negatives)
+        self.assertAllInRange(negatives, 0, 99)
+        self.assertAllClose(np.sum(np.exp(np.asarray(log_q(np.arange(100))))), 1.0, atol=1e-5)
         # Popular (small) ids are drawn more often.
-        counts = np.bincount(negatives.numpy(), minlength=100)
+        counts = np.bincount(negatives, minlength=100)
         self.assertGreater(counts[:10].sum(), counts[-50:].sum())
 
     def test_sampled_softmax_masks_accidental_hits(self):
-        table = tf.constant([[1.0], [2.0]])
-        hidden = tf.constant([[1.0]])
+        table = _f32([[1.0], [2.0]])
+        hidden = _f32([[1.0]])
         loss = losses.SampledSoftmaxCrossEntropy(
             num_negatives=50, sampler="uniform", logq_correction=False, seed=0
         )
         # Item 1 is the positive; every draw of item 1 among negatives is ignored, so the
         # softmax is over {pos: 2} and the draws of item 0 (logit 1).
-        value = float(loss.from_embeddings(hidden, tf.constant([1]), table))
+        value = float(loss.from_embeddings(hidden, np.asarray([1]), table))
         negatives, _ = losses.SampledSoftmaxCrossEntropy(
             num_negatives=50, sampler="uniform", logq_correction=False, seed=0
         ).sample(2)
-        n0 = int(np.sum(negatives.numpy() == 0))
+        negatives = np.asarray(negatives)
+        n0 = int(np.sum(negatives == 0))
         self.assertAllClose(value, -math.log(math.exp(2) / (math.exp(2) + n0 * math.exp(1))), atol=1e-5)
 
     def test_sampled_softmax_per_position_against_numpy(self):
@@ -231,13 +234,9 @@ class LossesTest(test_case.TestCase):
                 num_negatives=12, sampler="log_uniform", per_position=True, seed=4
             )
 
-        value = float(
-            loss_object().from_embeddings(
-                tf.constant(hidden, tf.float32), tf.constant(positives), tf.constant(table, tf.float32)
-            )
-        )
+        value = float(loss_object().from_embeddings(_f32(hidden), np.asarray(positives), _f32(table)))
         negatives, _ = loss_object().sample(30, 4)  # the same seed: the same draws
-        negatives = negatives.numpy()
+        negatives = np.asarray(negatives)
         self.assertEqual(negatives.shape, (4, 12))
         self.assertGreater(len({tuple(row) for row in negatives}), 1)  # each position its own negatives
 
@@ -273,13 +272,13 @@ def test_bce_negatives_avoid_the_users_history():
     num_items = 10
     seen = np.zeros((2, num_items), bool)
     seen[0, :5] = True
-    rows = tf.constant([0] * 50 + [1] * 50)
+    rows = np.asarray([0] * 50 + [1] * 50)
     loss = losses.BinaryCrossEntropy(num_negatives=20, seed=0)
-    negatives = np.asarray(loss._uniform_negatives((100, 20), num_items, (rows, tf.constant(seen))))
+    negatives = np.asarray(loss._uniform_negatives((100, 20), num_items, (rows, np.asarray(seen))))
     assert set(negatives[:50].ravel()) == {5, 6, 7, 8, 9}
     assert len(set(negatives[50:].ravel())) == num_items  # row 1 draws from everything
     plain = losses.BinaryCrossEntropy(num_negatives=20, exclude_history=False, seed=0)
-    drawn = np.asarray(plain._uniform_negatives((100, 20), num_items, (rows, tf.constant(seen))))
+    drawn = np.asarray(plain._uniform_negatives((100, 20), num_items, (rows, np.asarray(seen))))
     assert set(drawn[:50].ravel()) & {0, 1, 2, 3, 4}  # the option is what excludes them
 
 
@@ -290,10 +289,10 @@ def test_sasrec_bce_training_excludes_history_items():
     model = SASRec(
         num_items=6, max_sequence_length=4, hidden_dim=8, loss=losses.BinaryCrossEntropy(num_negatives=3)
     )
-    x = {"item_ids": tf.constant([[3, 4, 5, 6]]), "padding_mask": tf.ones((1, 4), "int32")}
-    rows, seen = model._history(x, tf.constant([[4, 5, 6, 7]]), tf.constant([[True] * 4]))
+    x = {"item_ids": np.asarray([[3, 4, 5, 6]]), "padding_mask": np.ones((1, 4), "int32")}
+    rows, seen = model._history(x, np.asarray([[4, 5, 6, 7]]), np.asarray([[True] * 4]))
     np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, True, False]])
     np.testing.assert_array_equal(np.asarray(rows), [[0, 0, 0, 0]])
     # A weight-0 target is no item of the sequence.
-    _, seen = model._history(x, tf.constant([[4, 5, 6, 8]]), tf.constant([[True, True, True, False]]))
+    _, seen = model._history(x, np.asarray([[4, 5, 6, 8]]), np.asarray([[True, True, True, False]]))
     np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, False, False]])

@@ -8,6 +8,8 @@ from tfseqrec.data import masking, vocab
 
 NUM_ITEMS = 500
 FIRST = vocab.NUM_RESERVED
+# tf.data and tf.function are the TensorFlow backend's; tests/backends runs this file on JAX too.
+ON_TENSORFLOW = keras.backend.backend() == "tensorflow"
 
 
 def _batch(num_rows=10_000, length=50, seed=0):
@@ -101,12 +103,14 @@ class ClozeMaskingTest(test_case.TestCase):
         np.testing.assert_array_equal(b(ids)[2], first)
         np.testing.assert_array_equal(b(ids)[2], second)
 
+    @pytest.mark.skipif(not ON_TENSORFLOW, reason="tf.data maps run the TensorFlow backend's ops")
     def test_tf_data_map_equals_direct_call(self):
         ids = _batch(num_rows=96, length=16)
         self.run_preprocessing_layer_test(
             lambda: masking.ClozeMasking(NUM_ITEMS, 0.25, seed=2), ids, batch_size=32
         )
 
+    @pytest.mark.skipif(not ON_TENSORFLOW, reason="a tf.function; the JAX step is the next test")
     def test_runs_inside_compiled_step(self):
         layer = masking.ClozeMasking(NUM_ITEMS, 0.2, seed=4)
         ids = _batch(num_rows=256, length=20)
@@ -125,6 +129,28 @@ class ClozeMaskingTest(test_case.TestCase):
         again, _ = step(tf.constant(ids))
         self.assertGreater(float(tf.reduce_sum(again)), 0)
         self.assertFalse(np.array_equal(np.asarray(weights), np.asarray(again)))
+
+    @pytest.mark.skipif(keras.backend.backend() != "jax", reason="the JAX backend's compiled step")
+    def test_runs_inside_a_jitted_stateless_step(self):
+        # As Keras's JAX trainer runs a layer: jitted, the seed state passed in and out.
+        import jax  # only installed where the JAX backend runs (the latest stack)
+
+        layer = masking.ClozeMasking(NUM_ITEMS, 0.2, seed=4)
+        ids = _batch(num_rows=256, length=20)
+        state = layer.seed_generator.state
+
+        @jax.jit
+        def step(seed, x):
+            with keras.StatelessScope(state_mapping=[(state, seed)]) as scope:
+                masked, _, weights = layer(x)
+            return weights, (masked == vocab.MASK_ID).sum(), scope.get_current_value(state)
+
+        weights, mask_tokens, seed = step(state.value, ids)
+        again, _, _ = step(seed, ids)
+        chosen = float(np.sum(weights))
+        self.assertGreater(chosen, 0)
+        self.assertLess(float(mask_tokens), chosen + 1)
+        self.assertFalse(np.array_equal(np.asarray(weights), np.asarray(again)))  # fresh masks each step
 
     def test_symbolic_call_and_serialization(self):
         layer = masking.ClozeMasking(NUM_ITEMS, 0.15, last_item_only_prob=0.1, seed=9)
