@@ -1,16 +1,22 @@
 """MovieLens-1M benchmark: accuracy, speed and time to quality of SASRec, BERT4Rec and HSTU.
 
-Leave-one-out on the SASRec ``ml-1m.txt`` (6,040 users, 3,416 items), test split,
-full ranking over all items. Each model trains with the library's defaults
-(``tfseqrec.training.TrainConfig``, the configuration ``make main`` uses) under a
-wall-clock budget of ``fit`` time (validation included), with early stopping on
-validation NDCG@10; the best epoch by validation NDCG@10 is evaluated on the test split:
+Leave-one-out, test split, full ranking over all items, on the protocol ``--protocol``
+names (``benchmarks/protocols.py``): ``sasrec-plus`` (the default: SASRec's 5-core
+``ml-1m.txt``, 6,040 users and 3,416 items, a validation item, the whole history
+filtered), ``rectools`` (the raw ratings, 3,706 items, a validation item, the whole
+history filtered) or ``hstu-paper`` (the raw ratings, no validation split, the input
+window filtered, sampled softmax with 128 uniform negatives per position for a fixed
+101 epochs). Each result records its protocol. Each model trains with the library's
+defaults (``tfseqrec.training.TrainConfig``, the configuration ``make main`` uses) and
+the options the protocol fixes, under a wall-clock budget of ``fit`` time (validation
+included). With a validation item, early stopping and the best epoch go by validation
+NDCG@10; without one the last epoch is the model. It is evaluated on the test split:
 
-- full-catalogue NDCG@10 / HR@10 / MRR, with and without already-seen items filtered;
+- full-catalogue NDCG@10 / HR@10 / MRR, with the protocol's seen filtering and without;
 - the sampled metrics of the papers, labelled as such: 100 uniform negatives (SASRec
   paper) and 100 popularity-sampled negatives (BERT4Rec paper);
 - time to quality: minutes of ``fit`` until the best epoch, and until validation
-  NDCG@10 first came within 2% of its best;
+  NDCG@10 first came within 2% of its best (with a validation item);
 - seconds per training epoch, peak resident memory, and training FLOP/s (an analytic
   count of the matmuls actually run: 3x the forward pass) against the ~130 GFLOP/s
   a large fp32 matmul reaches on this CPU.
@@ -25,14 +31,17 @@ Usage:
     python benchmarks/ml1m.py --model sasrec --minutes 30 --seeds 0 1 2 --json out.json
     python benchmarks/ml1m.py --model sasrec --minutes 10 --ablation all
     python benchmarks/ml1m.py --model hstu --minutes 60 --json out.json
+    python benchmarks/ml1m.py --model hstu --protocol hstu-paper --minutes 120 --json out.json
     python benchmarks/ml1m.py --report benchmarks/results/ml1m-bert4rec-*.json   # stored runs, no training
-Data: $TFSEQREC_DATA/ml-1m/ml-1m.txt (default ../shared/data).
+Data: the protocol's file under --data-root ($TFSEQREC_DATA, default ../shared/data).
 """
 
 import argparse
 import json
 import os
 import re
+import shlex
+import sys
 import tempfile
 import time
 
@@ -41,6 +50,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import protocols  # noqa: E402  (benchmarks/protocols.py)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
 
@@ -89,8 +99,10 @@ ABLATIONS = {
         "default": {},
         "no relative position bias": {"relative_position_bias": False},
         "softmax attention": {"attention": "softmax"},
-        "sampled softmax, 128 negatives per position (the paper's)": {"loss": "sampled_softmax"},
-        "sampled softmax, 128 negatives shared by the batch": {
+        # Log-uniform negatives with logQ correction, the library's sampler; the reference
+        # draws uniform ones (--protocol hstu-paper does).
+        "sampled softmax, 128 log-uniform negatives per position (logQ)": {"loss": "sampled_softmax"},
+        "sampled softmax, 128 log-uniform negatives shared by the batch (logQ)": {
             "loss": "sampled_softmax",
             "negatives_per_position": False,
         },
@@ -119,6 +131,7 @@ class EpochTimer(keras.callbacks.Callback):
             del self.start
 
     def on_epoch_end(self, epoch, logs=None):
+        self.on_test_begin()  # an epoch without validation (validation="none") ends here
         self.elapsed.append(time.perf_counter() - self.fit_start)
 
 
@@ -154,21 +167,48 @@ def d_ff_default(config, hidden_dim):
     return hidden_dim if config.model == "sasrec" else 4 * hidden_dim
 
 
-def run(model_name, data, minutes, seed, overrides, sampled=True):
-    values = dict(model=model_name, max_train_minutes=minutes, seed=seed, **overrides)
+def run(model_name, protocol, data_root, minutes, seed, overrides, sampled=True):
+    """Trains ``model_name`` on ``protocol`` (a ``protocols.Protocol``) and evaluates it on the test split."""
+    values = protocol.training_options(
+        dict(model=model_name, max_train_minutes=minutes, seed=seed, **overrides)
+    )
     started = machine.now()
     config = training.TrainConfig.from_dict(values)
     timer = EpochTimer()
     out = tempfile.mkdtemp(prefix=f"ml1m-{model_name}-")
     start = time.perf_counter()
     kind = kinds.get(config.model)
+    data = protocols.data_path(protocol, data_root)
     model, history, split, vocabulary = training.train(kind, data, out, config, callbacks=[timer], verbose=2)
     train_wall = time.perf_counter() - start
     flops = training_flops_per_epoch(
         config, kind.training_dataset(config, split.train), vocabulary.num_items, model
     )
+    epoch_seconds = float(np.median(timer.seconds[1:] or timer.seconds))
+    return {
+        "model": model_name,
+        "seed": seed,
+        "protocol": protocol.name,
+        "data": protocol.data_file,
+        "commit": machine.code_version(),
+        "started": started,
+        "ended": machine.now(),
+        "environment": machine.environment(),
+        "config": values,
+        **time_to_quality(history, timer),
+        "train_wall_seconds": train_wall,
+        "epoch_seconds_median": epoch_seconds,
+        "peak_rss_gib": machine.peak_rss_gib(),
+        "train_gflop_per_epoch": flops / 1e9,
+        "train_gflops": flops / 1e9 / epoch_seconds,
+        "results": test_results(model, split, vocabulary, protocol, seed, sampled),
+    }
+
+
+def test_results(model, split, vocabulary, protocol, seed, sampled):
+    """Test metrics: full ranking with the protocol's seen filtering and without, and the sampled ones."""
     results = {}
-    for exclude in (True, False):
+    for exclude in (protocol.evaluation_exclude_seen, False):
         results[f"full_exclude_seen={exclude}"] = evaluation.evaluate(
             model, split.test, exclude_seen=exclude, progress=False
         )
@@ -181,37 +221,57 @@ def run(model_name, data, minutes, seed, overrides, sampled=True):
             seed=seed,
             progress=False,
         )
-    epoch_seconds = float(np.median(timer.seconds[1:] or timer.seconds))
+    return results
+
+
+def time_to_quality(history, timer):
+    """Epochs, the best one by validation NDCG@10 and the minutes to it and to 98% of it.
+
+    Without a validation split (``validation="none"``) the last epoch is the model, and
+    the validation fields are ``None``.
+    """
+    epochs = len(timer.elapsed)
+    if "val_ndcg_10" not in history.history:
+        return {
+            "epochs": epochs,
+            "best_epoch": epochs,
+            "best_val_ndcg@10": None,
+            "val_ndcg@10": [],
+            "minutes_to_best": timer.elapsed[-1] / 60,
+            "minutes_to_98pct_of_best": None,
+        }
     val = np.asarray(history.history["val_ndcg_10"])
     best = int(np.argmax(val))
     near = int(np.argmax(val >= 0.98 * val[best]))
     return {
-        "model": model_name,
-        "seed": seed,
-        "commit": machine.code_version(),
-        "started": started,
-        "ended": machine.now(),
-        "environment": machine.environment(),
-        "config": values,
         "epochs": len(val),
         "best_epoch": best + 1,
         "best_val_ndcg@10": float(val[best]),
         "val_ndcg@10": val.tolist(),
         "minutes_to_best": timer.elapsed[best] / 60,
         "minutes_to_98pct_of_best": timer.elapsed[near] / 60,
-        "train_wall_seconds": train_wall,
-        "epoch_seconds_median": epoch_seconds,
-        "peak_rss_gib": machine.peak_rss_gib(),
-        "train_gflop_per_epoch": flops / 1e9,
-        "train_gflops": flops / 1e9 / epoch_seconds,
-        "results": results,
     }
+
+
+def protocol_of(run):
+    """The protocol ``run`` was measured on; runs stored before protocols were recorded are ``sasrec-plus``."""
+    return run.get("protocol", "sasrec-plus")
+
+
+def filtered(run):
+    """The test metrics of ``run`` with its protocol's seen filtering (whole history or input window)."""
+    results = run["results"]
+    return results.get("full_exclude_seen=window") or results["full_exclude_seen=True"]
 
 
 def header(runs):
     where = sorted({r.get("environment", "environment not recorded") for r in runs})
     print(f"ML-1M leave-one-out, test split, {'; '.join(where)}")
     print()
+
+
+# The "seen filtered" cell of each ``exclude_seen``.
+SEEN_LABELS = {True: "yes", "window": "input window", False: "no"}
 
 
 def accuracy_table(runs):
@@ -223,18 +283,15 @@ def accuracy_table(runs):
     ]
     for r in runs:
         res = r["results"]
-        for exclude in (True, False):
-            full = res[f"full_exclude_seen={exclude}"]
-            sampled = (
-                (
-                    f"{res['sampled_uniform']['sampled_ndcg@10']:.4f}",
-                    f"{res['sampled_popularity']['sampled_ndcg@10']:.4f}",
+        for full in (filtered(r), res["full_exclude_seen=False"]):
+            exclude = full["exclude_seen"]
+            sampled = ("", "")
+            if exclude and "sampled_uniform" in res:
+                sampled = tuple(
+                    f"{res[f'sampled_{s}']['sampled_ndcg@10']:.4f}" for s in ("uniform", "popularity")
                 )
-                if exclude
-                else ("", "")
-            )
             lines.append(
-                f"| {r['model']} | {r['seed']} | {'yes' if exclude else 'no'} | {full['ndcg@10']:.4f} | "
+                f"| {r['model']} | {r['seed']} | {SEEN_LABELS[exclude]} | {full['ndcg@10']:.4f} | "
                 f"{full['hr@10']:.4f} | {full['mrr']:.4f} | {sampled[0]} | {sampled[1]} |"
             )
     return "\n".join(lines)
@@ -250,11 +307,16 @@ def speed_table(runs):
     for r in runs:
         lines.append(
             f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
-            f"{r['minutes_to_98pct_of_best']:.1f} | {r['train_wall_seconds']:.0f} | "
+            f"{_minutes(r['minutes_to_98pct_of_best'])} | {r['train_wall_seconds']:.0f} | "
             f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
             f"{r['train_gflops']:.1f} | {100 * r['train_gflops'] / machine.PEAK_GFLOPS:.0f}% |"
         )
     return "\n".join(lines)
+
+
+def _minutes(value):
+    """One decimal, or empty where nothing was measured (no validation split)."""
+    return "" if value is None else f"{value:.1f}"
 
 
 def seed_summary(runs):
@@ -268,7 +330,7 @@ def seed_summary(runs):
         group = [r for r in runs if r["model"] == name]
         cells = []
         for key in ("ndcg@10", "hr@10"):
-            v = np.array([r["results"]["full_exclude_seen=True"][key] for r in group])
+            v = np.array([filtered(r)[key] for r in group])
             std = v.std(ddof=1) if len(v) > 1 else 0.0
             cells.append(f"{v.mean():.4f} ± {std:.4f} ({v.min():.4f}-{v.max():.4f})")
         seeds = ", ".join(str(r["seed"]) for r in group)
@@ -289,7 +351,7 @@ def ablation_table(runs):
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
-        full = r["results"]["full_exclude_seen=True"]
+        full = filtered(r)
         lines.append(
             f"| {r['model']} | {r['variant']} | {r['best_val_ndcg@10']:.4f} | {full['ndcg@10']:.4f} | "
             f"{full['hr@10']:.4f} | {r['epochs']} ({r['best_epoch']}) | {r['epoch_seconds_median']:.1f} | "
@@ -308,6 +370,13 @@ def main():
         default="sasrec",
         help="'both': SASRec then BERT4Rec",
     )
+    parser.add_argument(
+        "--protocol",
+        choices=list(protocols.PROTOCOLS),
+        default="sasrec-plus",
+        help="data file, validation, seen filtering and the training options it fixes "
+        "(benchmarks/protocols.py; default sasrec-plus)",
+    )
     parser.add_argument("--minutes", type=float, default=30.0, help="training budget per model")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--config", default="{}", help="JSON overrides of the training options")
@@ -317,8 +386,9 @@ def main():
         "(a name may hold ', '), or 'all'",
     )
     parser.add_argument(
-        "--data",
-        default=os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-1m", "ml-1m.txt"),
+        "--data-root",
+        default=os.environ.get("TFSEQREC_DATA", "../shared/data"),
+        help="the folder holding ml-1m/ (default $TFSEQREC_DATA, else ../shared/data)",
     )
     parser.add_argument("--json", help="also write the results here (rewritten after every run)")
     parser.add_argument(
@@ -333,45 +403,48 @@ def main():
         report([r for path in args.report for r in json.load(open(path))])
         return
     names = ["sasrec", "bert4rec"] if args.model == "both" else [args.model]
+    protocol = protocols.get(args.protocol)
     overrides = json.loads(args.config)
+    command = shlex.join(["python", "benchmarks/ml1m.py", *sys.argv[1:]])
     runs = []
 
     def record(result):
-        runs.append(result)
+        runs.append({**result, "command": command})
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(runs, f, indent=2)
 
-    if args.ablation:
-        for name in names:
-            variants = ABLATIONS[name]
-            # Names may hold ", " ("BCE, any negative"): only a comma without a space separates.
-            chosen = list(variants) if args.ablation == "all" else re.split(r",(?! )", args.ablation)
-            unknown = [v for v in chosen if v not in variants]
-            if unknown:
-                parser.error(f"unknown {name} ablation variants {unknown}; known: {list(variants)}")
-            for variant in chosen:
-                for seed in args.seeds:
-                    result = run(
-                        name, args.data, args.minutes, seed, {**overrides, **variants[variant]}, sampled=False
-                    )
-                    record({**result, "variant": variant})
-    else:
-        for name in names:
+    for name in names:
+        variants = chosen_variants(parser, name, args.ablation) if args.ablation else {None: {}}
+        for variant, changes in variants.items():
             for seed in args.seeds:
-                record(run(name, args.data, args.minutes, seed, overrides))
+                result = run(
+                    name, protocol, args.data_root, args.minutes, seed, {**overrides, **changes}, not variant
+                )
+                record(result if variant is None else {**result, "variant": variant})
     report(runs)
+
+
+def chosen_variants(parser, name, ablation):
+    """``{variant: its changes}`` of ``ABLATIONS[name]`` that ``--ablation`` names."""
+    variants = ABLATIONS[name]
+    # Names may hold ", " ("BCE, any negative"): only a comma without a space separates.
+    chosen = list(variants) if ablation == "all" else re.split(r",(?! )", ablation)
+    unknown = [v for v in chosen if v not in variants]
+    if unknown:
+        parser.error(f"unknown {name} ablation variants {unknown}; known: {list(variants)}")
+    return {v: variants[v] for v in chosen}
 
 
 def report(runs):
     """The tables of ``runs``: the ablation table for variants, else results and the seed summary."""
     header(runs)
-    print("| model | seed | variant | code (commit) | started | ended |")
-    print("|---|---|---|---|---|---|")
+    print("| model | seed | protocol | variant | code (commit) | started | ended |")
+    print("|---|---|---|---|---|---|---|")
     for r in runs:
         print(
-            f"| {r['model']} | {r['seed']} | {r.get('variant', '')} | {r.get('commit', 'not recorded')} | "
-            f"{r.get('started', '')} | {r.get('ended', '')} |"
+            f"| {r['model']} | {r['seed']} | {protocol_of(r)} | {r.get('variant', '')} | "
+            f"{r.get('commit', 'not recorded')} | {r.get('started', '')} | {r.get('ended', '')} |"
         )
     print()
     ablation = [r for r in runs if "variant" in r]

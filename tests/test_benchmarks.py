@@ -1,5 +1,6 @@
 """The benchmark scripts' own arithmetic, checked by hand (the scripts train for minutes; these checks take none)."""
 
+import gzip
 import importlib.util
 import json
 import os
@@ -139,3 +140,38 @@ def test_transfer_source_popularity_by_title_by_hand():
     np.testing.assert_array_equal(
         transfer.source_popularity(by_title, target, vocabulary)[NUM_RESERVED:], [3, 0, 5, 0]
     )
+
+
+def test_protocols_name_their_choices():
+    protocols = _script("protocols")
+    with pytest.raises(ValueError, match="sasrec-plus, rectools, hstu-paper"):
+        protocols.get("paper")
+    paper = protocols.get("hstu-paper")
+    assert paper.evaluation_exclude_seen == "window"
+    assert protocols.get("rectools").evaluation_exclude_seen is True
+    options = paper.training_options({"seed": 1})
+    assert options["sampler"] == "uniform" and options["validation"] == "none" and options["seed"] == 1
+    with pytest.raises(ValueError, match="num_negatives=128"):
+        paper.training_options({"num_negatives": 256})
+    assert "validation" not in protocols.get("sasrec-plus").training_options()
+
+
+def test_split_without_validation_trains_on_the_second_to_last_item(tmp_path):
+    """A 4-user file, one user too short to evaluate: ``validation="none"`` moves each evaluable
+    user's second-to-last item into training; the test cases stay."""
+    protocols = _script("protocols")
+    lines = ["1 10", "1 11", "1 12", "1 13", "2 11", "2 12", "2 10", "3 12", "3 13", "4 10", "4 13", "4 11"]
+    (tmp_path / "ml-1m").mkdir()
+    with gzip.open(tmp_path / "ml-1m" / "ml-1m_full_sequences.txt.gz", "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    with_validation, vocabulary = protocols.load("rectools", tmp_path)
+    trained, same = protocols.load("hstu-paper", tmp_path)
+    assert same == vocabulary
+
+    def raw(sequences):
+        return [list(vocabulary.to_raw(s)) for s in sequences.to_list()]
+
+    assert raw(with_validation.train) == [["10", "11"], ["11"], ["12", "13"], ["10"]]
+    assert raw(trained.train) == [["10", "11", "12"], ["11", "12"], ["12", "13"], ["10", "13"]]
+    assert list(vocabulary.to_raw(trained.test.targets)) == ["13", "10", "11"]
+    assert trained.test.targets.tolist() == with_validation.test.targets.tolist()
