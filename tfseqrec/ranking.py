@@ -4,8 +4,12 @@ Every path that ranks goes through these functions: validation inside ``fit``
 (``SequentialRecommender.test_step`` and the ``tfseqrec.metrics`` Keras metrics),
 ``tfseqrec.evaluation.evaluate`` (as one graph per batch shape),
 ``recommend`` of every model, the SavedModel signatures of ``tfseqrec.export`` and the
-TFX ``RankingEvaluator`` (through the export's ``rank_targets`` signature). They are
-TensorFlow ops, so they work eagerly, inside ``tf.function`` and in saved graphs.
+TFX ``RankingEvaluator`` (through the export's ``rank_targets`` signature). The
+whole-matrix rules (``known_targets``, ``exclude_items``, ``ranks``, ``rank_targets``,
+``top_k``, the gains) are ``keras.ops``: the same code on every Keras backend (the
+validation metrics of a model trained on JAX), and TensorFlow ops on the TensorFlow
+backend, so they work eagerly, inside ``tf.function`` and in saved graphs. The block
+functions below are TensorFlow's (``tf.while_loop`` over blocks of columns).
 
 Over a large catalogue the ``[batch, num_items]`` score matrix is the cost: it is
 written, then read again by each rule. ``rank_targets_in_blocks`` and
@@ -64,8 +68,10 @@ Example:
 
 import collections
 
+import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from tfseqrec.data import vocab
 
@@ -76,8 +82,8 @@ PAD_COLUMN = -1
 
 def known_targets(targets, num_items):
     """Whether each target id is a candidate (a real item of the catalogue): bool ``[batch]``."""
-    column = tf.reshape(tf.cast(targets, tf.int32), [-1]) - vocab.NUM_RESERVED
-    return (column >= 0) & (column < tf.cast(num_items, tf.int32))
+    column = ops.reshape(ops.cast(targets, "int32"), [-1]) - vocab.NUM_RESERVED
+    return ops.logical_and(column >= 0, column < ops.cast(num_items, "int32"))
 
 
 def exclude_items(scores, item_ids, keep=None):
@@ -86,8 +92,9 @@ def exclude_items(scores, item_ids, keep=None):
     Args:
         scores: float ``[batch, num_items]``.
         item_ids: int vocabulary ids per row: a dense ``[batch, length]`` tensor (any
-            padding, anywhere) or a ``tf.RaggedTensor`` ``[batch, (length)]``. Reserved
-            ids and ids past the catalogue are ignored.
+            padding, anywhere) or, on the TensorFlow backend, a ``tf.RaggedTensor``
+            ``[batch, (length)]`` (padded with ``PAD_ID`` first). Reserved ids and ids
+            past the catalogue are ignored.
         keep: optional int ``[batch]``: one id per row that keeps its score even when
             it is in ``item_ids`` (the target of an evaluation case).
 
@@ -95,18 +102,24 @@ def exclude_items(scores, item_ids, keep=None):
     O(batch * length); ids that are not excluded go to a spare column that is dropped
     afterwards, so every shape is static.
     """
-    scores = tf.convert_to_tensor(scores)
-    rows, ids = _flat_ids(item_ids)
-    num_items = tf.shape(scores)[1]
+    scores = ops.convert_to_tensor(scores)
+    if hasattr(item_ids, "to_tensor"):  # a tf.RaggedTensor
+        item_ids = item_ids.to_tensor(vocab.PAD_ID)
+    ids = ops.cast(item_ids, "int32")
+    rows = ops.reshape(
+        ops.broadcast_to(ops.arange(ops.shape(ids)[0], dtype="int32")[:, None], ops.shape(ids)), [-1]
+    )
+    ids = ops.reshape(ids, [-1])
+    num_items = ops.shape(scores)[1]
     column = ids - vocab.NUM_RESERVED
-    valid = (column >= 0) & (column < num_items)
+    valid = ops.logical_and(column >= 0, column < num_items)
     if keep is not None:
-        keep = tf.reshape(tf.cast(keep, tf.int32), [-1])
-        valid &= tf.not_equal(ids, tf.gather(keep, rows))
-    column = tf.where(valid, column, num_items)
-    padded = tf.pad(scores, [[0, 0], [0, 1]])
-    minus_inf = tf.fill(tf.shape(column), tf.constant(-np.inf, scores.dtype))
-    return tf.tensor_scatter_nd_update(padded, tf.stack([rows, column], axis=1), minus_inf)[:, :-1]
+        keep = ops.reshape(ops.cast(keep, "int32"), [-1])
+        valid = ops.logical_and(valid, ops.not_equal(ids, ops.take(keep, rows)))
+    column = ops.where(valid, column, num_items)
+    padded = ops.pad(scores, [[0, 0], [0, 1]])
+    minus_inf = ops.full(ops.shape(column), -np.inf, dtype=scores.dtype)
+    return ops.scatter_update(padded, ops.stack([rows, column], axis=1), minus_inf)[:, :-1]
 
 
 def _flat_ids(item_ids):
@@ -124,16 +137,16 @@ def ranks(scores, targets):
     ``scores`` already carry the exclusions (``-inf``); see the module docstring for
     ties, non-finite scores and unknown targets.
     """
-    scores = tf.cast(scores, tf.float32)
-    num_items = tf.shape(scores)[1]
-    column = tf.reshape(tf.cast(targets, tf.int32), [-1]) - vocab.NUM_RESERVED
+    scores = ops.cast(scores, "float32")
+    num_items = ops.shape(scores)[1]
+    column = ops.reshape(ops.cast(targets, "int32"), [-1]) - vocab.NUM_RESERVED
     known = known_targets(targets, num_items)
-    target_score = tf.gather(scores, tf.clip_by_value(column, 0, num_items - 1)[:, None], batch_dims=1)
-    ahead = (scores >= target_score) | tf.math.is_nan(scores)
+    target_score = ops.take_along_axis(scores, ops.clip(column, 0, num_items - 1)[:, None], axis=1)
+    ahead = ops.logical_or(scores >= target_score, ops.isnan(scores))
     # A finite target counts itself once among the scores at least as high.
-    rank = tf.reduce_sum(tf.cast(ahead, tf.int32), axis=1) - 1
-    rank = tf.where(tf.math.is_finite(target_score[:, 0]), rank, num_items - 1)
-    return tf.where(known, rank, num_items)
+    rank = ops.sum(ops.cast(ahead, "int32"), axis=1) - 1
+    rank = ops.where(ops.isfinite(target_score[:, 0]), rank, num_items - 1)
+    return ops.cast(ops.where(known, rank, num_items), "int32")
 
 
 def rank_targets(scores, targets, history=None):
@@ -362,8 +375,8 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
 def _mark_padding(values, columns):
     """``(values, columns)`` with ``PAD_COLUMN`` where a slot holds no recommendable item
     (its score is ``-inf``: excluded, or the model scored NaN or ``-inf``)."""
-    padding = tf.equal(values, tf.constant(-np.inf, values.dtype))
-    return values, tf.where(padding, tf.constant(PAD_COLUMN, columns.dtype), columns)
+    padding = ops.equal(values, -np.inf)
+    return values, ops.where(padding, ops.cast(PAD_COLUMN, columns.dtype), columns)
 
 
 def vocabulary_ids(columns):
@@ -409,13 +422,17 @@ def top_k(scores, k, exclude=None):
     row's excluded items and those the model scored NaN or ``-inf`` are never
     returned) holds ``PAD_COLUMN`` and ``-inf``, after every item.
     """
-    scores = tf.cast(scores, tf.float32)
+    scores = ops.cast(scores, "float32")
     if exclude is not None:
         scores = exclude_items(scores, exclude)
-    scores = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, tf.float32), scores)
-    k = tf.clip_by_value(tf.cast(k, tf.int32), 0, tf.shape(scores)[1])
-    top = tf.math.top_k(scores, k)
-    return TopK(*_mark_padding(top.values, top.indices))
+    scores = ops.where(ops.isnan(scores), -np.inf, scores)
+    num_items = ops.shape(scores)[1]
+    if isinstance(k, int) and isinstance(num_items, int):
+        k = min(max(k, 0), num_items)  # a static k (JAX needs one)
+    else:
+        k = ops.clip(ops.cast(k, "int32"), 0, num_items)
+    values, indices = ops.top_k(scores, k)
+    return TopK(*_mark_padding(values, indices))
 
 
 # What ``top_k`` returns: ``(values, indices)``, by position or by name (as ``tf.math.top_k``).
@@ -427,19 +444,24 @@ TopK = collections.namedtuple("TopK", ["values", "indices"])
 
 def ndcg_gain(ranks, k, dtype="float32"):
     """NDCG@K of each case with one relevant item: ``1 / log2(rank + 2)`` if ``rank < K`` else 0."""
-    r = tf.cast(ranks, dtype)
-    gain = tf.math.log(tf.constant(2.0, dtype)) / tf.math.log(r + 2.0)
-    return tf.where(r < k, gain, tf.zeros_like(gain))
+    r = ops.cast(ranks, dtype)
+    gain = ops.log(ops.convert_to_tensor(2.0, dtype)) / ops.log(r + 2.0)
+    return ops.where(r < k, gain, ops.zeros_like(gain))
 
 
 def hit_gain(ranks, k, dtype="float32"):
     """HR@K (Recall@K with one relevant item) of each case: 1 if ``rank < K`` else 0."""
-    return tf.cast(tf.cast(ranks, dtype) < k, dtype)
+    return ops.cast(ops.cast(ranks, dtype) < k, dtype)
 
 
 def reciprocal_rank(ranks, dtype="float32"):
     """``1 / (rank + 1)`` of each case (its mean is MRR)."""
-    return 1.0 / (tf.cast(ranks, dtype) + 1.0)
+    return 1.0 / (ops.cast(ranks, dtype) + 1.0)
+
+
+# The means of ``metrics_from_ranks``: float64, except on JAX, which computes in 32 bits
+# unless its x64 mode is on.
+MEAN_DTYPE = "float32" if keras.backend.backend() == "jax" else "float64"
 
 
 def metrics_from_ranks(ranks, ks=DEFAULT_KS, prefix=""):
@@ -448,10 +470,10 @@ def metrics_from_ranks(ranks, ks=DEFAULT_KS, prefix=""):
     Returns:
         ``{f"{prefix}ndcg@{k}", f"{prefix}hr@{k}" for k in ks} | {f"{prefix}mrr"}``.
     """
-    r = tf.constant(np.asarray(ranks, np.int64).reshape(-1))
+    r = ops.convert_to_tensor(np.asarray(ranks, np.int32).reshape(-1))
     out = {}
     for k in ks:
-        out[f"{prefix}ndcg@{k}"] = float(tf.reduce_mean(ndcg_gain(r, k, "float64")))
-        out[f"{prefix}hr@{k}"] = float(tf.reduce_mean(hit_gain(r, k, "float64")))
-    out[f"{prefix}mrr"] = float(tf.reduce_mean(reciprocal_rank(r, "float64")))
+        out[f"{prefix}ndcg@{k}"] = float(ops.mean(ndcg_gain(r, k, MEAN_DTYPE)))
+        out[f"{prefix}hr@{k}"] = float(ops.mean(hit_gain(r, k, MEAN_DTYPE)))
+    out[f"{prefix}mrr"] = float(ops.mean(reciprocal_rank(r, MEAN_DTYPE)))
     return out
