@@ -175,3 +175,31 @@ def test_split_without_validation_trains_on_the_second_to_last_item(tmp_path):
     assert raw(trained.train) == [["10", "11", "12"], ["11", "12"], ["12", "13"], ["10", "13"]]
     assert list(vocabulary.to_raw(trained.test.targets)) == ["13", "10", "11"]
     assert trained.test.targets.tolist() == with_validation.test.targets.tolist()
+
+
+def test_defaults_table_ratios_to_sasrec_by_hand():
+    defaults = _script("defaults")
+
+    def row(dataset, model, ndcg, **extra):
+        test = {"ndcg@10": ndcg, "hr@10": 2 * ndcg, "mrr": ndcg / 2}
+        return {
+            "dataset": dataset,
+            "protocol": "p",
+            "model": model,
+            "test": test,
+            "train_wall_seconds": 90.0,
+            **extra,
+        }
+
+    rows = [
+        row("a", "sasrec", 0.05, epochs=7, best_epoch=5),
+        row("a", "bert4rec", 0.04, epochs=3, best_epoch=3),
+        row("a", "popularity", 0.01),
+        row("b", "hstu", 0.02, epochs=1, best_epoch=1),  # no SASRec on b: no ratio
+    ]
+    lines = defaults.table(rows).split("\n")
+    assert lines[2] == "| a | p | sasrec | 0.0500 | 0.1000 | 0.0250 | 1.00 | 7 (5) | 1.5 |"
+    assert lines[3] == "| a | p | bert4rec | 0.0400 | 0.0800 | 0.0200 | 0.80 | 3 (3) | 1.5 |"
+    assert lines[4] == "| a | p | popularity | 0.0100 | 0.0200 | 0.0050 | 0.20 |  | 1.5 |"
+    assert lines[5] == "| b | p | hstu | 0.0200 | 0.0400 | 0.0100 |  | 1 (1) | 1.5 |"
+    assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}

@@ -1,0 +1,172 @@
+"""Do the defaults travel? Every id model with its defaults on three datasets, the same CPU budget each.
+
+The defaults were tuned on ML-1M. This trains SASRec, BERT4Rec and HSTU exactly as a new
+user's ``tfseqrec train --model NAME --data FILE`` would (``TrainConfig`` with nothing but
+the model, the budget and the seed) on:
+
+- ``ml-100k``: ``ml-100k/u.data`` with its event times (protocol ``ml100k``);
+- ``ml-1m``: SASRec's ``ml-1m/ml-1m.txt`` (protocol ``sasrec-plus``);
+- ``scientific``: ``amazon-scientific-text/Scientific.inter.json`` (protocol ``scientific``).
+
+Each model trains for at most ``--minutes`` of ``fit`` (validation included) with early
+stopping on validation NDCG@10; the best epoch is evaluated on the test split (full
+ranking, the user's whole history filtered), beside popularity (items by training count).
+The table gives each model's NDCG@10 as a ratio to SASRec's on the same dataset (the
+defaults should bring BERT4Rec and HSTU to 0.8x of it on each), and the wall minutes of
+``training.train`` (reading the data, tracing and validation included, so a little over
+the budget).
+
+Usage:
+    python benchmarks/defaults.py --minutes 10 --json benchmarks/results/defaults.json
+    python benchmarks/defaults.py --datasets ml-100k --minutes 0.3      # a quick check, end to end
+    python benchmarks/defaults.py --report benchmarks/results/defaults.json   # stored run, no training
+Data: under --data-root ($TFSEQREC_DATA, default ../shared/data).
+"""
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import machine  # noqa: E402  (benchmarks/machine.py)
+import ml1m  # noqa: E402  (benchmarks/ml1m.py: its epoch timer and time to quality)
+import protocols  # noqa: E402  (benchmarks/protocols.py)
+import text  # noqa: E402  (benchmarks/text.py: Popularity)
+
+from tfseqrec import evaluation, kinds, training  # noqa: E402
+
+# name: (interaction file under the data root, protocol of benchmarks/README.md)
+DATASETS = {
+    "ml-100k": ("ml-100k/u.data", "ml100k"),
+    "ml-1m": (protocols.get("sasrec-plus").data_file, "sasrec-plus"),
+    "scientific": ("amazon-scientific-text/Scientific.inter.json", "scientific"),
+}
+MODELS = ("sasrec", "bert4rec", "hstu")
+METRICS = ("ndcg@10", "hr@10", "mrr")
+
+
+def train_row(model_name, data_path, minutes, seed, epochs=None):
+    """``(row, split, vocabulary)``: ``model_name`` trained with its defaults, and its test metrics."""
+    values = {"model": model_name, "max_train_minutes": minutes, "seed": seed}
+    if epochs is not None:
+        values["epochs"] = epochs
+    timer = ml1m.EpochTimer()
+    out = tempfile.mkdtemp(prefix=f"defaults-{model_name}-")
+    start = time.perf_counter()
+    model, history, split, vocabulary = training.train(
+        kinds.get(model_name), data_path, out, values, callbacks=[timer], verbose=0
+    )
+    wall = time.perf_counter() - start
+    test = evaluation.evaluate(model, split.test, progress=False)
+    row = {
+        "model": model_name,
+        "config": values,
+        **ml1m.time_to_quality(history, timer),
+        "train_wall_seconds": wall,
+        "test": {k: test[k] for k in METRICS},
+    }
+    return row, split, vocabulary
+
+
+def popularity_row(split, vocabulary):
+    test = evaluation.evaluate(
+        text.Popularity(split.train.item_counts(vocabulary.size)), split.test, progress=False
+    )
+    return {"model": "popularity", "train_wall_seconds": 0.0, "test": {k: test[k] for k in METRICS}}
+
+
+def dataset_rows(name, data_root, models, minutes, seed, epochs=None):
+    """The rows of one dataset: each model's, then popularity's on the same split."""
+    file, protocol = DATASETS[name]
+    path = os.path.join(data_root, file)
+    rows, split = [], None
+    for model_name in models:
+        row, split, vocabulary = train_row(model_name, path, minutes, seed, epochs)
+        rows.append(row)
+        print(f"{name} {model_name}: test NDCG@10 {row['test']['ndcg@10']:.4f}", flush=True)
+    if split is not None:
+        rows.append(popularity_row(split, vocabulary))
+    info = {
+        "dataset": name,
+        "data": file,
+        "protocol": protocol,
+        "test_cases": len(split.test) if split else 0,
+    }
+    return [{**info, **row} for row in rows]
+
+
+def table(rows):
+    """Markdown: a row per dataset and model, NDCG@10 against SASRec's on the same dataset."""
+    sasrec = {r["dataset"]: r["test"]["ndcg@10"] for r in rows if r["model"] == "sasrec"}
+    lines = [
+        "| dataset | protocol | model | NDCG@10 | HR@10 | MRR | NDCG@10 / SASRec | epochs (best) | "
+        "train minutes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        test = r["test"]
+        base = sasrec.get(r["dataset"])
+        ratio = f"{test['ndcg@10'] / base:.2f}" if base else ""
+        epochs = f"{r['epochs']} ({r['best_epoch']})" if "epochs" in r else ""
+        lines.append(
+            f"| {r['dataset']} | {r['protocol']} | {r['model']} | {test['ndcg@10']:.4f} | "
+            f"{test['hr@10']:.4f} | {test['mrr']:.4f} | {ratio} | {epochs} | "
+            f"{r['train_wall_seconds'] / 60:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=10.0, help="training budget of each model (fit time)"
+    )
+    parser.add_argument("--datasets", default=",".join(DATASETS), help=f"comma-separated of {list(DATASETS)}")
+    parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated of {list(MODELS)}")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--epochs", type=int, default=None, help="at most this many epochs (default: the model's, 200)"
+    )
+    parser.add_argument(
+        "--data-root",
+        default=os.environ.get("TFSEQREC_DATA", "../shared/data"),
+        help="the folder holding the datasets (default $TFSEQREC_DATA, else ../shared/data)",
+    )
+    parser.add_argument("--json", help="also write the results here (rewritten after every dataset)")
+    parser.add_argument("--report", metavar="JSON", help="train nothing: print the table of a stored run")
+    args = parser.parse_args()
+    if args.report:
+        with open(args.report) as f:
+            print(table(json.load(f)["rows"]))
+        return
+    datasets, models = args.datasets.split(","), args.models.split(",")
+    for chosen, known in ((datasets, DATASETS), (models, MODELS)):
+        if set(chosen) - set(known):
+            parser.error(f"unknown {sorted(set(chosen) - set(known))}; known: {list(known)}")
+    run = {
+        "command": shlex.join(["python", "benchmarks/defaults.py", *sys.argv[1:]]),
+        "commit": machine.code_version(),
+        "started": machine.now(),
+        "environment": machine.environment(),
+        "args": vars(args),
+        "rows": [],
+    }
+    for name in datasets:
+        run["rows"] += dataset_rows(name, args.data_root, models, args.minutes, args.seed, args.epochs)
+        run["ended"] = machine.now()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(run, f, indent=2)
+    print(f"\n{run['environment']}; {args.minutes:g} minutes a model\n")
+    print(table(run["rows"]))
+
+
+if __name__ == "__main__":
+    main()
