@@ -1,11 +1,18 @@
 import math
 
+import keras
 import numpy as np
 import pytest
 
 from tests import test_case
 from tfseqrec import evaluation, metrics
 from tfseqrec.data import splits
+
+# evaluate batches users through tf.function graphs: the TensorFlow backend's (tests/backends
+# runs this file on JAX too, where the metrics below still run).
+tensorflow_only = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="evaluate runs on the TensorFlow backend"
+)
 
 
 class RankingMetricsTest(test_case.TestCase):
@@ -78,6 +85,7 @@ class _FixedScores:
         return self.table[: len(window)]
 
 
+@tensorflow_only
 def test_evaluate_excludes_whole_history_and_counts_ties():
     # 4 items (ids 3..6). User 0 saw ids 3 and 6; target 4.
     histories = splits.Sequences.from_list(["u0", "u1"], [[6, 3, 3, 3], [5]])
@@ -93,6 +101,7 @@ def test_evaluate_excludes_whole_history_and_counts_ties():
     assert without["num_users"] == 2 and not without["exclude_seen"]
 
 
+@tensorflow_only
 def test_evaluate_default_batch_depends_on_how_the_model_is_ranked():
     # A score-matrix model: 256 cases a batch (300 cases -> 2 calls), fewer when a batch's
     # scores would pass MAX_SCORES_PER_BATCH; a block-ranked model: 1,024.
@@ -112,6 +121,7 @@ def test_evaluate_default_batch_depends_on_how_the_model_is_ranked():
     assert evaluation._batch_size(7, Scorer(True), huge) == 7
 
 
+@tensorflow_only
 def test_evaluate_batches_and_sampled_negatives_avoid_history():
     rng = np.random.default_rng(0)
     num_items, n = 30, 50

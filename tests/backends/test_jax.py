@@ -1,0 +1,67 @@
+"""The library on the JAX backend (Keras 3 fixes its backend at import, so in processes of their own).
+
+- ``test_core_runs_without_tensorflow``: ``jax_core.py`` imports and uses the layers,
+  losses, Cloze masking, ranking and metrics with ``KERAS_BACKEND=jax``; TensorFlow must
+  not be imported on the way.
+- ``test_oracle_tests_pass_on_jax``: the NumPy-oracle test files (``JAX_TEST_FILES``) run
+  again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend.
+
+Both need JAX, which the latest stack's lock installs (``make test-latest``); elsewhere
+they are skipped.
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+# The test files that run on JAX too; tests a file keeps for TensorFlow skip themselves there.
+JAX_TEST_FILES = [
+    "tests/layers/test_layer_harness.py",
+    "tests/layers/test_hstu_layer.py",
+    "tests/layers/test_transformer_block.py",
+    "tests/test_losses.py",
+    "tests/data/test_masking.py",
+    "tests/test_metrics.py",
+]
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is in the latest stack only"),
+    pytest.mark.skipif(os.environ.get("KERAS_BACKEND") == "jax", reason="started from the JAX run itself"),
+]
+
+
+def run_on_jax(args, timeout):
+    """``python ARGS`` in the repository with ``KERAS_BACKEND=jax``: the completed process."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_core_runs_without_tensorflow():
+    done = run_on_jax([str(REPO / "tests" / "backends" / "jax_core.py")], timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["backend"] == "jax"
+    assert out["layers"] == [[2, 5, 8], [2, 5, 8]]
+    assert all(value > 0 for value in out["losses"].values()), out["losses"]
+    assert out["masked"] >= 2  # at least one chosen item in each of the two rows
+    # Hand-computed: ranking's module docstring case and its top-k with the history excluded.
+    assert out["ranking"]["ranks"] == [2, 0] and out["ranking"]["top_k"] == [[0, 2], [2, 1]]
+    assert out["ranking"]["metrics"]["hr@1"] == 0.5
+    assert not out["tensorflow_imported"]
+
+
+def test_oracle_tests_pass_on_jax():
+    done = run_on_jax(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *JAX_TEST_FILES], timeout=900
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary, summary
