@@ -10,80 +10,34 @@ tensors do not survive). When the model reads event times (HSTU's time bias),
 Histories are left-padded with ``vocab.PAD_ID`` so the newest item is always at the
 last position, where the next-item prediction and BERT4Rec's inference [MASK] sit.
 
-Windows are cut in NumPy once (vectorized over the flat ``Sequences`` arrays), then
-served by ``from_tensor_slices``; the random parts (shuffling, Cloze masking) run
-fresh on every pass.
+Windows are cut in NumPy once (``numpy_pipeline``, vectorized over the flat
+``Sequences`` arrays, which also serves them without TensorFlow), then served by
+``from_tensor_slices``; the random parts (shuffling, Cloze masking) run fresh on
+every pass.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from tfseqrec.data import vocab
+from tfseqrec.data.numpy_pipeline import (
+    _mask,
+    causal_windows,
+    event_times,
+    pad_left,
+    pad_left_times,
+    sliding_windows,
+)
 
-
-def pad_left(sequences, length, drop_last=0):
-    """The last ``length`` items of each sequence, left-padded: int32 ``[n, length]``.
-
-    Args:
-        sequences: ``splits.Sequences``.
-        length: output width.
-        drop_last: ignore each sequence's last ``drop_last`` items first.
-    """
-    return _gather_windows(sequences.values, *_newest_bounds(sequences, length, drop_last), length)
-
-
-def pad_left_times(sequences, length):
-    """The times of ``pad_left(sequences, length)``'s items: int64 seconds ``[n, length]``, 0 where padded."""
-    return _gather_windows(event_times(sequences), *_newest_bounds(sequences, length), length, np.int64)
-
-
-def _newest_bounds(sequences, length, drop_last=0):
-    """``(starts, ends)`` of each sequence's newest ``length`` items, its last ``drop_last`` ignored."""
-    ends = sequences.row_splits[1:] - drop_last
-    return np.maximum(sequences.row_splits[:-1], ends - length), ends
-
-
-def event_times(sequences):
-    """``sequences.timestamps`` as int64 seconds (rounded down); ``ValueError`` when there are none."""
-    if sequences.timestamps is None:
-        raise ValueError(
-            "the model reads event times, but these sequences have none (the data file has no "
-            "timestamps: the SASRec text format, or a CSV without a time column)"
-        )
-    return np.floor(sequences.timestamps).astype(np.int64)
-
-
-def sliding_windows(sequences, width, stride=None, min_length=1):
-    """Windows of up to ``width`` items over each sequence, left-padded.
-
-    With ``stride=None`` a sequence gives one window, its last ``width`` items. With
-    a stride, windows end at ``n, n - stride, n - 2 * stride, ...`` while they hold at
-    least ``min_length`` items, so the early part of long histories is trained on too
-    (the newest window always comes first for a user).
-
-    Returns:
-        int32 ``[num_windows, width]`` and the int64 row index of each window.
-    """
-    starts, ends, rows = _window_bounds(sequences, width, stride, min_length)
-    return _gather_windows(sequences.values, starts, ends, width), rows
-
-
-def _window_bounds(sequences, width, stride, min_length):
-    """``(starts, ends, rows)`` of the windows of ``sliding_windows`` over the flat arrays."""
-    lengths = sequences.lengths
-    if stride is None:
-        rows = np.flatnonzero(lengths >= min_length)
-        ends = sequences.row_splits[1:][rows]
-    else:
-        if stride < 1:
-            raise ValueError(f"stride must be positive, got {stride}")
-        # Windows per row: ends n, n-stride, ... >= min_length.
-        counts = np.where(lengths >= min_length, (lengths - min_length) // stride + 1, 0)
-        rows = np.repeat(np.arange(len(lengths)), counts)
-        k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        ends = sequences.row_splits[1:][rows] - k * stride
-    starts = np.maximum(sequences.row_splits[:-1][rows], ends - width)
-    return starts, ends, rows
+__all__ = [
+    "causal_dataset",
+    "cloze_dataset",
+    "eval_dataset",
+    "event_times",
+    "pad_left",
+    "pad_left_times",
+    "sliding_windows",
+]
 
 
 def causal_dataset(
@@ -99,9 +53,10 @@ def causal_dataset(
 ):
     """Next-item training data for SASRec and HSTU.
 
-    Each window of ``max_sequence_length + 1`` items gives inputs ``w[:-1]`` and
-    targets ``w[1:]``: every position predicts the item after it. Targets after a
-    padded input, and reserved-id targets, are 0 with ``sample_weight`` 0.
+    The windows of ``numpy_pipeline.causal_windows``: each window of
+    ``max_sequence_length + 1`` items gives inputs ``w[:-1]`` and targets ``w[1:]``:
+    every position predicts the item after it. Targets after a padded input, and
+    reserved-id targets, are 0 with ``sample_weight`` 0.
 
     Args:
         sequences: training ``splits.Sequences``.
@@ -118,26 +73,13 @@ def causal_dataset(
             model's positions do not depend on the padding, so outputs are unchanged.
         timestamps: add ``x["timestamps"]``, the inputs' times (``event_times``).
     """
-    width = max_sequence_length + 1
-    starts, ends, _ = _window_bounds(sequences, width, window_stride, min_length=2)
-    windows = _gather_windows(sequences.values, starts, ends, width)
-    times = (
-        _gather_windows(event_times(sequences), starts, ends, width, np.int64)[:, :-1] if timestamps else None
-    )
-    inputs, targets = windows[:, :-1], windows[:, 1:]
-    # A target counts only after a real input: the first item has no history to
-    # predict it from (as in the SASRec sampler).
-    targets = np.where(inputs != vocab.PAD_ID, targets, vocab.PAD_ID).astype(np.int32)
-    weights = (targets >= vocab.NUM_RESERVED).astype(np.float32)
+    x, targets, weights = causal_windows(sequences, max_sequence_length, window_stride, timestamps)
 
     def make(rows, width):
-        x, y, w = inputs[rows, -width:], targets[rows, -width:], weights[rows, -width:]
-        features = {"item_ids": x, "padding_mask": _mask(x)}
-        if times is not None:
-            features["timestamps"] = times[rows, -width:]
-        return tf.data.Dataset.from_tensor_slices((features, y, w))
+        features = {name: value[rows, -width:] for name, value in x.items()}
+        return tf.data.Dataset.from_tensor_slices((features, targets[rows, -width:], weights[rows, -width:]))
 
-    return _bucketed(make, inputs, bucket_boundaries, batch_size, shuffle, seed, drop_remainder)
+    return _bucketed(make, x["item_ids"], bucket_boundaries, batch_size, shuffle, seed, drop_remainder)
 
 
 def cloze_dataset(
@@ -219,19 +161,6 @@ def eval_dataset(
     for part in parts[1:]:
         ds = ds.concatenate(part)
     return ds.prefetch(tf.data.AUTOTUNE)
-
-
-def _mask(ids):
-    return (ids != vocab.PAD_ID).astype(np.int32)
-
-
-def _gather_windows(values, starts, ends, width, dtype=np.int32):
-    lengths = np.clip(ends - starts, 0, width)
-    offsets = np.arange(width)[None, :] - (width - lengths)[:, None]
-    index = starts[:, None] + offsets
-    valid = offsets >= 0
-    out = np.where(valid, values[np.where(valid, index, 0)] if len(values) else 0, vocab.PAD_ID)
-    return out.astype(dtype)
 
 
 def _bucket_edges(boundaries, width):
