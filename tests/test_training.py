@@ -4,6 +4,7 @@ import csv
 import dataclasses
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -475,3 +476,45 @@ def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():
             training.TrainConfig(model_options={"num_time_buckets": 16}), timed
         )
     assert kinds.get("sasrec").with_time_bias(training.TrainConfig(), timed) == (training.TrainConfig(), None)
+
+
+def test_initial_weights_are_a_function_of_the_seed_alone():
+    config = SASREC.options({"model_options": {"hidden_dim": 8, "num_layers": 1}, "seed": 5})
+    first = training.build_model(SASREC, config, 20).get_weights()
+    # Other code drawing from the global streams before the build (a data reader, a check build).
+    random.random(), np.random.rand(3), keras.random.uniform((2,)), SASREC.check(config)
+    second = training.build_model(SASREC, config, 20).get_weights()
+    assert len(first) == len(second) and all(np.array_equal(a, b) for a, b in zip(first, second))
+    other = training.build_model(SASREC, dataclasses.replace(config, seed=6), 20).get_weights()
+    assert not np.array_equal(first[0], other[0])
+
+
+def test_a_rerun_with_the_same_seed_trains_the_same_weights(tmp_path):
+    from tfseqrec.data import synthetic
+
+    data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
+    config = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "seed": 3}
+    first, _, _ = SASREC.train(data, tmp_path / "a", config, verbose=0)
+    random.random(), np.random.rand(3), keras.random.uniform((2,))
+    second, _, _ = SASREC.train(data, tmp_path / "b", config, verbose=0)
+    for a, b in zip(first.get_weights(), second.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_without_validation_the_second_to_last_item_trains_for_a_fixed_number_of_epochs(tmp_path):
+    from tfseqrec.data import synthetic
+
+    data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
+    config = {"epochs": 2, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "patience": 0}
+    model, history, split, _ = training.train(
+        SASREC, data, tmp_path / "none", {**config, "validation": "none"}, verbose=0
+    )
+    assert len(history.history["loss"]) == 2 and not any(k.startswith("val_") for k in history.history)
+    _, _, with_valid, vocabulary = training.train(SASREC, data, tmp_path / "last", config, verbose=0)
+    assert len(split.valid) == 0 and len(with_valid.valid) == len(split.test) == len(with_valid.test)
+    # Each evaluable user trains on one item more: its validation item.
+    assert split.train.num_events == with_valid.train.num_events + len(with_valid.valid)
+    recorded = json.load(open(tmp_path / "none" / "train_config.json"))["config"]
+    assert recorded["validation"] == "none" and os.path.exists(tmp_path / "none" / "model.keras")
+    with pytest.raises(ValueError, match="validation='none' trains on each user's second-to-last item"):
+        training.fit(SASREC, with_valid, vocabulary, tmp_path / "x", {**config, "validation": "none"})

@@ -81,7 +81,7 @@ def trained(sequences, tmp_path_factory):
 def test_run_fn_trains_logs_and_exports(trained):
     assert glob.glob(str(trained / "model_run" / "train" / "events.out.tfevents.*"))  # TensorBoard
     with open(trained / "model_run" / "train_config.json") as f:
-        assert json.load(f)["config"]["hidden_dim"] == 16  # from custom_config
+        assert json.load(f)["config"]["model_options"]["hidden_dim"] == 16  # from custom_config
     predictor = serving.SavedModelPredictor(trained / "model" / "Format-Serving")
     assert set(predictor.signatures) >= {"serving_default", "recommend_top_k", "predict_examples"}
     out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4", "i5"]])})
@@ -125,13 +125,9 @@ def test_run_fn_trains_and_exports_hstu_with_the_records_times(sequences, tmp_pa
     )
     with open(tmp_path / "model_run" / "train_config.json") as f:
         config = json.load(f)["config"]
-    assert (config["model"], config["hidden_dim"], config["loss"], config["temperature"]) == (
-        "hstu",
-        16,
-        "softmax",
-        0.05,
-    )
-    assert config["num_time_buckets"] == 128  # the SequenceBuilder's records carry the events' times
+    assert (config["model"], config["model_options"]["hidden_dim"], config["loss"]) == ("hstu", 16, "softmax")
+    # The SequenceBuilder's records carry the events' times.
+    assert config["model_options"]["num_time_buckets"] == 128
     predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
     out = predictor.run(
         "serving_default",

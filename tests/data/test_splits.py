@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from tfseqrec.data import readers, splits, vocab
 
@@ -55,6 +56,40 @@ def test_leave_one_out_by_hand():
     assert split.test.targets.tolist() == [6, 11]
     assert split.report["train_only_users"] == 1
     assert split.report["test_cases"] == 2
+
+
+def test_leave_one_out_without_validation_by_hand():
+    seqs = splits.Sequences.from_list(
+        ["u", "v", "w"], [[3, 4, 5, 6], [7, 8], [9, 10, 11]], [[1, 2, 3, 4], [5, 6], [7, 8, 9]]
+    )
+    split = splits.leave_one_out(seqs, validation="none")
+    # The second-to-last items (5 and 10) are training items; the last stay the test targets.
+    assert [s.tolist() for s in split.train.to_list()] == [[3, 4, 5], [7, 8], [9, 10]]
+    assert [t.tolist() for t in (split.train.times(0), split.train.times(2))] == [[1, 2, 3], [7, 8]]
+    assert len(split.valid) == 0 and split.report["valid_cases"] == 0
+    assert [h.tolist() for h in split.test.histories.to_list()] == [[3, 4, 5], [9, 10]]
+    assert split.test.targets.tolist() == [6, 11] and split.report["train_interactions"] == 7
+    with pytest.raises(ValueError, match="validation must be one of"):
+        splits.leave_one_out(seqs, validation="first")
+
+
+def test_prepare_without_validation_counts_the_second_to_last_item_as_training():
+    # Item "c" occurs only as u's second-to-last item: trained on without a validation split.
+    rows = [
+        ("u", "a", 1),
+        ("u", "b", 2),
+        ("u", "c", 3),
+        ("u", "d", 4),
+        ("v", "a", 1),
+        ("v", "b", 2),
+        ("v", "d", 3),
+    ]
+    _, with_valid, _ = splits.prepare(_interactions(rows))
+    without, vocabulary, _ = splits.prepare(_interactions(rows), validation="none")
+    assert dict(zip(with_valid.items, with_valid.counts.tolist()))["c"] == 0
+    assert dict(zip(vocabulary.items, vocabulary.counts.tolist())) == {"a": 2, "b": 2, "c": 1, "d": 0}
+    assert [list(vocabulary.to_raw(s)) for s in without.train.to_list()] == [["a", "b", "c"], ["a", "b"]]
+    assert len(without.valid) == 0 and list(vocabulary.to_raw(without.test.targets)) == ["d", "d"]
 
 
 def test_sequences_select_and_drop_last():

@@ -6,7 +6,8 @@ The steps, each reporting what it removed:
     drop_duplicates   exact duplicate events (same user, item and time) kept once
     k_core            drop users and items with too few events, until none remain
     build_sequences   one integer sequence per user, through an ``ItemVocabulary``
-    leave_one_out     last item test, second-last validation, the rest training
+    leave_one_out     last item test, second-last validation (or training, with
+                      ``validation="none"``), the rest training
     prepare           all of the above; the vocabulary's counts (popularity, id order)
                       come from training events only
     cold_start_split  test cases whose target item never appears in training
@@ -274,28 +275,42 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
     return Sequences(users[starts], ids.astype(np.int64), splits, times), vocabulary, report
 
 
-def train_lengths(lengths, min_length=3):
+# ``validation`` of ``leave_one_out``: the second-to-last item validates, or is trained on.
+VALIDATION = ("last", "none")
+
+
+def train_lengths(lengths, min_length=3, validation="last"):
     """Training items of sequences of ``lengths`` under ``leave_one_out``.
 
     >>> train_lengths([5, 3, 2]).tolist()  # the last two items of an evaluable sequence are held out
     [3, 1, 2]
+    >>> train_lengths([5, 3, 2], validation="none").tolist()  # only the last
+    [4, 2, 2]
     """
+    if validation not in VALIDATION:
+        raise ValueError(f"validation must be one of {list(VALIDATION)}, got {validation!r}")
     lengths = np.asarray(lengths)
-    return np.where(lengths >= min_length, lengths - 2, lengths)
+    held_out = 2 if validation == "last" else 1
+    return np.where(lengths >= min_length, lengths - held_out, lengths)
 
 
-def leave_one_out(sequences, min_length=3):
+def leave_one_out(sequences, min_length=3, validation="last"):
     """The standard SASRec / BERT4Rec protocol.
 
     Users with at least ``min_length`` items: last item test, second-last validation,
     the rest training. Shorter users contribute their whole sequence to training and
     no evaluation case (counted in ``report["train_only_users"]``).
+
+    ``validation="none"``: no validation cases; the second-to-last item is a training
+    item like the others (the HSTU paper's protocol). The test cases are the same.
     """
     evaluable = sequences.lengths >= min_length
-    train = sequences.keep_first(train_lengths(sequences.lengths, min_length))
+    train = sequences.keep_first(train_lengths(sequences.lengths, min_length, validation))
     ev = sequences.select(evaluable)
     last = ev.row_splits[1:] - 1
     valid = Cases(ev.drop_last(2), ev.values[last - 1])
+    if validation == "none":
+        valid = valid.select(np.zeros(len(valid), bool))
     test = Cases(ev.drop_last(1), ev.values[last])
     report = {
         "train_users": len(train),
@@ -361,8 +376,13 @@ def training_vocabulary(vocabulary, train):
     return vocab_lib.ItemVocabulary.from_counts(dict(zip(vocabulary.items, counts.tolist())))
 
 
-def prepare(interactions, min_user_interactions=0, min_item_interactions=0, vocabulary=None):
+def prepare(
+    interactions, min_user_interactions=0, min_item_interactions=0, vocabulary=None, validation="last"
+):
     """Interactions to a leave-one-out ``Split``: sort, duplicates, k-core, vocabulary, split.
+
+    ``validation``: ``"last"`` (each user's second-to-last item a validation case) or
+    ``"none"`` (no validation cases: that item is a training item; ``leave_one_out``).
 
     Exact duplicate events (same user, item and time) are kept once
     (``drop_duplicates``, counted in ``report["removed_duplicates"]``).
@@ -393,13 +413,13 @@ def prepare(interactions, min_user_interactions=0, min_item_interactions=0, voca
         # events below, which sets the order (sorting a million raw ids twice costs seconds).
         vocabulary = vocab_lib.ItemVocabulary(vocab_lib.factorize(events.items)[0])
     sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
-    split = leave_one_out(sequences)
+    split = leave_one_out(sequences, validation=validation)
     if not given:
         # Counts, and with them the id order, come from training events only: the
         # held-out targets must not make their items look more popular.
         vocabulary = training_vocabulary(vocabulary, split.train)
         sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
-        split = leave_one_out(sequences)
+        split = leave_one_out(sequences, validation=validation)
     report.update(seq_report)
     report.update(split.report)
     lengths = sequences.lengths

@@ -84,6 +84,9 @@ class BestModel(DivergenceWatch):
     The model file is replaced atomically (written beside it, then renamed), so an
     interruption never leaves half a file. At the end the best weights are loaded
     back into the model.
+
+    ``monitor=None`` (training without validation): every finite epoch is the best so
+    far, so the model of the last one is kept, and ``patience`` never stops training.
     """
 
     def __init__(self, path, state_path, monitor, patience):
@@ -123,7 +126,9 @@ class BestModel(DivergenceWatch):
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
-        value, loss = logs.get(self.monitor), logs.get("loss")
+        # Without a monitor, the epoch's number ranks it: each finite epoch beats the last.
+        value = float(epoch) if self.monitor is None else logs.get(self.monitor)
+        loss = logs.get("loss")
         if loss is not None and not np.isfinite(loss) and self.diverged is None:
             self.diverged = {"epoch": epoch, "batch": None, "loss": float(loss)}
             self.model.stop_training = True
@@ -133,7 +138,7 @@ class BestModel(DivergenceWatch):
             self.best, self.best_epoch, self.wait = float(value), epoch, 0
         else:
             self.wait += 1
-            if self.wait >= self.patience:
+            if self.wait >= self.patience and self.monitor is not None:
                 self.model.stop_training = True
         self.epochs_done = epoch + 1
         self._write_state()
@@ -145,8 +150,9 @@ class BestModel(DivergenceWatch):
     def describe_divergence(self):
         d = self.diverged
         where = f"epoch {d['epoch'] + 1}" + (f", batch {d['batch'] + 1}" if d["batch"] is not None else "")
+        measure = f", {self.monitor} {self.best:.4f}" if self.monitor is not None else ""
         kept = (
-            f"the best model so far (epoch {self.best_epoch + 1}, {self.monitor} {self.best:.4f}) is in {self.path}"
+            f"the best model so far (epoch {self.best_epoch + 1}{measure}) is in {self.path}"
             if self.best_epoch is not None
             else "no model was saved"
         )

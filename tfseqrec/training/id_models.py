@@ -55,8 +55,13 @@ def build_model(kind, config, num_items, loss_normalizer=None, **model_kwargs):
     """The model of ``kind`` (a ``tfseqrec.kinds`` id-model kind) and ``config`` for ``num_items`` items.
 
     ``model_kwargs`` go to the constructor (UniSRec's ``text_dim`` and ``text_embeddings``).
+    The global random streams are seeded with ``config.seed`` first
+    (``keras.utils.set_random_seed``), so the initial weights are a function of the
+    seed and the options alone, whatever drew from the streams before (reading the
+    data, a check build, another model).
     """
     config = options(kind, config)
+    keras.utils.set_random_seed(config.seed)
     return kind.build(config, num_items, loss_normalizer, _loss(config), **model_kwargs)
 
 
@@ -100,7 +105,7 @@ def train(
     strategy = distribute.resolve(strategy)
     kind.check(config)  # bad model options fail before the data are read
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
-    split, vocabulary, report = splits.prepare(events)
+    split, vocabulary, report = splits.prepare(events, validation=config.validation)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     # What a resumed run must match: the options as the run records them (time bias settled).
     record = {"config": dataclasses.asdict(kind.with_time_bias(config, split.train)[0]), "data": data["data"]}
@@ -138,7 +143,8 @@ def fit(
 
     Args:
         kind: the model's kind (``tfseqrec.kinds.get(name)``, an id-model kind).
-        split: a ``splits.Split`` (``test`` is not used).
+        split: a ``splits.Split`` (``test`` is not used; ``valid`` empty with
+            ``validation="none"``).
         vocabulary: the ``ItemVocabulary`` of its ids.
         output_dir: the model directory (see the module docstring).
         config: ``TrainConfig`` or dict.
@@ -151,15 +157,44 @@ def fit(
         model_kwargs: more arguments of the model's constructor (UniSRec's text vectors).
 
     Returns:
-        ``(model, history)``; ``model`` holds the best weights by validation NDCG@10.
+        ``(model, history)``; ``model`` holds the best weights by validation NDCG@10
+        (with ``validation="none"``, those of the last epoch).
     """
-    config = options(kind, config)
     strategy = distribute.resolve(strategy)
-    config = _with_time_bias(kind, config, split.train, verbose)
-    _note_sparse_updates(config, vocabulary.num_items, verbose)
+    config = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = kind.training_dataset(config, split.train)
     model = _compiled_model(kind, config, split, vocabulary, train_ds, strategy, model_kwargs or {})
+    best = _best_model(config, output_dir)
+    extra = _callbacks(config, output_dir, best, callbacks, log_dir, max_steps)
+    history = _fit_epochs(
+        model, config, train_ds, _validation_dataset(config, split, vocabulary), best, extra, verbose
+    )
+    _require_saved_epoch(best)
+    return model, history
+
+
+def _run_config(kind, config, split, num_items, verbose):
+    """``config`` settled by the data (the time bias), its notes printed; a split that does not
+    match ``config.validation`` is an error."""
+    if config.validation == "none" and len(split.valid):
+        raise ValueError(
+            "validation='none' trains on each user's second-to-last item, but the split holds "
+            f"{len(split.valid)} validation cases; split with splits.prepare(..., validation='none')"
+        )
+    if config.validation != "none" and not len(split.valid):
+        raise ValueError(
+            "the split has no validation cases; train with validation='none' for a fixed epoch count"
+        )
+    config = _with_time_bias(kind, config, split.train, verbose)
+    _note_sparse_updates(config, num_items, verbose)
+    return config
+
+
+def _validation_dataset(config, split, vocabulary):
+    """The validation cases' pipeline (``validation_users`` of them); ``None`` with ``validation="none"``."""
+    if config.validation == "none":
+        return None
     valid_ds = pipeline.eval_dataset(
         split.valid.sample(config.validation_users, config.seed),
         config.max_sequence_length,
@@ -167,34 +202,47 @@ def fit(
         bucket_boundaries=config.bucket_boundaries,
         timestamps=bool(config.time_buckets),
     )
-    best = BestModel(
+    return _without_autotune(valid_ds)
+
+
+def _best_model(config, output_dir):
+    """The callback that keeps the best epoch by validation NDCG@10 (the last with ``validation="none"``)."""
+    return BestModel(
         os.path.join(output_dir, MODEL_FILE),
         os.path.join(output_dir, BACKUP_DIR, BEST_STATE_FILE),
-        MONITOR,
+        MONITOR if config.validation != "none" else None,
         config.patience,
     )
+
+
+def _fit_epochs(model, config, train_ds, valid_ds, best, callbacks, verbose):
+    """``model.fit`` for ``config.epochs`` over one repeated iterator, resumed after ``best.epochs_done``."""
     # The pipelines shuffle (fresh each epoch); fit's own shuffle does not apply to tf.data.
     train_ds, steps_per_epoch = _repeated(train_ds)
     if steps_per_epoch and best.epochs_done:
         # Resuming: the batches of the epochs already trained are skipped, so every
         # later epoch sees the same shuffled order as in an uninterrupted run.
         train_ds = train_ds.skip(best.epochs_done * steps_per_epoch)
-    history = model.fit(
+    return model.fit(
         train_ds,
-        validation_data=_without_autotune(valid_ds),
+        validation_data=valid_ds,
         epochs=config.epochs,
         steps_per_epoch=steps_per_epoch,
-        callbacks=_callbacks(config, output_dir, best, callbacks, log_dir, max_steps),
+        callbacks=callbacks,
         verbose=verbose,
         shuffle=False,
     )
+
+
+def _require_saved_epoch(best):
+    """Raises ``TrainingDiverged`` when training diverged or no epoch was saved."""
     if best.diverged is not None:
         raise TrainingDiverged(best.describe_divergence())
     if best.best_epoch is None:
-        raise TrainingDiverged(
-            f"no epoch gave a finite {MONITOR} (is the validation split empty?); nothing was saved to {best.path}"
+        what = (
+            f"a finite {best.monitor} (is the validation split empty?)" if best.monitor else "finite weights"
         )
-    return model, history
+        raise TrainingDiverged(f"no epoch gave {what}; nothing was saved to {best.path}")
 
 
 def _with_time_bias(kind, config, train, verbose):

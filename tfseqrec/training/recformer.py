@@ -262,17 +262,10 @@ def finetune(recommender, split, config, verbose="auto", encode_items=True):
     rows, start = [], time.monotonic()
     budget = config.max_train_minutes * 60 if config.max_train_minutes else None
     best_weights, best = None, -np.inf
-    stages = [
-        (1, config.epochs, config.learning_rate, True),
-        (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False),
-    ]
-    schedule = optimizer = None
-    if config.learning_rate_schedule == "linear":
-        total = steps_per_epoch(recommender, split.train, config) * (config.epochs + config.stage2_epochs)
-        schedule = WarmupLinearDecay(config.learning_rate, total, int(config.warmup_share * total))
+    schedule, optimizer = _linear_schedule(recommender, split.train, config), None
     if encode_items:
         recommender.refresh_item_embeddings()
-    for stage, epochs, learning_rate, refresh in stages:
+    for stage, epochs, learning_rate, refresh in _stages(config):
         if epochs <= 0 or (budget and time.monotonic() - start >= budget):
             continue
         if best_weights is not None:  # stage 2 starts from the best stage-1 model and its item table
@@ -282,28 +275,60 @@ def finetune(recommender, split, config, verbose="auto", encode_items=True):
             model.compile(optimizer=optimizer)
         valid = split.valid.sample(config.validation_users, config.seed)
         validation = RankingValidation(recommender, valid, refresh, config.validation_batch_size, start)
-        callbacks = [
-            validation,
-            keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
-        ]
-        if budget:
-            callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
+        callbacks = _stage_callbacks(validation, config, budget, start)
         history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
-        for epoch, values in enumerate(zip(*history.history.values())):
-            rows.append(
-                {"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))}
-            )
+        rows += _history_rows(stage, history)
         if validation.best > best:
             best, best_weights = validation.best, validation.best_weights
-        if validation.diverged is not None:
-            d = validation.diverged
-            raise TrainingDiverged(
-                f"training diverged: the loss became {d['loss']} in stage {stage}, epoch {d['epoch'] + 1}, "
-                f"batch {d['batch'] + 1}; nothing was saved. Try a lower learning rate."
-            )
+        _raise_if_diverged(validation, stage)
     if best_weights is not None:
         model.set_weights(best_weights)
     return rows
+
+
+def _stages(config):
+    """``(stage, epochs, learning rate, refresh the item table)`` of fine-tuning's two stages."""
+    return [
+        (1, config.epochs, config.learning_rate, True),
+        (2, config.stage2_epochs, config.stage2_learning_rate or config.learning_rate / 2, False),
+    ]
+
+
+def _linear_schedule(recommender, sequences, config):
+    """The ``WarmupLinearDecay`` over both stages' planned steps with the ``"linear"`` schedule; else ``None``."""
+    if config.learning_rate_schedule != "linear":
+        return None
+    total = steps_per_epoch(recommender, sequences, config) * (config.epochs + config.stage2_epochs)
+    return WarmupLinearDecay(config.learning_rate, total, int(config.warmup_share * total))
+
+
+def _stage_callbacks(validation, config, budget, start):
+    """A stage's callbacks: validation, early stopping on it, and what is left of the time budget."""
+    callbacks = [
+        validation,
+        keras.callbacks.EarlyStopping(monitor="val_ndcg_10", mode="max", patience=config.patience),
+    ]
+    if budget:
+        callbacks.append(TimeLimit(max(1.0, budget - (time.monotonic() - start))))
+    return callbacks
+
+
+def _history_rows(stage, history):
+    """One row per epoch of a stage's ``fit`` history: stage, epoch and every logged value."""
+    return [
+        {"stage": stage, "epoch": epoch + 1, **dict(zip(history.history.keys(), map(float, values)))}
+        for epoch, values in enumerate(zip(*history.history.values()))
+    ]
+
+
+def _raise_if_diverged(validation, stage):
+    """``TrainingDiverged`` when the stage's loss became non-finite (``RankingValidation.diverged``)."""
+    if validation.diverged is not None:
+        d = validation.diverged
+        raise TrainingDiverged(
+            f"training diverged: the loss became {d['loss']} in stage {stage}, epoch {d['epoch'] + 1}, "
+            f"batch {d['batch'] + 1}; nothing was saved. Try a lower learning rate."
+        )
 
 
 def train(
