@@ -18,7 +18,7 @@ one is set beside the anchor measured the same way, and no other:
 
 ``load_split`` builds a protocol's train / validation / test split with the library's own
 readers and ``splits.prepare``, the split ``tfseqrec.training.train`` makes of the same
-file, so a peer library trained on it sees the same cases.
+file with the protocol's options, so a peer library trained on it sees the same cases.
 
 The scripts run as ``python benchmarks/NAME.py``, which puts this folder first on
 ``sys.path``; they import this module as ``protocols``.
@@ -26,8 +26,6 @@ The scripts run as ``python benchmarks/NAME.py``, which puts this folder first o
 
 import dataclasses
 import os
-
-import numpy as np
 
 from tfseqrec.data import readers, splits
 
@@ -133,28 +131,16 @@ def data_path(protocol, data_root):
 def load(protocol, data_root):
     """``(split, vocabulary)`` of ``protocol`` (a ``Protocol`` or its name) on the files under ``data_root``.
 
-    The split is ``splits.prepare``'s leave-one-out; with ``validation="none"`` the
-    second-to-last item of each evaluable user moves into ``train`` and ``valid`` keeps
-    its cases only for reference (nothing is chosen on them).
+    ``splits.prepare``'s leave-one-out with the protocol's ``validation``, as
+    ``tfseqrec.training.train`` splits the same file: with ``"none"`` the second-to-last
+    item of each user is a training item and ``valid`` holds no case.
     """
     protocol = get(protocol) if isinstance(protocol, str) else protocol
     events = readers.read_interactions(data_path(protocol, data_root), progress=False)
-    split, vocabulary, _ = splits.prepare(events)
-    if protocol.validation == "none":
-        split = _validation_trained(split, events, vocabulary)
+    split, vocabulary, _ = splits.prepare(events, validation=protocol.validation)
     return split, vocabulary
 
 
 def load_split(protocol, data_root):
     """The train / validation / test ``splits.Split`` of ``protocol`` (see ``load``)."""
     return load(protocol, data_root)[0]
-
-
-def _validation_trained(split, events, vocabulary):
-    """``split`` with each evaluable user's validation item a training target (train = test history)."""
-    events, _ = splits.drop_duplicates(splits.sort_by_time(events))
-    sequences, _, _ = splits.build_sequences(events, vocabulary)
-    evaluable = sequences.lengths >= 3  # leave_one_out's min_length
-    train = sequences.keep_first(np.where(evaluable, sequences.lengths - 1, sequences.lengths))
-    report = {**split.report, "train_interactions": train.num_events}
-    return splits.Split(train, split.valid, split.test, report)

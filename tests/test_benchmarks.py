@@ -165,16 +165,22 @@ def test_split_without_validation_trains_on_the_second_to_last_item(tmp_path):
     with gzip.open(tmp_path / "ml-1m" / "ml-1m_full_sequences.txt.gz", "wt") as f:
         f.write("\n".join(lines) + "\n")
     with_validation, vocabulary = protocols.load("rectools", tmp_path)
-    trained, same = protocols.load("hstu-paper", tmp_path)
-    assert same == vocabulary
+    trained, trained_vocabulary = protocols.load("hstu-paper", tmp_path)
 
-    def raw(sequences):
+    def raw(sequences, vocabulary):
         return [list(vocabulary.to_raw(s)) for s in sequences.to_list()]
 
-    assert raw(with_validation.train) == [["10", "11"], ["11"], ["12", "13"], ["10"]]
-    assert raw(trained.train) == [["10", "11", "12"], ["11", "12"], ["12", "13"], ["10", "13"]]
-    assert list(vocabulary.to_raw(trained.test.targets)) == ["13", "10", "11"]
-    assert trained.test.targets.tolist() == with_validation.test.targets.tolist()
+    assert raw(with_validation.train, vocabulary) == [["10", "11"], ["11"], ["12", "13"], ["10"]]
+    assert list(vocabulary.to_raw(with_validation.valid.targets)) == ["12", "12", "13"]
+    assert raw(trained.train, trained_vocabulary) == [
+        ["10", "11", "12"],
+        ["11", "12"],
+        ["12", "13"],
+        ["10", "13"],
+    ]
+    assert len(trained.valid) == 0
+    for split, vocab in ((trained, trained_vocabulary), (with_validation, vocabulary)):
+        assert list(vocab.to_raw(split.test.targets)) == ["13", "10", "11"]
 
 
 def test_defaults_table_ratios_to_sasrec_by_hand():
