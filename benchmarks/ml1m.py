@@ -343,7 +343,8 @@ def seed_summary(runs):
 
 def ablation_table(runs):
     """Markdown: one row a variant; "val NDCG@10 at epoch N" (N: the fewest epochs of any run) compares
-    variants by epochs rather than minutes, which a CPU shared for part of the runs skews."""
+    variants by epochs rather than minutes, which a CPU shared for part of the runs skews. Without a
+    validation split (``validation="none"``) the validation cells are empty."""
     common = min(len(r["val_ndcg@10"]) for r in runs)
     lines = [
         "| model | variant | best val NDCG@10 | test NDCG@10 | test HR@10 | epochs (best) | s/epoch | "
@@ -352,12 +353,18 @@ def ablation_table(runs):
     ]
     for r in runs:
         full = filtered(r)
+        at_common = r["val_ndcg@10"][common - 1] if common else None
         lines.append(
-            f"| {r['model']} | {r['variant']} | {r['best_val_ndcg@10']:.4f} | {full['ndcg@10']:.4f} | "
+            f"| {r['model']} | {r['variant']} | {_value(r['best_val_ndcg@10'])} | {full['ndcg@10']:.4f} | "
             f"{full['hr@10']:.4f} | {r['epochs']} ({r['best_epoch']}) | {r['epoch_seconds_median']:.1f} | "
-            f"{r['minutes_to_best']:.1f} | {r['val_ndcg@10'][common - 1]:.4f} |"
+            f"{r['minutes_to_best']:.1f} | {_value(at_common)} |"
         )
     return "\n".join(lines)
+
+
+def _value(value):
+    """Four places, or empty where nothing was measured (no validation split)."""
+    return "" if value is None else f"{value:.4f}"
 
 
 def main():

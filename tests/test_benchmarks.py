@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -209,3 +210,32 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
     assert lines[4] == "| a | p | popularity | 0.0100 | 0.0200 | 0.0050 | 0.20 |  | 1.5 |"
     assert lines[5] == "| b | p | hstu | 0.0200 | 0.0400 | 0.0100 |  | 1 (1) | 1.5 |"
     assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}
+
+
+def test_ml1m_time_to_quality_with_and_without_validation():
+    ml1m = _script("ml1m")
+    timer = types.SimpleNamespace(elapsed=[60.0, 120.0, 180.0, 240.0])
+    history = types.SimpleNamespace(history={"loss": [4, 3, 2, 1], "val_ndcg_10": [0.1, 0.197, 0.2, 0.15]})
+    # Best 0.2 at epoch 3 (3 minutes); 98% of it is 0.196, first reached at epoch 2.
+    got = ml1m.time_to_quality(history, timer)
+    assert (got["epochs"], got["best_epoch"], got["best_val_ndcg@10"]) == (4, 3, 0.2)
+    assert (got["minutes_to_best"], got["minutes_to_98pct_of_best"]) == (3.0, 2.0)
+    # No validation split (hstu-paper): the last epoch is the model, nothing measured on validation.
+    got = ml1m.time_to_quality(types.SimpleNamespace(history={"loss": [4, 3, 2, 1]}), timer)
+    assert (got["epochs"], got["best_epoch"], got["minutes_to_best"]) == (4, 4, 4.0)
+    assert got["best_val_ndcg@10"] is None and got["minutes_to_98pct_of_best"] is None
+
+
+def test_ml1m_accuracy_table_names_the_window_filter():
+    ml1m = _script("ml1m")
+    full = {"ndcg@10": 0.2, "hr@10": 0.3, "mrr": 0.1}
+    results = {
+        "full_exclude_seen=window": {**full, "exclude_seen": "window"},
+        "full_exclude_seen=False": {**full, "ndcg@10": 0.1, "exclude_seen": False},
+    }
+    run = {"model": "hstu", "seed": 0, "protocol": "hstu-paper", "results": results}
+    lines = ml1m.accuracy_table([run]).split("\n")
+    assert lines[2] == "| hstu | 0 | input window | 0.2000 | 0.3000 | 0.1000 |  |  |"
+    assert lines[3] == "| hstu | 0 | no | 0.1000 | 0.3000 | 0.1000 |  |  |"
+    assert ml1m.filtered(run)["exclude_seen"] == "window"
+    assert ml1m.protocol_of({}) == "sasrec-plus"  # runs stored before protocols were recorded
