@@ -47,34 +47,39 @@ from rectools.models.nn.item_net import IdEmbeddingsItemNet
 warnings.simplefilter("ignore", UserWarning)
 warnings.simplefilter("ignore", FutureWarning)
 
-# RecTools' own ML-1M settings.
-# hstu: RecTools' HSTU tutorial (MobileTeleSystems/RecTools,
-#   examples/tutorials/transformers_HSTU_tutorial.ipynb, "HSTU-large" on ML-1M):
-#   session_max_len 200, n_factors 50, 8 blocks, 2 heads, dropout 0.2, sampled softmax with
-#   128 uniform negatives, logits_t 0.05, Adam at 1e-3, batch 128, id embeddings only.
-#   Relative time attention is off: the ML-1M files here carry no timestamps (the
-#   tutorial's runs read them), so only its relative position attention stays.
-# sasrec, bert4rec: RecTools' defaults (2 blocks, 4 heads, n_factors 256, dropout 0.2, full
-#   softmax, Adam at 1e-3, batch 128), with the tutorial's ML-1M session_max_len of 200
-#   and id embeddings only (the files have no item features).
+# RecTools' ML-1M settings, from its own notebooks (MobileTeleSystems/RecTools):
+# - hstu: examples/tutorials/transformers_comparison.ipynb and transformers_HSTU_tutorial.ipynb,
+#   the "paper config" for ML-1M, HSTU-large: session_max_len 200, n_factors 50, 8 blocks,
+#   2 heads, dropout 0.2, sampled softmax with 128 uniform negatives per position, logits
+#   scaled by 1/0.05, cosine similarity (HSTUModel's default), Adam at 1e-3, batch 128,
+#   id embeddings only. Relative time attention is off: the ML-1M files here carry no
+#   timestamps (the notebooks read them), so only the relative position attention stays.
+# - sasrec: the same notebook config's size (the SASRec paper's ML-1M size: 50 wide,
+#   2 blocks, 1 head, 200 items, dropout 0.2) with RecTools' default full softmax.
+# - bert4rec: the BERT4Rec paper's ML-1M size (64 wide, 2 blocks, 2 heads, 200 items,
+#   mask probability 0.2, dropout 0.1) with RecTools' default full softmax.
+# (RecTools' library defaults, 256 wide, 4 heads, 100 items, are not an ML-1M setting.)
 COMMON = {
     "session_max_len": 200,
     "item_net_block_types": (IdEmbeddingsItemNet,),
-    "dropout_rate": 0.2,
     "lr": 1e-3,
     "batch_size": 128,
 }
 # Users scored a batch (RecTools' ``recommend_batch_size`` default).
 RECOMMEND_BATCH_SIZE = 256
 MODELS = {
-    "sasrec": (SASRecModel, {}),
-    "bert4rec": (BERT4RecModel, {}),
+    "sasrec": (SASRecModel, {"n_factors": 50, "n_blocks": 2, "n_heads": 1, "dropout_rate": 0.2}),
+    "bert4rec": (
+        BERT4RecModel,
+        {"n_factors": 64, "n_blocks": 2, "n_heads": 2, "dropout_rate": 0.1, "mask_prob": 0.2},
+    ),
     "hstu": (
         HSTUModel,
         {
             "n_factors": 50,
             "n_blocks": 8,
             "n_heads": 2,
+            "dropout_rate": 0.2,
             "loss": "sampled_softmax",
             "n_negatives": 128,
             "lightning_module_kwargs": {"logits_t": 0.05},

@@ -34,6 +34,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -216,6 +217,7 @@ def run_rectools(name, protocol, split, vocabulary, minutes, seed, window):
     event = runner.event()
     test = rank(np.load(event["scores"]), split.test, protocol.evaluation_exclude_seen, window)
     runner.close()
+    shutil.rmtree(work)  # every epoch's weights and the score matrices
     return {
         "library": "RecTools 0.19",
         "config": trained["options"],
