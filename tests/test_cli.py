@@ -215,6 +215,39 @@ def test_train_bad_config_is_a_clear_error(data_root, tmp_path):
     assert result.returncode == 1 and "unknown training options ['hiden_dim']" in result.stderr
 
 
+def test_train_validation_and_sampler_flags(data_root, tmp_path):
+    args = cli.build_parser().parse_args(
+        ["train", "--data", "d", "--output", "o", "--validation", "none", "--sampler", "uniform"]
+    )
+    assert (args.validation, args.sampler) == ("none", "uniform")
+    assert {"validation", "sampler"} <= set(args.option_flags)
+    result = _tfseqrec(
+        "train",
+        "--data",
+        data_root / "ml-100k",
+        "--output",
+        tmp_path / "m",
+        "--sampler",
+        "uniform",
+        check=False,
+    )
+    assert (
+        result.returncode == 1
+        and "sampler applies to the sampled_softmax loss, not 'softmax'" in result.stderr
+    )
+    assert not os.path.exists(tmp_path / "m")
+
+
+def test_model_flags_go_to_model_options_over_the_config():
+    options = {"epochs": 3, "model_options": {"hidden_dim": 32, "num_layers": 1}}
+    for name, value in (("hidden_dim", 8), ("batch_size", 16)):
+        commands._set_option(kinds.get("sasrec"), options, name, value)
+    assert options == {"epochs": 3, "batch_size": 16, "model_options": {"hidden_dim": 8, "num_layers": 1}}
+    recformer = {}  # Recformer's options are all fields of its config
+    commands._set_option(kinds.get("recformer"), recformer, "num_layers", 1)
+    assert recformer == {"num_layers": 1}
+
+
 def test_data_synthetic_writes_a_log_that_stats_reads(tmp_path):
     out = json.loads(
         _tfseqrec(
