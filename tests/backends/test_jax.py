@@ -3,6 +3,10 @@
 - ``test_core_runs_without_tensorflow``: ``jax_core.py`` imports and uses the layers,
   losses, Cloze masking, ranking and metrics with ``KERAS_BACKEND=jax``; TensorFlow must
   not be imported on the way.
+- ``test_trained_on_jax_served_on_tensorflow``: ``jax_train.py`` fits a tiny SASRec on
+  NumPy arrays with ``KERAS_BACKEND=jax`` (its loss falls) and saves it; this process
+  (the TensorFlow backend) loads the ``.keras`` file, exports the SavedModel and gets
+  the JAX model's ``recommend`` answers from its signatures.
 - ``test_oracle_tests_pass_on_jax``: the NumPy-oracle test files (``JAX_TEST_FILES``) run
   again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend.
 
@@ -17,6 +21,8 @@ import pathlib
 import subprocess
 import sys
 
+import keras
+import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -56,6 +62,33 @@ def test_core_runs_without_tensorflow():
     assert out["ranking"]["ranks"] == [2, 0] and out["ranking"]["top_k"] == [[0, 2], [2, 1]]
     assert out["ranking"]["metrics"]["hr@1"] == 0.5
     assert not out["tensorflow_imported"]
+
+
+def test_trained_on_jax_served_on_tensorflow(tmp_path):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the serving half runs on the TensorFlow backend")
+    done = run_on_jax([str(REPO / "tests" / "backends" / "jax_train.py"), str(tmp_path)], timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    trained = json.loads(done.stdout.strip().splitlines()[-1])
+    assert trained["backend"] == "jax" and not trained["tensorflow_imported"]
+    assert trained["loss"][-1] < 0.5 * trained["loss"][0], trained["loss"]  # a short fit that learns
+    import tfseqrec  # the TensorFlow side: loads and exports the model trained on JAX
+    from tests.backends import jax_train
+    from tfseqrec import serving
+    from tfseqrec.data import ItemVocabulary
+
+    model = keras.saving.load_model(tmp_path / "sasrec.keras")
+    ids, scores = model.recommend(jax_train.HISTORIES, k=5)
+    assert np.asarray(ids).tolist() == trained["ids"]
+    np.testing.assert_allclose(scores, trained["scores"], atol=1e-5, rtol=1e-5)
+    vocabulary = ItemVocabulary([f"i{j}" for j in range(jax_train.NUM_ITEMS)])
+    path, _ = tfseqrec.export_model(model, vocabulary, tmp_path / "saved_models", k=5, warmup=False)
+    raw = [vocabulary.to_raw(history) for history in jax_train.HISTORIES]
+    out = serving.SavedModelPredictor(path).run("serving_default", {"history": serving.pad_histories(raw)})
+    assert [[v.decode() for v in row] for row in out["item_ids"]] == [
+        vocabulary.to_raw(row) for row in trained["ids"]
+    ]
+    np.testing.assert_allclose(out["scores"], trained["scores"], atol=1e-5, rtol=1e-5)
 
 
 def test_oracle_tests_pass_on_jax():
