@@ -163,6 +163,14 @@ def settings(options):
     return {k: v for k, v in named.items() if isinstance(v, (int, float, str, bool, dict, list))}
 
 
+def harness_says():
+    """The harness's answer; its end of the pipe closed (it failed or was stopped) ends this run too."""
+    line = sys.stdin.readline()
+    if not line:
+        raise SystemExit("rectools_runner: the harness is gone")
+    return line.strip()
+
+
 def emit(event, **values):
     print("@@peer " + json.dumps({"event": event, **values}), flush=True)
 
@@ -187,7 +195,7 @@ class EpochEnd(pl.Callback):
             )
             np.save(path, scores)
         emit("epoch", epoch=epoch, elapsed=time.perf_counter() - self.start, scores=path)
-        answer = sys.stdin.readline().strip()
+        answer = harness_says()
         if answer == "stop" or time.perf_counter() - self.start >= self.budget:
             trainer.should_stop = True
 
@@ -239,7 +247,7 @@ def main():
         threads=torch.get_num_threads(),
         options=settings(options),
     )
-    epoch = int(sys.stdin.readline().split()[1])
+    epoch = int(harness_says().split()[1])
     model.torch_model.load_state_dict(torch.load(os.path.join(args.work, f"state-{epoch}.pt")))
     path = os.path.join(args.work, "test.npy")
     np.save(path, scores_of(model.lightning_model, model.data_preparator, frame, fit["test_users"]))

@@ -193,30 +193,45 @@ class Runner:
         if self.process.wait() != 0:
             raise RuntimeError(f"the RecTools runner failed (exit {self.process.returncode})")
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:  # this side failed: the runner must not train on alone
+            self.process.kill()
+            self.process.wait()
+
+
+def validated_epochs(runner, valid, protocol, patience, window):
+    """The runner's epochs: each one's validation scores ranked, early stopping by tfseqrec's
+    rule (``patience`` epochs without a better validation NDCG@10). Returns the validation
+    curve, the fit seconds at each epoch's end, and the runner's "trained" event."""
+    curve, elapsed, best, wait = [], [], -np.inf, 0
+    event = runner.event()
+    while event["event"] == "epoch":
+        elapsed.append(event["elapsed"])
+        if event["scores"]:
+            ndcg = rank(np.load(event["scores"]), valid, protocol.evaluation_exclude_seen, window)["ndcg@10"]
+            os.remove(event["scores"])
+            curve.append(ndcg)
+            best, wait = (ndcg, 0) if ndcg > best else (best, wait + 1)
+        runner.say("stop" if wait >= patience else "continue")
+        event = runner.event()
+    return curve, elapsed, event
+
 
 def run_rectools(name, protocol, split, vocabulary, minutes, seed, window):
     """RecTools' side: the runner trains; its validation and test scores are ranked here."""
     config = training.TrainConfig.from_dict(dict(model=name, **protocol.training_options()))
     work = tempfile.mkdtemp(prefix=f"peers-rectools-{name}-")
     np.savez(os.path.join(work, "fit.npz"), **fit_arrays(split, vocabulary, protocol.validation == "last"))
-    runner = Runner(name, work, minutes, config.epochs, seed, protocol.training)
-    curve, elapsed, best, wait = [], [], -np.inf, 0
-    event = runner.event()
-    while event["event"] == "epoch":
-        elapsed.append(event["elapsed"])
-        if event["scores"]:
-            ndcg = rank(np.load(event["scores"]), split.valid, True, window)["ndcg@10"]
-            os.remove(event["scores"])
-            curve.append(ndcg)
-            best, wait = (ndcg, 0) if ndcg > best else (best, wait + 1)
-        runner.say("stop" if wait >= config.patience else "continue")
+    with Runner(name, work, minutes, config.epochs, seed, protocol.training) as runner:
+        curve, elapsed, trained = validated_epochs(runner, split.valid, protocol, config.patience, window)
+        summary = curve_summary(curve, elapsed, protocol.validation == "last")
+        runner.say(f"score {summary['best_epoch']}")
         event = runner.event()
-    trained = event
-    summary = curve_summary(curve, elapsed, protocol.validation == "last")
-    runner.say(f"score {summary['best_epoch']}")
-    event = runner.event()
-    test = rank(np.load(event["scores"]), split.test, protocol.evaluation_exclude_seen, window)
-    runner.close()
+        test = rank(np.load(event["scores"]), split.test, protocol.evaluation_exclude_seen, window)
+        runner.close()
     shutil.rmtree(work)  # every epoch's weights and the score matrices
     return {
         "library": "RecTools 0.19",
