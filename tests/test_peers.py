@@ -111,3 +111,18 @@ def test_fit_arrays_hold_each_test_history_and_mark_validation_users(side_by_sid
     assert fit["test_users"].tolist() == [0]
     assert int(fit["num_items"]) == 8 and int(fit["num_reserved"]) == vocab.NUM_RESERVED
     assert side_by_side.fit_arrays(split, Vocabulary, validates=False)["val_users"].tolist() == []
+
+
+def test_minutes_to_98_percent_of_the_best_validation(side_by_side):
+    # Best 0.2 at epoch 3 (3 minutes); 98% of it is 0.196, first reached at epoch 2.
+    got = side_by_side.curve_summary([0.1, 0.197, 0.2, 0.18], [60.0, 120.0, 180.0, 240.0], validates=True)
+    assert got == {
+        "best_epoch": 3,
+        "best_val_ndcg@10": 0.2,
+        "minutes_to_best": 3.0,
+        "minutes_to_98pct_of_best": 2.0,
+    }
+    # Without a validation split the last epoch is the model, and there is no curve.
+    got = side_by_side.curve_summary([], [60.0, 90.0], validates=False)
+    assert got["best_epoch"] == 2 and got["minutes_to_best"] == 1.5
+    assert got["best_val_ndcg@10"] is None and got["minutes_to_98pct_of_best"] is None

@@ -339,8 +339,9 @@ def main():
         record["wall_minutes"] = (time.perf_counter() - start) / 60
         print(table(record), flush=True)
         print()
-        if args.json:
-            path = os.path.join(args.results, f"peers-{name}.json")
+        if args.json:  # another seed's run goes beside seed 0's, not over it
+            suffix = f"-seed-{args.seed}" if args.seed else ""
+            path = os.path.join(args.results, f"peers-{name}{suffix}.json")
             with open(path, "w") as f:
                 json.dump(record, f, indent=2)
             print(f"wrote {os.path.relpath(path, ROOT)}")
