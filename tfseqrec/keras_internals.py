@@ -14,6 +14,11 @@ failing test instead of as multi-worker training that silently differs.
 - ``adam_slots``: an Adam optimizer's first and second moments of one variable
   (``_get_variable_index``, ``_momentums``, ``_velocities``), which ``RowSparseAdam``
   updates row by row.
+- ``store_entry_path``, ``read_moved_weights``: while ``keras.saving.load_model`` reads a
+  model file, the store a layer's ``load_own_variables`` receives is the file's weights
+  store itself, opened at that layer's path (``H5IOStore._h5_entry_path``), and Keras
+  asks its ``get(path)`` for every layer after; a task reads a file written when its
+  weights lay at other paths by remapping those (``tfseqrec.models.tasks``).
 """
 
 import keras
@@ -31,6 +36,7 @@ RELIED_ON = (
     ("keras.optimizers.Adam", "_get_variable_index"),
     ("keras.optimizers.Adam (built)", "_momentums"),
     ("keras.optimizers.Adam (built)", "_velocities"),
+    ("the weights store load_own_variables gets", "_h5_entry_path"),
 )
 
 
@@ -82,3 +88,26 @@ def adam_slots(optimizer, variable):
     """``(first moment, second moment)``: the slot variables of ``variable`` in an Adam ``optimizer``."""
     index = optimizer._get_variable_index(variable)
     return optimizer._momentums[index], optimizer._velocities[index]
+
+
+def store_entry_path(store):
+    """The path the weights ``store`` that ``load_own_variables`` received is opened at.
+
+    ``None`` for a store of another kind than a model file's (a plain dict of arrays).
+    """
+    if not hasattr(store, "has_path"):
+        return None
+    return store._h5_entry_path
+
+
+def read_moved_weights(store, where):
+    """Makes the weights ``store`` read ``where(path)`` whenever Keras asks it for ``path``.
+
+    For the rest of the load that is under way (Keras asks the same store for every
+    layer after the one it gave it to); once per store.
+    """
+    if getattr(store, "tfseqrec_moved", False):
+        return
+    get = store.get
+    store.get = lambda path: get(where(path))
+    store.tfseqrec_moved = True

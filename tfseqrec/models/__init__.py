@@ -1,7 +1,8 @@
 """The models: SASRec, BERT4Rec and HSTU (item ids), Recformer (item text), UniSRec (both).
 
-Each id model is a task (``tasks.NextItemTask``, ``tasks.ClozeTask``) over its backbone
-(``SASRecBackbone``, ...: the sequence output), as keras-hub splits them.
+Each id model is a task (``tasks.NextItemTask``, ``tasks.ClozeTask``) holding its backbone
+(``SASRecBackbone``, ...: the sequence output), as keras-hub splits them; one package
+per model (``sasrec/``: ``backbone.py``, ``sasrec.py``, ``presets.py``).
 
 Which model a ``--model`` name builds is decided in ``tfseqrec.kinds``.
 """

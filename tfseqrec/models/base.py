@@ -25,7 +25,8 @@ class SequentialBackbone(keras.Model):
     sequence output ``[batch, length, hidden_dim]`` after the output head),
     ``output_table()`` and, where inference needs another input layout,
     ``inference_inputs``; its constructor ends with ``build_weights``. A backbone
-    has no loss: a task (``tfseqrec.models.tasks``) on top of it trains it.
+    has no loss: a task (``tfseqrec.models.tasks``) holds it as ``task.backbone``
+    and trains it.
     Scores address items by vocabulary id; column ``j`` of a score matrix is id
     ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
     """
@@ -114,14 +115,13 @@ class SequentialBackbone(keras.Model):
         loss's gradient of it stays sparse), where the table is row-wise; else the table."""
         return self.output_table(training=training)
 
-    def make_task_layers(self):
-        """Layers of a task over this backbone (none here): created before ``build_weights``
-        builds the weights, when no layer can be added any more."""
+    def example_inputs(self):
+        """A batch of one padded window, as ``call`` takes it: what builds the weights."""
+        return tf.zeros((1, self.max_sequence_length), "int32")
 
-    def build_weights(self, inputs):
-        """Creates the task's layers (``make_task_layers``), then every weight by a call on ``inputs``."""
-        self.make_task_layers()
-        self(inputs)
+    def build_weights(self):
+        """Creates every weight by a call on ``example_inputs()``."""
+        self(self.example_inputs())
 
     def inference_inputs(self, inputs):
         """Inputs for predicting the item after the history (default: unchanged)."""

@@ -6,10 +6,13 @@ and holds the output table items are scored with; a task owns what is done with
 them: the training loss, validation ranking, scores and top-k recommendations, as
 keras-hub's ``Task`` on a ``Backbone``. The public models are a task over a backbone
 built from the same arguments: ``SASRec``, ``HSTU`` and ``UniSRec`` are
-``NextItemTask``s, ``BERT4Rec`` a ``ClozeTask``. They inherit the backbone rather than
-hold it as an attribute, so that the weights keep the paths of model files written
-before the split (``tests/models/test_saved_v0.py``).
+``NextItemTask``s, ``BERT4Rec`` a ``ClozeTask``. A task holds its backbone
+(``task.backbone``); its weights lie under ``backbone/`` in a model file. Files written
+when the tasks inherited their backbone (its weights at the top) load too: the task
+reads them from there (``tests/models/test_saved_v0.py``).
 """
+
+import posixpath
 
 import keras
 import numpy as np
@@ -31,9 +34,14 @@ from tfseqrec.data import pipeline, splits, vocab
 class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
     """Next-item prediction on a backbone: loss, validation ranking, scores, top-k.
 
-    A subclass also derives from a backbone (``SequentialBackbone``), which gives
-    ``call(inputs) -> hidden`` (the sequence output), ``output_table()``,
-    ``output_rows()``, ``unpack_inputs`` and ``inference_inputs``.
+    The task holds its backbone (``self.backbone``, a ``SequentialBackbone``: ``call(inputs)
+    -> hidden``, the sequence output, and the output table items are scored with). A
+    subclass names its backbone class (``backbone_cls``) and is built either from the
+    backbone's arguments (``SASRec(num_items=..., hidden_dim=...)``) or around a
+    backbone (``SASRec(backbone=SASRecBackbone(...))``), as keras-hub's tasks are. The
+    backbone's public attributes read through the task (``model.hidden_dim``,
+    ``model.set_text_embeddings``); the config is the flat one of the constructor:
+    the backbone's arguments and the task's.
 
     Training (``fit``) takes ``(x, y, sample_weight)`` with
     ``x = {"item_ids", "padding_mask"}``, ``y`` the target id of every position
@@ -50,16 +58,35 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
     score matrix is id ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
 
     Args:
+        backbone: the network (an instance of ``backbone_cls``); by default one built
+            from ``*args, **kwargs``.
         loss: a ``tfseqrec.losses`` object or name; default the full softmax without
             the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
         exclude_seen_in_validation: leave the history's items out of the candidates
             in validation (see ``test_step``).
         loss_normalizer: divide the summed training loss by this constant instead
             of averaging each batch.
-        *args, **kwargs: the backbone's arguments.
+        name, dtype, trainable: the task's, as a ``keras.Model`` takes them (``dtype``
+            the backbone's too).
+        *args, **kwargs: the backbone's arguments, when no ``backbone`` is given.
     """
 
-    def __init__(self, *args, loss=None, exclude_seen_in_validation=True, loss_normalizer=None, **kwargs):
+    # The backbone class a subclass builds from its arguments.
+    backbone_cls = None
+
+    def __init__(
+        self,
+        *args,
+        backbone=None,
+        loss=None,
+        exclude_seen_in_validation=True,
+        loss_normalizer=None,
+        name=None,
+        dtype=None,
+        trainable=True,
+        **kwargs,
+    ):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
         # Before the backbone's layers, as before the split: a loss named by a string
         # may draw a seed, and the layers' initializers draw theirs after it.
         default = losses_lib.FullSoftmaxCrossEntropy(exclude_history=True)
@@ -67,7 +94,78 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         self.exclude_seen_in_validation = exclude_seen_in_validation
         self.loss_normalizer = loss_normalizer
         self._score_fn = None
-        super().__init__(*args, **kwargs)
+        if backbone is None:
+            backbone = self.backbone_cls(*args, dtype=dtype, **kwargs)
+        elif args or kwargs:
+            raise ValueError(
+                f"give {type(self).__name__} a backbone or the backbone's arguments, not both "
+                f"(got backbone= and {', '.join(sorted(kwargs)) or 'positional arguments'})"
+            )
+        # === Layers ===
+        self.backbone = backbone
+        self.make_task_layers()
+        self(backbone.example_inputs())
+
+    def make_task_layers(self):
+        """The task's own layers (none here), created after the backbone."""
+
+    def with_backbone(self, backbone):
+        """A new task of this one's class and options (``loss``, ...) over ``backbone``."""
+        config = self.get_config()
+        for key in self.backbone.get_config():
+            if key not in ("trainable", "dtype"):
+                config.pop(key, None)
+        config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
+        return type(self)(backbone=backbone, **config)
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        """The backbone's sequence output (and attention maps when asked)."""
+        if return_attention_scores:
+            return self.backbone(inputs, training=training, return_attention_scores=True)
+        return self.backbone(inputs, training=training)
+
+    def __getattr__(self, name):
+        # Only reached when the task has no attribute ``name``: the backbone's public
+        # ones (its sizes, UniSRec's text methods) read through the task.
+        backbone = self.__dict__.get("backbone")
+        if name.startswith("_") or backbone is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(backbone, name)
+
+    # --- the model contract (``tfseqrec.models.protocol``), the backbone's -----------
+
+    @property
+    def num_items(self):
+        return self.backbone.num_items
+
+    @property
+    def max_sequence_length(self):
+        return self.backbone.max_sequence_length
+
+    @property
+    def uses_timestamps(self):
+        """Whether the inputs must carry ``timestamps`` (HSTU with a time bias)."""
+        return self.backbone.uses_timestamps
+
+    def unpack_inputs(self, inputs):
+        """``(item_ids, padding_mask)`` of ``inputs`` (``SequentialBackbone.unpack_inputs``)."""
+        return self.backbone.unpack_inputs(inputs)
+
+    def inference_inputs(self, inputs):
+        """Inputs for predicting the item after the history (the backbone's layout)."""
+        return self.backbone.inference_inputs(inputs)
+
+    def output_table(self, training=False):
+        """``(item_embeddings [num_items, d], bias or None)`` that items are scored with."""
+        return self.backbone.output_table(training=training)
+
+    def output_rows(self, training=False):
+        """``output_table`` read by rows where it is row-wise (``SequentialBackbone.output_rows``)."""
+        return self.backbone.output_rows(training=training)
+
+    def scores_from_hidden(self, hidden):
+        """Float32 scores ``[..., num_items]`` of hidden states ``[..., d]``."""
+        return self.backbone.scores_from_hidden(hidden)
 
     def loss_table(self, training=False):
         """The ``(table, bias)`` the loss reads: by rows under ``RowSparseAdam``, which
@@ -345,8 +443,39 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
             self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn
 
+    # --- model files -----------------------------------------------------------------
+
+    def load_own_variables(self, store):
+        """Reads the task's part of a model file; also of one written before the task held its backbone.
+
+        Such a file (the task inherited its backbone then) holds the backbone's weights
+        at the task's own paths (``item_embedding/vars/0``, ...) where this layout has
+        them under ``backbone/``: the store is told to read each ``backbone/...`` path
+        from there for the rest of the load (``_flat_path``). The task itself has no
+        variables; the file's at the task's entry are then the backbone's own.
+        """
+        here = keras_internals.store_entry_path(store)
+        if here is None or store.has_path(posixpath.join(here, "backbone")):
+            super().load_own_variables(store)
+            return
+        if not store.has_path(posixpath.join(here, "blocks")):
+            raise ValueError(
+                f"this model file has no weights of {type(self).__name__}'s backbone, neither under "
+                f"'{posixpath.join(here, 'backbone')}' nor at '{here or '/'}' (as written before the "
+                "task held its backbone). To convert it, load it with the tfseqrec that wrote it and "
+                "keep its weights in order (numpy.savez('weights.npz', *model.get_weights())); here, "
+                f"build {type(self).__name__}.from_config(config) with its configuration (config.json "
+                "in the file), model.set_weights(list(numpy.load('weights.npz').values())), and "
+                "model.save(...)"
+            )
+        keras_internals.read_moved_weights(store, lambda path: _flat_path(store, path))
+
     def get_config(self):
-        config = super().get_config()
+        config = super().get_config()  # the task's name, trainable and dtype
+        backbone = self.backbone.get_config()
+        for key in ("name", "trainable", "dtype"):
+            backbone.pop(key, None)
+        config.update(backbone)
         config.update(
             {
                 "loss": keras.saving.serialize_keras_object(self.loss_fn),
@@ -363,6 +492,20 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         config.setdefault("position_origin", "newest")
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
         return cls(**config)
+
+
+def _flat_path(store, path):
+    """Where a model file written before the task held its backbone keeps ``path``.
+
+    Without the first ``backbone`` part that the file has no group for: that file's
+    task was its backbone (``backbone/blocks/...`` was ``blocks/...``; the entry
+    ``backbone``, the backbone's own variables, was the task's own).
+    """
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if part == "backbone" and not store.has_path("/".join(parts[: i + 1])):
+            return "/".join(parts[:i] + parts[i + 1 :])
+    return path
 
 
 class ClozeTask(NextItemTask):
@@ -401,7 +544,7 @@ class ClozeTask(NextItemTask):
             check_number(name, rate, minimum=0, maximum=1)
         if mask_token_rate + random_token_rate > 1:
             raise ValueError("mask_token_rate + random_token_rate must be <= 1")
-        # === Config === (read by make_task_layers, which the backbone's constructor calls)
+        # === Config === (read by make_task_layers, which NextItemTask's constructor calls)
         self.mask_prob = mask_prob
         self.mask_token_rate = mask_token_rate
         self.random_token_rate = random_token_rate
@@ -410,7 +553,7 @@ class ClozeTask(NextItemTask):
         super().__init__(*args, **kwargs)
 
     def make_task_layers(self):
-        # After the backbone's layers, before its weights are built (as before the split).
+        # After the backbone (a seeded masking draws nothing from the global seed).
         self.masking = masking_lib.ClozePreprocessor(
             self.num_items,
             mask_prob=self.mask_prob,

@@ -1,4 +1,4 @@
-"""HSTU: stacked gated pointwise-attention layers over the item history (Meta's generative recommender)."""
+"""HSTU's backbone: stacked gated pointwise-attention layers over the item history (the sequence output)."""
 
 import functools
 import math
@@ -11,8 +11,6 @@ from tfseqrec.checks import check_choice, check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
 from tfseqrec.models.base import SequentialBackbone
-from tfseqrec.models.presets import PRESETS, TRAINING
-from tfseqrec.models.tasks import NextItemTask
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -131,11 +129,13 @@ class HSTUBackbone(SequentialBackbone):
 
         # === Layers ===
         self.make_layers()
+        self.build_weights()
 
-        inputs = {"item_ids": tf.zeros((1, max_sequence_length), "int32")}
-        if num_time_buckets:
-            inputs["timestamps"] = tf.zeros((1, max_sequence_length), "int64")
-        self.build_weights(inputs)
+    def example_inputs(self):
+        inputs = {"item_ids": tf.zeros((1, self.max_sequence_length), "int32")}
+        if self.num_time_buckets:
+            inputs["timestamps"] = tf.zeros((1, self.max_sequence_length), "int64")
+        return inputs
 
     @property
     def uses_timestamps(self):
@@ -231,42 +231,3 @@ class HSTUBackbone(SequentialBackbone):
             }
         )
         return config
-
-
-@keras.saving.register_keras_serializable(package="tfseqrec")
-class HSTU(NextItemTask, HSTUBackbone):
-    """Hierarchical Sequential Transduction Units: ``HSTUBackbone`` with the next-item task.
-
-    Every position predicts the next item (``tfseqrec.models.tasks.NextItemTask``:
-    the training loss, validation ranking, ``score``, ``recommend``); the network,
-    its sizes (the reference ML-1M configuration) and arguments are ``HSTUBackbone``'s.
-    The loss is the full softmax without the sequence's other items, as the other id
-    models'; the paper's sampled softmax
-    (``SampledSoftmaxCrossEntropy(num_negatives=128, per_position=True)``,
-    logQ-corrected) is for catalogues too large to score whole.
-
-    Args:
-        num_items, max_sequence_length, hidden_dim, num_layers, num_heads,
-            attention_dim, linear_dim, dropout, relative_position_bias,
-            num_time_buckets, attention, temperature, initializer_range,
-            position_origin: see ``HSTUBackbone``.
-        loss: a ``tfseqrec.losses`` object or name; default full softmax without
-            the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
-        loss_normalizer: see ``NextItemTask``.
-
-
-    Example:
-
-    >>> model = HSTU(num_items=20, max_sequence_length=5, hidden_dim=8, num_layers=2)
-    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
-    >>> ids.shape
-    (1, 2)
-
-    Reference:
-        Zhai et al., "Actions Speak Louder than Words: Trillion-Parameter Sequential
-        Transducers for Generative Recommendations", ICML 2024.
-    """
-
-    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
-    default_training = TRAINING["hstu"]
-    presets = PRESETS["hstu"]

@@ -1,4 +1,4 @@
-"""SASRec: causal self-attention over the item history."""
+"""SASRec's backbone: causal self-attention over the item history (the sequence output)."""
 
 import math
 
@@ -9,8 +9,6 @@ from tfseqrec import losses
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialBackbone
-from tfseqrec.models.presets import PRESETS, TRAINING
-from tfseqrec.models.tasks import NextItemTask
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -124,7 +122,7 @@ class SASRecBackbone(SequentialBackbone):
         )
         self.final_norm = keras.layers.LayerNormalization(epsilon=1e-8, name="final_norm")
 
-        self.build_weights(tf.zeros((1, max_sequence_length), "int32"))
+        self.build_weights()
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
@@ -166,39 +164,3 @@ class SASRecBackbone(SequentialBackbone):
             }
         )
         return config
-
-
-@keras.saving.register_keras_serializable(package="tfseqrec")
-class SASRec(NextItemTask, SASRecBackbone):
-    """Self-Attentive Sequential Recommendation: ``SASRecBackbone`` with the next-item task.
-
-    Every position predicts the next item (``tfseqrec.models.tasks.NextItemTask``:
-    the training loss, validation ranking, ``score``, ``recommend``); the network and
-    its arguments are ``SASRecBackbone``'s.
-
-    Args:
-        num_items, max_sequence_length, hidden_dim, num_layers, num_heads,
-            intermediate_dim, dropout, activation, normalize_first,
-            normalized_residual, initializer_range, position_origin: see
-            ``SASRecBackbone``.
-        loss: a ``tfseqrec.losses`` object or name; default full softmax without
-            the other items of the position's sequence
-            (``FullSoftmaxCrossEntropy(exclude_history=True)``: the model is not
-            pushed to score already-seen items low, which ranking with seen items
-            filtered never asks of it; best on ML-1M validation).
-        loss_normalizer: see ``NextItemTask``.
-
-    Example:
-
-    >>> model = SASRec(num_items=20, max_sequence_length=5, hidden_dim=8)
-    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
-    >>> ids.shape
-    (1, 2)
-
-    Reference:
-        Kang & McAuley, "Self-Attentive Sequential Recommendation", ICDM 2018.
-    """
-
-    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
-    default_training = TRAINING["sasrec"]
-    presets = PRESETS["sasrec"]

@@ -1,16 +1,13 @@
-"""BERT4Rec: bidirectional self-attention trained with the Cloze task."""
+"""BERT4Rec's backbone: bidirectional self-attention over the item history (the sequence output)."""
 
 import functools
 
 import keras
-import tensorflow as tf
 
 from tfseqrec import losses
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.models.base import SequentialBackbone
-from tfseqrec.models.presets import PRESETS, TRAINING
-from tfseqrec.models.tasks import ClozeTask
 
 
 def _initializer(initializer_range, kernel=False):
@@ -115,7 +112,7 @@ class BERT4RecBackbone(SequentialBackbone):
 
         # === Config ===
         self.initializer_range = initializer_range
-        self.build_weights(tf.zeros((1, max_sequence_length), "int32"))
+        self.build_weights()
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
@@ -135,45 +132,3 @@ class BERT4RecBackbone(SequentialBackbone):
         config = super().get_config()
         config["initializer_range"] = self.initializer_range
         return config
-
-
-@keras.saving.register_keras_serializable(package="tfseqrec")
-class BERT4Rec(ClozeTask, BERT4RecBackbone):
-    """Bidirectional Encoder Representations from Transformer for recommendation.
-
-    ``BERT4RecBackbone`` (the network) with the Cloze task (``tfseqrec.models.tasks.ClozeTask``).
-    Training uses the Cloze task: when ``fit`` gets batches without labels, the
-    model masks them itself inside the compiled training step with its
-    ``ClozePreprocessor`` (``mask_prob`` of the items; 80% [MASK], 10% random, 10%
-    kept; fresh each step), and the loss covers masked positions only. At inference
-    the last ``max_sequence_length - 1`` items get a [MASK] appended, and the scores
-    of that last position rank the next item.
-
-    Args:
-        The network's, as ``BERT4RecBackbone`` takes them (``num_items``,
-        ``max_sequence_length`` including the inference [MASK], ``hidden_dim``,
-        ``num_layers``, ``num_heads``, ``intermediate_dim``, ``dropout``,
-        ``activation``, ``normalize_first``, ``initializer_range``,
-        ``position_origin``); the masking's, as ``ClozeTask`` takes them
-        (``mask_prob``, 0.2 for ML-1M in the paper; ``mask_token_rate``, 0.8 as in
-        BERT where the original BERT4Rec code uses 1.0; ``random_token_rate``, 0.1
-        where the original code uses 0.0; ``last_item_only_prob``, the original
-        code's extra last-item samples; ``seed``); and the task's ``loss``: a
-        ``tfseqrec.losses`` object or name, by default the full softmax without the
-        sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``, as
-        SASRec's; best on ML-1M validation: 0.0874 against 0.0807 after 10 minutes).
-
-    Example:
-
-    >>> model = BERT4Rec(num_items=20, max_sequence_length=6, hidden_dim=8)
-    >>> model.score([[0, 0, 3, 4, 5, 6]]).shape
-    TensorShape([1, 20])
-
-    Reference:
-        Sun et al., "BERT4Rec: Sequential Recommendation with Bidirectional Encoder
-        Representations from Transformer", CIKM 2019.
-    """
-
-    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
-    default_training = TRAINING["bert4rec"]
-    presets = PRESETS["bert4rec"]

@@ -1,4 +1,4 @@
-"""UniSRec: frozen item-text vectors through a mixture-of-experts adaptor into SASRec."""
+"""UniSRec's backbone: frozen item-text vectors through a mixture-of-experts adaptor into SASRec's encoder."""
 
 import keras
 import numpy as np
@@ -7,9 +7,7 @@ import tensorflow as tf
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import MoEAdaptor
-from tfseqrec.models.presets import PRESETS, TRAINING
-from tfseqrec.models.sasrec import SASRecBackbone
-from tfseqrec.models.tasks import NextItemTask
+from tfseqrec.models.sasrec.backbone import SASRecBackbone
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -283,174 +281,6 @@ class UniSRecBackbone(SASRecBackbone):
         return config
 
 
-@keras.saving.register_keras_serializable(package="tfseqrec")
-class UniSRec(NextItemTask, UniSRecBackbone):
-    """Universal Sequence Representation: item text in, SASRec's encoder on top.
-
-    ``UniSRecBackbone`` (the network) with the next-item task
-    (``tfseqrec.models.tasks.NextItemTask``).
-
-    Each item has a frozen text vector (``text_embeddings``: the mean-pooled output of
-    a pretrained sentence encoder over the item's text, computed once, for example by
-    ``tfseqrec.models.SentenceEncoder``). A ``MoEAdaptor`` (parametric whitening
-    experts under a softmax gate) maps it to the model width; with
-    ``use_id_embeddings`` a learned id embedding is added (the paper's transductive
-    setting; without it the model is inductive: an item is its text only, so an item
-    added later by its text alone is scored like any other). With id embeddings, an
-    item the training data never showed (``set_trained_items``) or one added later by
-    its text has none: it is scored by its text alone, as a text-only model scores
-    it; ``id_dropout`` drops the id part of a share of the items in training, so that
-    the text alone ranks well. Position embeddings and
-    SASRec's causal blocks follow; the sequence vector at each position and the item
-    vectors are L2-normalised and their dot product divided by ``temperature``
-    (UniSRec's fine-tuning score). Input and output item vectors are the same.
-
-    Everything else is ``SASRec``'s: training on every position with the model's loss
-    (default: full softmax without the sequence's other items), validation, scoring,
-    recommending, export. The text table is a non-trainable weight: it is saved with
-    the model, and the adaptor and encoder train over it.
-
-    Args:
-        num_items: number of real items (ids ``NUM_RESERVED ..``).
-        text_dim: width of the text vectors (all-MiniLM-L6-v2: 384).
-        num_experts: adaptor experts (the paper: 8).
-        adaptor_dropout: dropout of each expert's input (the paper: 0.2).
-        use_id_embeddings: add a learned id embedding to each adapted text vector.
-        id_dropout: with id embeddings, the probability that an item occurrence (an
-            input item, or a row of the output table) is read by its text alone in a
-            training step (0: never).
-        temperature: divides the cosine scores (the paper: 0.07); ``None`` scores by
-            the plain dot product, as SASRec.
-        text_encoder: how the text vectors were made, for items added later by their
-            text and for the export's text signatures: ``{"attributes": [...],
-            "max_attribute_tokens": int, "num_layers": int}`` of
-            ``SentenceEncoder.from_pretrained`` (``None``: vectors from elsewhere).
-        text_embeddings: optional float ``[num_items, text_dim]`` text vectors of ids
-            ``NUM_RESERVED ..`` (not part of the config: saved as a weight); set later
-            with ``set_text_embeddings``.
-        **kwargs: ``SASRec``'s arguments (``max_sequence_length``, ``hidden_dim``,
-            ``num_layers``, ``num_heads``, ``dropout``, ``loss``, ...).
-
-    Call arguments:
-        inputs: dict with ``item_ids`` int ``[batch, length]`` (newest last) and
-            optional ``padding_mask``; or the id tensor alone.
-        training: dropout switch.
-
-    Returns:
-        ``[batch, length, hidden_dim]``: row ``i`` predicts item ``i + 1`` (normalised
-        and divided by ``temperature`` when it is set).
-
-    Example:
-
-    >>> import numpy as np
-    >>> text = np.random.default_rng(0).normal(size=(20, 6)).astype("float32")
-    >>> model = UniSRec(num_items=20, text_dim=6, max_sequence_length=5, hidden_dim=8, text_embeddings=text)
-    >>> ids, scores = model.recommend([[3, 4, 5]], k=2)
-    >>> ids.shape
-    (1, 2)
-
-    Reference:
-        Hou et al., "Towards Universal Sequence Representation Learning for
-        Recommender Systems", KDD 2022.
-    """
-
-    # Training defaults and tuned configurations: ``tfseqrec.models.presets``.
-    default_training = TRAINING["unisrec"]
-    presets = PRESETS["unisrec"]
-
-
 def _local_path(weight):
     """A weight's path inside its model (without the model's own name)."""
     return weight.path.split("/", 1)[1]
-
-
-@keras.saving.register_keras_serializable(package="tfseqrec")
-class UniSRecPretrainer(keras.Model):
-    """UniSRec's pre-training: sequence-item plus sequence-sequence contrast (Eq. 7-9).
-
-    ``fit`` takes ``x = {"item_ids": [batch, length]}`` histories (newest last, left
-    padded) and ``y`` the next item ``[batch]``, over a catalogue that may join several
-    datasets (their items side by side, each known by its text). With ``s`` the
-    normalised sequence vector and ``v`` the normalised adapted text vector:
-
-    - sequence-item: ``-log softmax(s_j . v_j / t)`` against the batch's other next
-      items (in-batch negatives, so a batch mixing datasets contrasts across them);
-    - sequence-sequence: the same history with each item dropped with probability
-      ``item_drop`` (the newest always kept) is the positive of ``s``, the batch's
-      other augmented histories the negatives; weight ``seq_seq_weight`` (the
-      paper's lambda, 1e-3).
-
-    A negative whose next item equals the row's own is left out of both (the official
-    code's ``same_pos_id``).
-
-    Args:
-        model: a ``UniSRec`` (text only) over the pre-training catalogue; it is trained
-            in place.
-        seq_seq_weight: weight of the sequence-sequence loss.
-        item_drop: drop probability of the augmentation.
-        seed: seed of the augmentation.
-
-    Reference:
-        Hou et al., "Towards Universal Sequence Representation Learning for
-        Recommender Systems", KDD 2022.
-    """
-
-    def __init__(self, model, seq_seq_weight=1e-3, item_drop=0.2, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if model.temperature is None:
-            raise ValueError("UniSRec pre-training contrasts cosines: the model needs a temperature")
-        self.model = model
-        self.seq_seq_weight = seq_seq_weight
-        self.item_drop = item_drop
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-
-    def call(self, inputs, training=None):
-        return self.model(inputs, training=training)
-
-    def augment(self, ids):
-        """``ids`` with each item dropped at ``item_drop`` (the newest kept), the rest moved right."""
-        ids = tf.convert_to_tensor(ids)
-        real = ids >= vocab.NUM_RESERVED
-        drop = keras.random.uniform(tf.shape(ids), seed=self.seed_generator) < self.item_drop
-        newest = tf.one_hot(tf.shape(ids)[1] - 1, tf.shape(ids)[1], on_value=True, off_value=False)[None]
-        keep = real & (~drop | newest)
-        order = tf.argsort(tf.cast(keep, tf.int32), axis=1, stable=True)
-        return tf.where(
-            tf.gather(keep, order, batch_dims=1), tf.gather(ids, order, batch_dims=1), tf.zeros_like(ids)
-        )
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        t = self.model.temperature
-        y = tf.reshape(tf.cast(y, "int32"), [-1])
-        sequence = y_pred[:, -1] * t  # the model returns normalised vectors over t
-        items = tf.math.l2_normalize(self.model.item_vectors(y, training=training), axis=-1)
-        ids = x["item_ids"] if isinstance(x, dict) else x
-        augmented = self.model(self.augment(ids), training=training)[:, -1] * t
-        same = tf.equal(y[:, None], y[None, :]) & ~tf.eye(tf.shape(y)[0], dtype="bool")
-        labels = tf.range(tf.shape(y)[0])
-
-        def contrast(a, b):
-            logits = tf.where(same, -1e9, tf.matmul(a, b, transpose_b=True) / t)
-            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
-
-        loss = contrast(sequence, items) + self.seq_seq_weight * contrast(sequence, augmented)
-        return loss + tf.add_n(self.losses) if self.losses else loss
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "model": keras.layers.serialize(self.model),
-                "seq_seq_weight": self.seq_seq_weight,
-                "item_drop": self.item_drop,
-                "seed": self.seed,
-            }
-        )
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["model"] = keras.layers.deserialize(config["model"])
-        return cls(**config)
