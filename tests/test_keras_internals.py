@@ -44,6 +44,42 @@ def _epoch_iterator():
     return model.iterators[0]
 
 
+class _Nested(keras.Model):
+    """A dense layer at ``inner`` (``nested=True``, as a task holds its backbone) or at the top.
+
+    ``load_own_variables`` keeps the store Keras passes it and, when asked, remaps what
+    the load reads next, as ``tfseqrec.models.tasks`` does.
+    """
+
+    def __init__(self, nested=False, remap=None):
+        super().__init__(name="nested")
+        self.remap = remap
+        self.stores, self.entry_paths = [], []
+        if nested:
+            self.inner = keras.Sequential([keras.layers.Dense(2, name="dense")], name="inner")
+        else:
+            self.dense = keras.layers.Dense(2, name="dense")
+        self.build_from_config({"input_shape": (1, 3)})
+
+    def build(self, input_shape):
+        (self.inner if hasattr(self, "inner") else self.dense).build(input_shape)
+
+    def load_own_variables(self, store):
+        self.stores.append(store)
+        self.entry_paths.append(keras_internals.store_entry_path(store))
+        if self.remap is not None:
+            keras_internals.read_moved_weights(store, self.remap)
+        super().load_own_variables(store)
+
+
+def _weights_store():
+    model = _Nested()
+    path = f"{pytest.importorskip('tempfile').mkdtemp()}/nested.weights.h5"
+    model.save_weights(path)
+    model.load_weights(path)
+    return model.stores[0]
+
+
 def _built_adam():
     variable = keras.Variable(np.zeros((3, 2), np.float32))
     adam = keras.optimizers.Adam()
@@ -58,6 +94,7 @@ OBJECTS = {
     "tf PerReplicaSpec": lambda: tf_values.PerReplicaSpec(tf.TensorSpec([2])),
     "keras.optimizers.Adam": lambda: keras.optimizers.Adam,
     "keras.optimizers.Adam (built)": _built_adam,
+    "the weights store load_own_variables gets": _weights_store,
 }
 
 
@@ -97,3 +134,17 @@ def test_adam_slots_are_the_moments_of_the_variable():
     m, v = keras_internals.adam_slots(adam, variable)
     np.testing.assert_allclose(m.numpy(), np.full((3, 2), 0.1), rtol=1e-6)  # (1 - beta_1) * g
     np.testing.assert_allclose(v.numpy(), np.full((3, 2), 0.01), rtol=1e-6)  # (1 - beta_2) * g^2
+
+
+def test_a_moved_layer_reads_its_weights_from_where_the_file_keeps_them(tmp_path):
+    flat = _Nested()
+    flat.dense.kernel.assign(np.arange(6, dtype=np.float32).reshape(3, 2))
+    flat.save_weights(tmp_path / "flat.weights.h5")
+    # The file keeps the dense layer at "dense"; the nested model asks for "inner/layers/dense".
+    moved = _Nested(nested=True, remap=lambda path: path.replace("inner/layers/", ""))
+    moved.load_weights(tmp_path / "flat.weights.h5")
+    assert moved.entry_paths == [""], f"{VERSIONS}: H5IOStore._h5_entry_path"
+    kernel = moved.inner.layers[0].kernel.numpy()
+    assert np.array_equal(kernel, np.arange(6).reshape(3, 2)), (
+        f"{VERSIONS}: load_weights no longer asks the store given to load_own_variables for the layers after"
+    )

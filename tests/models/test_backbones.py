@@ -1,4 +1,4 @@
-"""The id models' backbones give the sequence output; the tasks over them add nothing to it."""
+"""The id models' backbones give the sequence output; the tasks that hold them add nothing to it."""
 
 import keras
 import numpy as np
@@ -48,6 +48,31 @@ def test_backbone_gives_the_tasks_sequence_output(backbone_cls, task_cls, extra)
     np.testing.assert_allclose(np.asarray(restored(IDS)), hidden, atol=1e-6)
     table, _ = backbone.output_table()
     assert table.shape == (12, 8)
+
+
+@pytest.mark.parametrize("backbone_cls, task_cls, extra", PAIRS)
+def test_task_holds_a_given_backbone_and_scores_with_its_table(backbone_cls, task_cls, extra):
+    sizes = {"num_items": 12, "max_sequence_length": 5, "hidden_dim": 8, "num_layers": 1, **extra}
+    backbone = backbone_cls(**sizes)
+    task = task_cls(backbone=backbone, loss="softmax")
+    assert task.backbone is backbone and task.hidden_dim == 8 and task.num_items == 12
+    assert task.weights and all(any(w is b for b in backbone.weights) for w in task.trainable_weights)
+    # The oracle: the last position's output against the table, in NumPy.
+    inputs = np.asarray(task.inference_inputs(IDS)["item_ids"]) if task_cls is BERT4Rec else IDS
+    hidden = np.asarray(backbone(inputs))[:, -1]
+    table, bias = (None if t is None else np.asarray(t) for t in backbone.output_table())
+    expected = hidden @ table.T + (0 if bias is None else bias)
+    np.testing.assert_allclose(np.asarray(task.score(IDS)), expected, rtol=1e-5, atol=1e-5)
+    # The config is the constructor's, flat: the backbone's arguments and the task's.
+    config = task.get_config()
+    assert {k: v for k, v in backbone.get_config().items() if k != "name"}.items() <= config.items()
+    restored = task_cls.from_config(config)
+    assert type(restored.backbone) is backbone_cls and restored.get_config() == {
+        **config,
+        "name": restored.name,
+    }
+    with pytest.raises(ValueError, match="a backbone or the backbone's arguments, not both"):
+        task_cls(backbone=backbone, hidden_dim=8)
 
 
 def test_cloze_preprocessor_packs_x_y_sample_weight_same_in_tf_data():
