@@ -106,6 +106,18 @@ LAYERS = [
         "tfseqrec.serving",
         "tfseqrec.plot",
     ],
+    # The models: the tasks, the contract and Recformer; the id models' backbone base; one
+    # package per id model (backbone.py, the task model, presets.py); the package and the
+    # presets it gathers from them.
+    ["tfseqrec.models.tasks", "tfseqrec.models.protocol", "tfseqrec.models.recformer"],
+    ["tfseqrec.models.base"],
+    [
+        "tfseqrec.models.sasrec",
+        "tfseqrec.models.bert4rec",
+        "tfseqrec.models.hstu",
+        "tfseqrec.models.unisrec",
+        "tfseqrec.models.sentence_encoder",
+    ],
     ["tfseqrec.models"],
     ["tfseqrec.evaluation", "tfseqrec.training", "tfseqrec.export"],
     ["tfseqrec.kinds"],
