@@ -11,7 +11,7 @@ from tfseqrec.models.tasks import ClozeTask
 class BERT4Rec(ClozeTask):
     """Bidirectional Encoder Representations from Transformer for recommendation.
 
-    ``BERT4RecBackbone`` (the network) with the Cloze task (``tfseqrec.models.tasks.ClozeTask``).
+    The Cloze task (``tfseqrec.models.tasks.ClozeTask``) holding ``BERT4RecBackbone`` (the network).
     Training uses the Cloze task: when ``fit`` gets batches without labels, the
     model masks them itself inside the compiled training step with its
     ``ClozePreprocessor`` (``mask_prob`` of the items; 80% [MASK], 10% random, 10%
@@ -24,7 +24,8 @@ class BERT4Rec(ClozeTask):
         ``max_sequence_length`` including the inference [MASK], ``hidden_dim``,
         ``num_layers``, ``num_heads``, ``intermediate_dim``, ``dropout``,
         ``activation``, ``normalize_first``, ``initializer_range``,
-        ``position_origin``); the masking's, as ``ClozeTask`` takes them
+        ``position_origin``; or ``backbone``, a ``BERT4RecBackbone`` to hold, as
+        ``model.backbone``); the masking's, as ``ClozeTask`` takes them
         (``mask_prob``, 0.2 for ML-1M in the paper; ``mask_token_rate``, 0.8 as in
         BERT where the original BERT4Rec code uses 1.0; ``random_token_rate``, 0.1
         where the original code uses 0.0; ``last_item_only_prob``, the original

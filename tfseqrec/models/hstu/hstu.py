@@ -13,7 +13,8 @@ class HSTU(NextItemTask):
 
     Every position predicts the next item (``tfseqrec.models.tasks.NextItemTask``:
     the training loss, validation ranking, ``score``, ``recommend``); the network,
-    its sizes (the reference ML-1M configuration) and arguments are ``HSTUBackbone``'s.
+    its sizes (the reference ML-1M configuration) and arguments are ``HSTUBackbone``'s,
+    which it holds (``model.backbone``).
     The loss is the full softmax without the sequence's other items, as the other id
     models'; the paper's sampled softmax
     (``SampledSoftmaxCrossEntropy(num_negatives=128, per_position=True)``,
@@ -23,11 +24,12 @@ class HSTU(NextItemTask):
         num_items, max_sequence_length, hidden_dim, num_layers, num_heads,
             attention_dim, linear_dim, dropout, relative_position_bias,
             num_time_buckets, attention, temperature, initializer_range,
-            position_origin: see ``HSTUBackbone``.
+            position_origin: see ``HSTUBackbone``: the network it builds and holds
+            (``model.backbone``).
+        backbone: an ``HSTUBackbone`` to hold instead (then none of the above).
         loss: a ``tfseqrec.losses`` object or name; default full softmax without
             the sequence's other items (``FullSoftmaxCrossEntropy(exclude_history=True)``).
         loss_normalizer: see ``NextItemTask``.
-
 
     Example:
 

@@ -12,14 +12,15 @@ class SASRec(NextItemTask):
     """Self-Attentive Sequential Recommendation: ``SASRecBackbone`` with the next-item task.
 
     Every position predicts the next item (``tfseqrec.models.tasks.NextItemTask``:
-    the training loss, validation ranking, ``score``, ``recommend``); the network and
-    its arguments are ``SASRecBackbone``'s.
+    the training loss, validation ranking, ``score``, ``recommend``); the network is the
+    ``SASRecBackbone`` it holds (``model.backbone``), built from its arguments.
 
     Args:
         num_items, max_sequence_length, hidden_dim, num_layers, num_heads,
             intermediate_dim, dropout, activation, normalize_first,
             normalized_residual, initializer_range, position_origin: see
-            ``SASRecBackbone``.
+            ``SASRecBackbone``: the network it builds and holds (``model.backbone``).
+        backbone: a ``SASRecBackbone`` to hold instead (then none of the above).
         loss: a ``tfseqrec.losses`` object or name; default full softmax without
             the other items of the position's sequence
             (``FullSoftmaxCrossEntropy(exclude_history=True)``: the model is not

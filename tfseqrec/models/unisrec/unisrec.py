@@ -11,8 +11,9 @@ from tfseqrec.models.unisrec.presets import PRESETS, TRAINING
 class UniSRec(NextItemTask):
     """Universal Sequence Representation: item text in, SASRec's encoder on top.
 
-    ``UniSRecBackbone`` (the network) with the next-item task
-    (``tfseqrec.models.tasks.NextItemTask``).
+    The next-item task (``tfseqrec.models.tasks.NextItemTask``) holding
+    ``UniSRecBackbone`` (the network, ``model.backbone``; ``backbone=`` gives one to hold
+    instead of its arguments).
 
     Each item has a frozen text vector (``text_embeddings``: the mean-pooled output of
     a pretrained sentence encoder over the item's text, computed once, for example by
