@@ -148,7 +148,8 @@ def run_tfseqrec(name, protocol, data_path, split, minutes, seed):
     model, history, trained_split, _ = training.train(
         kinds.get(name), data_path, out, config, callbacks=[timer], verbose=2
     )
-    if not np.array_equal(trained_split.test.targets, split.test.targets):
+    same = np.array_equal(trained_split.test.targets, split.test.targets)
+    if not same or trained_split.train.num_events != split.train.num_events:
         raise ValueError("tfseqrec trained on another split than the protocol's")
     test = evaluation.evaluate(
         model, split.test, ks=KS, exclude_seen=protocol.evaluation_exclude_seen, progress=False
