@@ -187,14 +187,15 @@ class EpochEnd(pl.Callback):
     def on_train_epoch_end(self, trainer, pl_module):
         epoch = trainer.current_epoch + 1
         torch.save(pl_module.torch_model.state_dict(), os.path.join(self.work, f"state-{epoch}.pt"))
-        path = None
+        path, scoring = None, time.perf_counter()
         if len(RUN["fit"]["val_users"]):
             path = os.path.join(self.work, f"val-{epoch}.npy")
             scores = scores_of(
                 pl_module, pl_module.data_preparator, RUN["val_frame"], RUN["fit"]["val_users"]
             )
             np.save(path, scores)
-        emit("epoch", epoch=epoch, elapsed=time.perf_counter() - self.start, scores=path)
+        scoring = time.perf_counter() - scoring
+        emit("epoch", epoch=epoch, elapsed=time.perf_counter() - self.start, scores=path, scoring=scoring)
         answer = harness_says()
         if answer == "stop" or time.perf_counter() - self.start >= self.budget:
             trainer.should_stop = True

@@ -206,19 +206,22 @@ class Runner:
 def validated_epochs(runner, valid, protocol, patience, window):
     """The runner's epochs: each one's validation scores ranked, early stopping by tfseqrec's
     rule (``patience`` epochs without a better validation NDCG@10). Returns the validation
-    curve, the fit seconds at each epoch's end, and the runner's "trained" event."""
-    curve, elapsed, best, wait = [], [], -np.inf, 0
+    curve, the fit seconds at each epoch's end, the seconds of each validation (the runner's
+    scoring, this side's ranking; part of the fit seconds), and the runner's "trained" event."""
+    curve, elapsed, validation, best, wait = [], [], [], -np.inf, 0
     event = runner.event()
     while event["event"] == "epoch":
         elapsed.append(event["elapsed"])
         if event["scores"]:
+            start = time.perf_counter()
             ndcg = rank(np.load(event["scores"]), valid, protocol.evaluation_exclude_seen, window)["ndcg@10"]
             os.remove(event["scores"])
+            validation.append(event["scoring"] + time.perf_counter() - start)
             curve.append(ndcg)
             best, wait = (ndcg, 0) if ndcg > best else (best, wait + 1)
         runner.say("stop" if wait >= patience else "continue")
         event = runner.event()
-    return curve, elapsed, event
+    return curve, elapsed, validation, event
 
 
 def run_rectools(name, protocol, split, vocabulary, minutes, seed, window):
@@ -227,7 +230,9 @@ def run_rectools(name, protocol, split, vocabulary, minutes, seed, window):
     work = tempfile.mkdtemp(prefix=f"peers-rectools-{name}-")
     np.savez(os.path.join(work, "fit.npz"), **fit_arrays(split, vocabulary, protocol.validation == "last"))
     with Runner(name, work, minutes, config.epochs, seed, protocol.training) as runner:
-        curve, elapsed, trained = validated_epochs(runner, split.valid, protocol, config.patience, window)
+        curve, elapsed, validation, trained = validated_epochs(
+            runner, split.valid, protocol, config.patience, window
+        )
         summary = curve_summary(curve, elapsed, protocol.validation == "last")
         runner.say(f"score {summary['best_epoch']}")
         event = runner.event()
@@ -241,6 +246,7 @@ def run_rectools(name, protocol, split, vocabulary, minutes, seed, window):
         "epochs": len(elapsed),
         "val_ndcg@10": curve,
         "elapsed_seconds": elapsed,
+        "validation_seconds": validation,
         **summary,
         "test": test,
     }
