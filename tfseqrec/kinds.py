@@ -19,6 +19,7 @@ Example:
 import dataclasses
 import json
 import os
+import random
 
 import numpy as np
 
@@ -233,10 +234,15 @@ class IdModelKind(ModelKind):
         options = dict(config.model_options)
         legacy = {k: v for k, v in options.items() if LEGACY_MODEL_OPTIONS.get(k) == v}
         if legacy:
+            # The probe's initializers draw their seeds from Python's stream: restored, so that
+            # the model built next starts from the weights of the seed alone.
+            state = random.getstate()
             try:
                 getattr(models, self.model_class)(num_items=1, max_sequence_length=1, **legacy)
             except ValueError:
                 options = {k: v for k, v in options.items() if k not in legacy}
+            finally:
+                random.setstate(state)
         return options
 
     def initialize(self, model, checkpoint):

@@ -171,11 +171,6 @@ class TrainConfig(Options):
         self.check()
 
     @property
-    def model_class(self):
-        """The class of ``model`` (``tfseqrec.models.SASRec``, ...)."""
-        return MODELS[self.model]
-
-    @property
     def sampled_loss(self):
         """Whether the loss reads only some items' rows (bce, sampled_softmax, gbce), not every item's."""
         return self.loss not in (None, "softmax")
