@@ -3,7 +3,7 @@
 What ``evaluate`` does for every ``SequentialRecommender`` at scale, without a model:
 random queries ``[users, hidden]`` and an output table ``[items, hidden]``, each user
 with a target and a history of ``--history`` items to exclude, ranked by
-``ranking.rank_targets_by_query`` in batches of ``--batch`` users (as ``evaluate``
+``block_ranking.rank_targets_by_query`` in batches of ``--batch`` users (as ``evaluate``
 does, one ``tf.function`` per batch shape). Rows of the table:
 
 - ``matmul only``: the blocks' matmuls alone (each block's scores summed over one
@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
 
-from tfseqrec import ranking  # noqa: E402
+from tfseqrec import block_ranking  # noqa: E402
 from tfseqrec.data import vocab  # noqa: E402
 
 
@@ -75,14 +75,14 @@ def main():
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--history", type=int, default=50, help="history items excluded per user")
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--chunk", type=int, default=ranking.CHUNK_ITEMS, help="items a block")
+    parser.add_argument("--chunk", type=int, default=block_ranking.CHUNK_ITEMS, help="items a block")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
 
     query, table, targets, seen = make_inputs(args.users, args.items, args.hidden, args.history)
     query, table = tf.constant(query), tf.constant(table)
     rank = tf.function(
-        lambda q, t, y, h: ranking.rank_targets_by_query(q, t, y, h, chunk_items=args.chunk),
+        lambda q, t, y, h: block_ranking.rank_targets_by_query(q, t, y, h, chunk_items=args.chunk),
         reduce_retracing=True,
     )
     rows = [

@@ -166,7 +166,7 @@ def test_session_loader_equals_the_in_memory_model(predictor, in_memory):
 def _numpy_top_k(model, vocabulary, history, k=5):
     """The oracle: ``model.score`` of the newest ``MAX_LEN`` known items, then every known
     item of the history excluded and the rest sorted best first, in NumPy (not through
-    ``ranking.top_k_in_blocks``, which the export and ``recommend`` share)."""
+    ``block_ranking.top_k_in_blocks``, which the export and ``recommend`` share)."""
     ids = vocabulary.lookup(history)
     ids = ids[ids >= vocab.NUM_RESERVED]  # unknown ids and padding ("") are dropped
     scores = np.asarray(model.score(ids[None, -MAX_LEN:]))[0].astype(np.float64)
@@ -326,13 +326,13 @@ def test_served_blocks_equal_the_whole_score_matrix(kind, monkeypatch, tmp_path)
     ties (popularity of an empty history), exclusions, a bias, unknown ids, every k."""
     import keras
 
-    from tfseqrec import ranking
+    from tfseqrec import block_ranking, ranking
     from tfseqrec.data import ItemVocabulary
     from tfseqrec.export import module
     from tfseqrec.models import BERT4Rec, SASRec
 
-    monkeypatch.setattr(ranking, "CHUNK_ITEMS", 3)
-    monkeypatch.setattr(ranking, "BLOCK_ENTRIES", 8)  # 3-column blocks at batch 3, 8 for one history
+    monkeypatch.setattr(block_ranking, "CHUNK_ITEMS", 3)
+    monkeypatch.setattr(block_ranking, "BLOCK_ENTRIES", 8)  # 3-column blocks at batch 3, 8 for one history
     keras.utils.set_random_seed(1)
     model = (SASRec if kind == "sasrec" else BERT4Rec)(num_items=20, max_sequence_length=3, hidden_dim=8)
     vocabulary = ItemVocabulary([f"i{j}" for j in range(20)], [5, 5, 3, 3, 3] + [1] * 15)

@@ -101,6 +101,7 @@ LAYERS = [
         "tfseqrec.layers",
         "tfseqrec.losses",
         "tfseqrec.ranking",
+        "tfseqrec.block_ranking",
         "tfseqrec.metrics",
         "tfseqrec.optimizers",
         "tfseqrec.serving",

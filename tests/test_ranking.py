@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests import test_case
-from tfseqrec import evaluation, export, kinds, metrics, ranking
+from tfseqrec import block_ranking, evaluation, export, kinds, metrics, ranking
 from tfseqrec.data import ItemVocabulary, pipeline, splits
 from tfseqrec.models import SASRec
 
@@ -144,9 +144,11 @@ class RankingOracleTest(test_case.TestCase):
             expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(batch)]
             unfiltered = [oracle_rank(scores[i], targets[i], [], exclude=False) for i in range(batch)]
             for chunk in (1, 3, 4, 11, 4096):
-                got = ranking.rank_targets_by_query(query, table, targets, ragged, bias=b, chunk_items=chunk)
+                got = block_ranking.rank_targets_by_query(
+                    query, table, targets, ragged, bias=b, chunk_items=chunk
+                )
                 self.assertAllEqual(got, expected, msg=f"chunk {chunk}")
-            graph = tf.function(ranking.rank_targets_by_query)
+            graph = tf.function(block_ranking.rank_targets_by_query)
             self.assertAllEqual(graph(query, table, targets, None, b, 4), unfiltered)
 
     def test_count_true_equals_numpy_in_groups_and_not(self):
@@ -155,7 +157,7 @@ class RankingOracleTest(test_case.TestCase):
             flags = rng.random((6, width)) < 0.5
             flags[0], flags[1] = True, False  # a full row: every group sums 128, the uint8 limit is 255
             self.assertAllEqual(
-                ranking.count_true(tf.constant(flags)), flags.sum(axis=1), msg=f"width {width}"
+                block_ranking.count_true(tf.constant(flags)), flags.sum(axis=1), msg=f"width {width}"
             )
 
     def test_rank_targets_by_query_counts_full_groups_as_the_oracle(self):
@@ -170,7 +172,7 @@ class RankingOracleTest(test_case.TestCase):
         histories = [list(rng.integers(0, R + num_items, size=rng.integers(0, 20))) for _ in range(batch)]
         scores = (query.astype(np.float64) @ table.T.astype(np.float64)).astype(np.float32)
         expected = [oracle_rank(scores[i], targets[i], histories[i]) for i in range(batch)]
-        got = ranking.rank_targets_by_query(
+        got = block_ranking.rank_targets_by_query(
             query, table, targets, tf.ragged.constant(histories, dtype=tf.int64), chunk_items=128
         )
         self.assertAllEqual(got, expected)
@@ -198,9 +200,9 @@ class RankingOracleTest(test_case.TestCase):
         table[6] = np.nan
         histories = [list(rng.integers(0, 15, size=int(rng.integers(0, 5)))) for _ in range(16)]
         scores = (query.astype(np.float64) @ table.T.astype(np.float64)).astype(np.float32)
-        block_scores, _ = ranking.query_blocks(query, table)
+        block_scores, _ = block_ranking.query_blocks(query, table)
         for k, chunk in ((1, 1), (4, 3), (10, 4), (25, 4096)):
-            values, columns = ranking.top_k_in_blocks(
+            values, columns = block_ranking.top_k_in_blocks(
                 block_scores, 10, 16, k, tf.ragged.constant(histories), chunk
             )
             for row in range(16):

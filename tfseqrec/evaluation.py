@@ -4,7 +4,7 @@
 target with ``tfseqrec.ranking``, the rules that validation inside ``fit``, the
 export's signatures and the TFX ``RankingEvaluator`` use. A ``SequentialRecommender``
 (SASRec, BERT4Rec, HSTU, UniSRec) scores items by dot products of a query vector with
-its output table, so its ranks come from ``ranking.rank_targets_by_query``: the
+its output table, so its ranks come from ``block_ranking.rank_targets_by_query``: the
 catalogue is scored a block at a time and never held whole, whatever its size. Any
 other model (Recformer, a stand-in with ``score``) is ranked on its score matrix by
 ``ranking.rank_targets``, in batches small enough for ``MAX_SCORES_PER_BATCH``. With
@@ -29,7 +29,7 @@ negatives). Popularity sampling needs per-item counts of *training* events
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import ranking
+from tfseqrec import block_ranking, ranking
 from tfseqrec.checks import check_number
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.models.base import SequentialRecommender
@@ -159,7 +159,7 @@ def seen_items(exclude_seen, histories, inputs):
 # The ranking functions run as one graph per batch shape: eager, their passes over
 # the scores cost twice as much (measured at a million items).
 _rank_targets = tf.function(ranking.rank_targets, reduce_retracing=True)
-_rank_targets_by_query = tf.function(ranking.rank_targets_by_query, reduce_retracing=True)
+_rank_targets_by_query = tf.function(block_ranking.rank_targets_by_query, reduce_retracing=True)
 
 
 def _scorer(model):
@@ -190,7 +190,7 @@ class _FullScores:
 
 
 class _FactoredScores:
-    """Ranks of ``ranking.rank_targets_by_query`` on ``model.query`` and ``model.output_table()``."""
+    """Ranks of ``block_ranking.rank_targets_by_query`` on ``model.query`` and ``model.output_table()``."""
 
     bounded = True
 
@@ -207,7 +207,7 @@ class _FactoredScores:
 
     def columns(self, query, index):
         """Scores ``[batch, k]`` of the items at ``index`` (columns), by the model's arithmetic."""
-        _, column_scores = ranking.query_blocks(query, self.table, self.bias)
+        _, column_scores = block_ranking.query_blocks(query, self.table, self.bias)
         return column_scores(tf.convert_to_tensor(index)).numpy()
 
 

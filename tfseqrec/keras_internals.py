@@ -22,9 +22,13 @@ failing test instead of as multi-worker training that silently differs.
 """
 
 import keras
-import tensorflow as tf
 
-from tfseqrec import distribute
+# Several workers are the TensorFlow backend's (tf.distribute): on another backend the
+# model-file helpers below are used alone, and TensorFlow is not imported.
+if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf
+
+    from tfseqrec import distribute
 
 # (where, attribute): what this module reads. "where" names an object the test builds.
 RELIED_ON = (

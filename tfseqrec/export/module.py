@@ -19,7 +19,7 @@ import re
 
 import tensorflow as tf
 
-from tfseqrec import ranking, serving
+from tfseqrec import block_ranking, ranking, serving
 from tfseqrec.data import tfrecord
 from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.models.base import SequentialRecommender
@@ -101,7 +101,7 @@ class Recommender(tf.Module):
         )
         self.popularity = tf.Variable(vocabulary.popularity(), trainable=False, name="popularity")
         # Models that score by a query vector and an output table are served a block of
-        # the catalogue at a time (memory bounded by ranking.BLOCK_ENTRIES, whatever the batch).
+        # the catalogue at a time (memory bounded by block_ranking.BLOCK_ENTRIES, whatever the batch).
         object.__setattr__(self, "by_blocks", isinstance(model, SequentialRecommender))
 
     # --- the computation every signature shares --------------------------------------
@@ -143,11 +143,11 @@ class Recommender(tf.Module):
     def blocks(self, ids, times=None):
         """The scores of ``scores``, a block of columns at a time (a model that scores by
         ``query`` and ``output_table``): ``(block_scores, target_scores, history, width)``
-        for ``ranking.top_k_in_blocks`` and ``rank_targets_in_blocks``, ``width``
-        columns a block (``ranking.block_width``)."""
+        for ``block_ranking.top_k_in_blocks`` and ``rank_targets_in_blocks``, ``width``
+        columns a block (``block_ranking.block_width``)."""
         window, history, empty = self.window(ids, times)
         table, bias = self.model.output_table()
-        block_scores, target_scores = ranking.query_blocks(self.model.query(window), table, bias)
+        block_scores, target_scores = block_ranking.query_blocks(self.model.query(window), table, bias)
 
         def prior_blocks(start, stop):
             return tf.where(empty[:, None], self.popularity[None, start:stop], block_scores(start, stop))
@@ -155,7 +155,7 @@ class Recommender(tf.Module):
         def prior_targets(columns):
             return tf.where(empty, tf.gather(self.popularity, columns), target_scores(columns))
 
-        return prior_blocks, prior_targets, history, ranking.block_width(tf.shape(history)[0])
+        return prior_blocks, prior_targets, history, block_ranking.block_width(tf.shape(history)[0])
 
     def top_k(self, ids, k, times=None):
         """Top-``k`` ``(scores, columns)`` of vocabulary ids ``[batch, None]``; the history is excluded."""
@@ -163,7 +163,7 @@ class Recommender(tf.Module):
             scores, history = self.scores(ids, times)
             return ranking.top_k(scores, k, exclude=history)
         block_scores, _, history, width = self.blocks(ids, times)
-        return ranking.top_k_in_blocks(
+        return block_ranking.top_k_in_blocks(
             block_scores, self.model.num_items, tf.shape(history)[0], k, exclude=history, chunk_items=width
         )
 
@@ -173,7 +173,7 @@ class Recommender(tf.Module):
             scores, history = self.scores(ids, times)
             return ranking.rank_targets(scores, targets, history)
         block_scores, target_scores, history, width = self.blocks(ids, times)
-        return ranking.rank_targets_in_blocks(
+        return block_ranking.rank_targets_in_blocks(
             block_scores, target_scores, self.model.num_items, targets, history, chunk_items=width
         )
 

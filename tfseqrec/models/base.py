@@ -5,7 +5,7 @@ tasks on top of it (``tfseqrec.models.tasks``) own the loss, validation and top-
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
@@ -16,6 +16,12 @@ from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this mo
 # The base of every id model (a next-item or Cloze task over a backbone): the name
 # ``evaluation`` and the exports test, and that ``tfseqrec`` exports.
 SequentialRecommender = NextItemTask
+
+
+def l2_normalize(x, epsilon=1e-12):
+    """``x`` over its L2 norm along the last axis (at least ``sqrt(epsilon)``), TensorFlow's ``l2_normalize``
+    arithmetic in ``keras.ops``."""
+    return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=-1, keepdims=True), epsilon))
 
 
 class SequentialBackbone(keras.Model):
@@ -117,7 +123,7 @@ class SequentialBackbone(keras.Model):
 
     def example_inputs(self):
         """A batch of one padded window, as ``call`` takes it: what builds the weights."""
-        return tf.zeros((1, self.max_sequence_length), "int32")
+        return ops.zeros((1, self.max_sequence_length), "int32")
 
     def build_weights(self):
         """Creates every weight by a call on ``example_inputs()``."""
@@ -137,14 +143,14 @@ class SequentialBackbone(keras.Model):
             mask = inputs.get("padding_mask")
         else:
             ids, mask = inputs, None
-        ids = tf.convert_to_tensor(ids)
+        ids = ops.convert_to_tensor(ids)
         if mask is None:
-            mask = tf.not_equal(ids, vocab.PAD_ID)
-        return ids, tf.cast(mask, "bool")
+            mask = ops.not_equal(ids, vocab.PAD_ID)
+        return ids, ops.cast(mask, "bool")
 
     def positions(self, length):
         """Position ids: the newest item (last slot) always gets ``max_sequence_length - 1``."""
-        return tf.range(length) + (self.max_sequence_length - length)
+        return ops.arange(length, dtype="int32") + (self.max_sequence_length - length)
 
     def position_ids(self, padding_mask):
         """Int ``[batch, length]`` position of each slot (padded slots: 0).
@@ -155,19 +161,19 @@ class SequentialBackbone(keras.Model):
         code's left padding). Neither depends on how much padding there is.
         """
         if self.position_origin == "oldest":
-            return tf.maximum(tf.cumsum(tf.cast(padding_mask, "int32"), axis=1) - 1, 0)
-        shape = tf.shape(padding_mask)
-        return tf.broadcast_to(self.positions(shape[1])[None], shape)
+            return ops.maximum(ops.cumsum(ops.cast(padding_mask, "int32"), axis=1) - 1, 0)
+        shape = ops.shape(padding_mask)
+        return ops.broadcast_to(self.positions(shape[1])[None], shape)
 
     # --- scoring -------------------------------------------------------------------
 
     def scores_from_hidden(self, hidden):
         """Float32 scores ``[..., num_items]`` of hidden states ``[..., d]``."""
         table, bias = self.output_table()
-        scores = tf.matmul(tf.cast(hidden, table.dtype), table, transpose_b=True)
+        scores = ops.matmul(ops.cast(hidden, table.dtype), ops.transpose(table))
         if bias is not None:
             scores += bias
-        return tf.cast(scores, "float32")
+        return ops.cast(scores, "float32")
 
     def get_config(self):
         config = super().get_config()

@@ -16,22 +16,35 @@ import posixpath
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
-from tfseqrec import (
-    distribute,
-    keras_internals,
-    optimizers,  # also registers RowSparseAdam, which a saved model's compile config may name
-    ranking,
-)
+from tfseqrec import keras_internals, ranking
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.checks import check_number
 from tfseqrec.data import masking as masking_lib
-from tfseqrec.data import pipeline, splits, vocab
+from tfseqrec.data import numpy_pipeline, splits, vocab
+
+# Training and scoring are keras.ops on every backend. The TensorFlow backend adds what
+# only it has: several workers (tf.distribute), RowSparseAdam's row updates
+# (tf.IndexedSlices), top-k a block of the catalogue at a time, tf.function graphs; on
+# another backend (JAX) TensorFlow is not imported at all.
+ON_TENSORFLOW = keras.backend.backend() == "tensorflow"
+if ON_TENSORFLOW:
+    import tensorflow as tf
+
+    from tfseqrec import (
+        block_ranking,
+        distribute,
+        optimizers,  # also registers RowSparseAdam, which a saved model's compile config may name
+    )
+
+    _BASES = (keras_internals.MultiWorkerBuild, keras.Model)
+else:
+    _BASES = (keras.Model,)
 
 
-class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
+class NextItemTask(*_BASES):
     """Next-item prediction on a backbone: loss, validation ranking, scores, top-k.
 
     The task holds its backbone (``self.backbone``, a ``SequentialBackbone``: ``call(inputs)
@@ -107,7 +120,16 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         self(backbone.example_inputs())
 
     def make_task_layers(self):
-        """The task's own layers (none here), created after the backbone."""
+        """The task's own layers and state, created after the backbone.
+
+        A loss that draws (sampled negatives) advances its seed generator each step.
+        Tracked by the model, its state is part of the model's, which JAX's stateless
+        steps carry from one step to the next (untracked, every step would draw the
+        same negatives there). Seed states are not written to model files.
+        """
+        seed_generator = getattr(self.loss_fn, "seed_generator", None)
+        if seed_generator is not None:
+            self.loss_seed_generator = seed_generator
 
     def with_backbone(self, backbone):
         """A new task of this one's class and options (``loss``, ...) over ``backbone``."""
@@ -171,40 +193,41 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         """The ``(table, bias)`` the loss reads: by rows under ``RowSparseAdam``, which
         updates only the rows read; whole otherwise (a dense gradient, as Keras's
         Adam expects)."""
-        if isinstance(getattr(self, "optimizer", None), optimizers.RowSparseAdam):
+        if ON_TENSORFLOW and isinstance(getattr(self, "optimizer", None), optimizers.RowSparseAdam):
             return self.output_rows(training=training)
         return self.output_table(training=training)
 
     # --- training and validation ---------------------------------------------------
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        y = tf.convert_to_tensor(y)
+        y = ops.convert_to_tensor(y)
         table, bias = self.loss_table(training=training and len(y.shape) != 1)
         if len(y.shape) == 1:  # validation: the next item at the last position
             hidden = y_pred[:, -1]
-            positives = tf.cast(y, "int32") - vocab.NUM_RESERVED
-            count = tf.shape(positives)[0]
-            loss = self.loss_fn.from_embeddings(tf.cast(hidden, table.dtype), positives, table, bias)
+            positives = ops.cast(y, "int32") - vocab.NUM_RESERVED
+            count = ops.shape(positives)[0]
+            loss = self.loss_fn.from_embeddings(ops.cast(hidden, table.dtype), positives, table, bias)
         else:
             weight = (
-                tf.cast(y, "int32") >= vocab.NUM_RESERVED
+                ops.cast(y, "int32") >= vocab.NUM_RESERVED
                 if sample_weight is None
-                else tf.greater(sample_weight, 0)
+                else ops.greater(sample_weight, 0)
             )
             history = self._history(x, y, weight) if self.loss_fn.exclude_history else None
-            if self.jit_compile is True:
-                # XLA wants static shapes: score every position, weigh the unused ones 0.
-                hidden = tf.reshape(y_pred, [-1, y_pred.shape[-1]])
-                positives = tf.maximum(tf.reshape(tf.cast(y, "int32"), [-1]) - vocab.NUM_RESERVED, 0)
-                w = tf.cast(tf.reshape(weight, [-1]), table.dtype)
+            if self.jit_compile is True or not ON_TENSORFLOW:
+                # XLA (and JAX, which always compiles) wants static shapes: score every
+                # position, weigh the unused ones 0.
+                hidden = ops.reshape(y_pred, [-1, y_pred.shape[-1]])
+                positives = ops.maximum(ops.reshape(ops.cast(y, "int32"), [-1]) - vocab.NUM_RESERVED, 0)
+                w = ops.cast(ops.reshape(weight, [-1]), table.dtype)
                 if history is not None:
-                    history = (tf.reshape(history[0], [-1]), history[1])
+                    history = (ops.reshape(history[0], [-1]), history[1])
                 per_position = self.loss_fn.from_embeddings(
-                    tf.cast(hidden, table.dtype), positives, table, bias, sample_weight=w, history=history
+                    ops.cast(hidden, table.dtype), positives, table, bias, sample_weight=w, history=history
                 )
-                count = tf.reduce_sum(w)
+                count = ops.sum(w)
                 # from_embeddings averaged over all positions; make it the mean of the weighted ones.
-                loss = per_position * tf.cast(tf.size(w), table.dtype) / tf.maximum(count, 1.0)
+                loss = per_position * ops.cast(ops.size(w), table.dtype) / ops.maximum(count, 1.0)
             else:
                 hidden = tf.boolean_mask(y_pred, weight)
                 positives = tf.cast(tf.boolean_mask(y, weight), "int32") - vocab.NUM_RESERVED
@@ -217,18 +240,18 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         # `loss` is the mean over this replica's target positions. Keras averages the
         # replicas' losses, so scale to sum / denominator over all replicas: with no
         # fixed normaliser, the single-device mean exactly.
-        count = tf.cast(count, loss.dtype)
+        count = ops.cast(count, loss.dtype)
         replicas, total = 1, count
-        context = tf.distribute.get_replica_context()
+        context = tf.distribute.get_replica_context() if ON_TENSORFLOW else None
         if context is not None and context.num_replicas_in_sync > 1:
             replicas = context.num_replicas_in_sync
             total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
         fixed = self.loss_normalizer if len(y.shape) != 1 else None  # training batches only
-        denominator = tf.maximum(total, 1.0) if fixed is None else float(fixed)
+        denominator = ops.maximum(total, 1.0) if fixed is None else float(fixed)
         if fixed is not None or replicas > 1:
             loss = loss * count * replicas / denominator
         if self.losses:
-            loss += tf.add_n(self.losses)
+            loss += sum(self.losses[1:], self.losses[0])
         return loss
 
     def _history(self, x, y, weight):
@@ -239,18 +262,16 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         O(batch * length) updates into a ``[batch, num_items]`` bitmap.
         """
         ids, _ = self.unpack_inputs(x)
-        y = tf.where(weight, tf.cast(y, "int32"), vocab.PAD_ID)  # a weight-0 target is no item
-        both = tf.concat([tf.cast(ids, "int32"), y], axis=1)
-        rows = tf.broadcast_to(tf.range(tf.shape(both)[0])[:, None], tf.shape(both))
+        y = ops.where(weight, ops.cast(y, "int32"), vocab.PAD_ID)  # a weight-0 target is no item
+        both = ops.concatenate([ops.cast(ids, "int32"), y], axis=1)
+        shape = ops.shape(both)
+        rows = ops.broadcast_to(ops.arange(shape[0], dtype="int32")[:, None], shape)
         valid = both >= vocab.NUM_RESERVED
-        index = tf.stack(
-            [tf.boolean_mask(rows, valid), tf.boolean_mask(both, valid) - vocab.NUM_RESERVED], axis=1
-        )
-        seen = (
-            tf.scatter_nd(index, tf.ones(tf.shape(index)[:1], "int32"), [tf.shape(both)[0], self.num_items])
-            > 0
-        )
-        return rows[:, : tf.shape(ids)[1]], seen
+        # Reserved ids go to a spare column, dropped after: every shape stays static.
+        columns = ops.where(valid, both - vocab.NUM_RESERVED, self.num_items)
+        index = ops.stack([ops.reshape(rows, [-1]), ops.reshape(columns, [-1])], axis=1)
+        counts = ops.scatter(index, ops.ones(ops.shape(index)[:1], "int32"), (shape[0], self.num_items + 1))
+        return rows[:, : ops.shape(ids)[1]], counts[:, :-1] > 0
 
     def compile(self, optimizer="adam", metrics=None, **kwargs):
         """Like ``keras.Model.compile``; ``metrics`` are ranking metrics for validation.
@@ -286,15 +307,15 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         # Training batches report the loss alone: ranking metrics are for validation.
         return {m.name: m.result() for m in self.metrics if m.name == "loss"}
 
-    def test_step(self, data):
-        """Validation: loss and ranking metrics of the next item ``y`` ``[batch]``.
+    def validation_logs(self, x, y, sample_weight=None):
+        """Validation of one batch: loss and ranking metrics of the next item ``y`` ``[batch]``.
 
         With ``exclude_seen_in_validation`` the items of ``x["history"]`` (the whole
         history, int ``[batch, any]`` padded with 0, as ``pipeline.eval_dataset``
         gives it; the input window when ``x`` has none) leave the candidates, the
         target excepted, by ``tfseqrec.ranking``: the rules of ``evaluation.evaluate``.
+        ``test_step`` runs it on each backend.
         """
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         history = None
         if isinstance(x, dict) and "history" in x:
             x = dict(x)
@@ -302,42 +323,63 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         ids, _ = self.unpack_inputs(x)
         hidden = self(self.inference_inputs(x), training=False)
         scores = self.scores_from_hidden(hidden[:, -1])
-        y = tf.reshape(tf.cast(y, "int32"), [-1])
+        y = ops.reshape(ops.cast(y, "int32"), [-1])
         # A target outside the vocabulary has no logit: it is left out of the loss
         # (and ranks last in the metrics).
         known = ranking.known_targets(y, self.num_items)
-        per_case = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            tf.where(known, y - vocab.NUM_RESERVED, 0), scores
+        per_case = ops.sparse_categorical_crossentropy(
+            ops.where(known, y - vocab.NUM_RESERVED, 0), scores, from_logits=True
         )
-        weight = tf.cast(known, per_case.dtype)
-        loss = tf.reduce_sum(per_case * weight) / tf.maximum(tf.reduce_sum(weight), 1.0)
+        weight = ops.cast(known, per_case.dtype)
+        loss = ops.sum(per_case * weight) / ops.maximum(ops.sum(weight), 1.0)
         if self.exclude_seen_in_validation:
             scores = ranking.exclude_items(scores, ids if history is None else history, keep=y)
         for metric in self.metrics:
             if (
                 metric.name == "loss"
             ):  # weighted by known targets: the mean over all cases, whatever the batching
-                metric.update_state(loss, sample_weight=tf.reduce_sum(weight))
+                metric.update_state(loss, sample_weight=ops.sum(weight))
         for metric in getattr(self, "_ranking_metrics", []):
             metric.update_state(y, scores, sample_weight)
-        return self.step_logs({m.name: m.result() for m in self.metrics})
+        return {m.name: m.result() for m in self.metrics}
 
-    # --- several workers (MultiWorkerMirroredStrategy) -------------------------------
-    # Keras 3's fit fails twice under that strategy (Keras 3.12 and 3.15 alike;
-    # keras-team/keras#20585): the build (``keras_internals.MultiWorkerBuild``, a base of
-    # this class) and the logs (``step_logs``). ``tests/test_multi_worker.py`` runs two
-    # workers and checks the model against one worker's.
+    if ON_TENSORFLOW:
 
-    def train_step(self, data):
-        return self.step_logs(super().train_step(data))
+        def test_step(self, data):
+            return self.step_logs(self.validation_logs(*keras.utils.unpack_x_y_sample_weight(data)))
 
-    def step_logs(self, logs):
-        """A step's logs as ``fit`` can reduce them: across workers it takes the mean
-        over axis 0 of every log, which a scalar lacks; as ``[1]`` vectors their mean is
-        the scalar again. Unchanged on one worker."""
-        if not distribute.is_multi_worker(self.distribute_strategy):
-            return logs
-        return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+        # --- several workers (MultiWorkerMirroredStrategy) ---------------------------
+        # Keras 3's fit fails twice under that strategy (Keras 3.12 and 3.15 alike;
+        # keras-team/keras#20585): the build (``keras_internals.MultiWorkerBuild``, a base
+        # of this class) and the logs (``step_logs``). ``tests/test_multi_worker.py`` runs
+        # two workers and checks the model against one worker's.
+
+        def train_step(self, data):
+            return self.step_logs(super().train_step(data))
+
+        def step_logs(self, logs):
+            """A step's logs as ``fit`` can reduce them: across workers it takes the mean
+            over axis 0 of every log, which a scalar lacks; as ``[1]`` vectors their mean is
+            the scalar again. Unchanged on one worker."""
+            if not distribute.is_multi_worker(self.distribute_strategy):
+                return logs
+            return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+
+    else:
+
+        def test_step(self, state, data):
+            """JAX's stateless step: ``validation_logs`` with the model's state mapped in,
+            the metrics' new state handed back."""
+            trainable, non_trainable, metrics = state
+            mapping = [
+                *zip(self.trainable_variables, trainable),
+                *zip(self.non_trainable_variables, non_trainable),
+                *zip(self.metrics_variables, metrics),
+            ]
+            with keras.StatelessScope(state_mapping=mapping) as scope:
+                logs = self.validation_logs(*keras.utils.unpack_x_y_sample_weight(data))
+            metrics = [scope.get_current_value(v) for v in self.metrics_variables]
+            return logs, (trainable, non_trainable, metrics)
 
     # --- scoring -------------------------------------------------------------------
 
@@ -391,8 +433,8 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
                 None if timestamps is None else [list(t) for t in timestamps],
             )
             width = max(1, int(seqs.lengths.max(initial=1)))
-            full = pipeline.pad_left(seqs, width)
-            times = None if timestamps is None else pipeline.pad_left_times(seqs, width)
+            full = numpy_pipeline.pad_left(seqs, width)
+            times = None if timestamps is None else numpy_pipeline.pad_left_times(seqs, width)
         else:
             full = histories.astype(np.int32)
             times = None if timestamps is None else np.asarray(timestamps, np.int64)
@@ -400,48 +442,60 @@ class NextItemTask(keras_internals.MultiWorkerBuild, keras.Model):
         fn = self._compiled_top_k()
         ids_out, scores_out = [], []
         for start in range(0, len(full), batch_size):
-            inputs = tf.constant(window[start : start + batch_size])
+            inputs = ops.convert_to_tensor(window[start : start + batch_size])
             if times is not None:
                 inputs = {
                     "item_ids": inputs,
-                    "timestamps": tf.constant(times[start : start + batch_size, -self.max_sequence_length :]),
+                    "timestamps": ops.convert_to_tensor(
+                        times[start : start + batch_size, -self.max_sequence_length :]
+                    ),
                 }
             top_scores, top_index = fn(
                 inputs,
-                tf.constant(full[start : start + batch_size]),
-                tf.constant(min(k, self.num_items)),
+                ops.convert_to_tensor(full[start : start + batch_size]),
+                # A static k where the backend needs one (JAX); a tensor for tf.function.
+                tf.constant(min(k, self.num_items)) if ON_TENSORFLOW else min(k, self.num_items),
                 bool(exclude_seen),
             )
-            ids_out.append(ranking.vocabulary_ids(top_index.numpy()))
-            scores_out.append(top_scores.numpy())
+            ids_out.append(ranking.vocabulary_ids(np.asarray(top_index)))
+            scores_out.append(np.asarray(top_scores))
         return ranking.drop_padding(np.concatenate(ids_out), np.concatenate(scores_out))
 
     def compiled_score(self, window):
-        """``score`` of an int ``[batch, length]`` window, compiled once per model."""
+        """``score`` of an int ``[batch, length]`` window, compiled once per model (a
+        ``tf.function`` on the TensorFlow backend)."""
+        if not ON_TENSORFLOW:
+            return self.score(window)
         if getattr(self, "_score_graph", None) is None:
             object.__setattr__(self, "_score_graph", tf.function(self.score, reduce_retracing=True))
         return self._score_graph(window)
 
     def _compiled_top_k(self):
+        if not ON_TENSORFLOW:
+            return self._top_k
         if self._score_fn is None:
 
             def top_k(window, full, k, exclude_seen):
                 # exclude_seen is a Python bool: one trace per value. The catalogue is
-                # scored a block at a time, as the exports score it (ranking.top_k_in_blocks).
+                # scored a block at a time, as the exports score it (block_ranking.top_k_in_blocks).
                 table, bias = self.output_table()
-                blocks, _ = ranking.query_blocks(self.query(window), table, bias)
+                blocks, _ = block_ranking.query_blocks(self.query(window), table, bias)
                 batch = tf.shape(full)[0]
-                return ranking.top_k_in_blocks(
+                return block_ranking.top_k_in_blocks(
                     blocks,
                     self.num_items,
                     batch,
                     k,
                     exclude=full if exclude_seen else None,
-                    chunk_items=ranking.block_width(batch),
+                    chunk_items=block_ranking.block_width(batch),
                 )
 
             self._score_fn = tf.function(top_k, reduce_retracing=True)
         return self._score_fn
+
+    def _top_k(self, window, full, k, exclude_seen):
+        """``ranking.top_k`` of the whole score matrix (where the block version, TensorFlow's, is absent)."""
+        return ranking.top_k(self.score(window), k, exclude=full if exclude_seen else None)
 
     # --- model files -----------------------------------------------------------------
 
@@ -553,6 +607,7 @@ class ClozeTask(NextItemTask):
         super().__init__(*args, **kwargs)
 
     def make_task_layers(self):
+        super().make_task_layers()
         # After the backbone (a seeded masking draws nothing from the global seed).
         self.masking = masking_lib.ClozePreprocessor(
             self.num_items,
@@ -564,17 +619,35 @@ class ClozeTask(NextItemTask):
             name="cloze_masking",
         )
 
-    def train_step(self, data):
+    def masked_batch(self, data):
+        """``data`` as the training step takes it: unlabelled windows masked (fresh draws)."""
         x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
-        if y is None:
-            ids, mask = self.unpack_inputs(x)
-            data = self.masking({"item_ids": ids, "padding_mask": mask})
-        return super().train_step(data)
+        if y is not None:
+            return data
+        ids, mask = self.unpack_inputs(x)
+        return self.masking({"item_ids": ids, "padding_mask": mask})
+
+    if ON_TENSORFLOW:
+
+        def train_step(self, data):
+            return super().train_step(self.masked_batch(data))
+
+    else:
+
+        def train_step(self, state, data):
+            # JAX's stateless step: the masks are drawn inside it, the masking seed's
+            # new state handed on in ``state``.
+            trainable, non_trainable, *rest = state
+            mapping = list(zip(self.non_trainable_variables, non_trainable))
+            with keras.StatelessScope(state_mapping=mapping) as scope:
+                data = self.masked_batch(data)
+            non_trainable = [scope.get_current_value(v) for v in self.non_trainable_variables]
+            return super().train_step((trainable, non_trainable, *rest), data)
 
     def _history(self, x, y, weight):
         """The sequence's items: a masked slot holds [MASK] or a random item, its label the real one."""
         ids, mask = self.unpack_inputs(x)
-        ids = tf.where(weight, tf.constant(vocab.PAD_ID, ids.dtype), ids)
+        ids = ops.where(weight, ops.cast(vocab.PAD_ID, ids.dtype), ids)
         return super()._history({"item_ids": ids, "padding_mask": mask}, y, weight)
 
     def inference_inputs(self, inputs):
@@ -586,13 +659,13 @@ class ClozeTask(NextItemTask):
         ids, _ = self.unpack_inputs(inputs)
         # A window narrower than the model's (a length bucket) keeps its width plus
         # the [MASK]: positions do not depend on the padding, so scores are the same.
-        width = ids.shape[1] if ids.shape[1] is not None else tf.shape(ids)[1]
+        width = ops.shape(ids)[1]
         last = self.max_sequence_length - 1
-        keep = min(width, last) if isinstance(width, int) else tf.minimum(width, last)
+        keep = min(width, last) if isinstance(width, int) else ops.minimum(width, last)
         ids = ids[:, width - keep :]
-        mask_col = tf.fill([tf.shape(ids)[0], 1], tf.constant(vocab.MASK_ID, ids.dtype))
-        ids = tf.concat([ids, mask_col], axis=1)
-        return {"item_ids": ids, "padding_mask": tf.not_equal(ids, vocab.PAD_ID)}
+        mask_col = ops.full((ops.shape(ids)[0], 1), vocab.MASK_ID, dtype=ids.dtype)
+        ids = ops.concatenate([ids, mask_col], axis=1)
+        return {"item_ids": ids, "padding_mask": ops.not_equal(ids, vocab.PAD_ID)}
 
     def get_config(self):
         config = super().get_config()

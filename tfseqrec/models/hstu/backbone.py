@@ -1,16 +1,15 @@
 """HSTU's backbone: stacked gated pointwise-attention layers over the item history (the sequence output)."""
 
-import functools
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from tfseqrec import losses
 from tfseqrec.checks import check_choice, check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import HSTULayer
-from tfseqrec.models.base import SequentialBackbone
+from tfseqrec.models.base import SequentialBackbone, l2_normalize
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -132,9 +131,9 @@ class HSTUBackbone(SequentialBackbone):
         self.build_weights()
 
     def example_inputs(self):
-        inputs = {"item_ids": tf.zeros((1, self.max_sequence_length), "int32")}
+        inputs = {"item_ids": ops.zeros((1, self.max_sequence_length), "int32")}
         if self.num_time_buckets:
-            inputs["timestamps"] = tf.zeros((1, self.max_sequence_length), "int64")
+            inputs["timestamps"] = ops.zeros((1, self.max_sequence_length), "int64")
         return inputs
 
     @property
@@ -188,7 +187,7 @@ class HSTUBackbone(SequentialBackbone):
             )
         x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.position_ids(mask))
-        x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
+        x = self.embedding_dropout(x, training=training) * ops.cast(mask[..., None], x.dtype)
         attention = []
         for block in self.blocks:
             out = block(
@@ -203,7 +202,7 @@ class HSTUBackbone(SequentialBackbone):
                 attention.append(scores)
             x = out
         if self.temperature is not None:
-            x = tf.math.l2_normalize(x, axis=-1, epsilon=1e-12) / self.temperature
+            x = l2_normalize(x) / self.temperature
         return (x, attention) if return_attention_scores else x
 
     def output_table(self, training=False):
@@ -212,7 +211,7 @@ class HSTUBackbone(SequentialBackbone):
     def output_rows(self, training=False):
         normalize = None
         if self.temperature is not None:
-            normalize = functools.partial(tf.math.l2_normalize, axis=-1, epsilon=1e-12)
+            normalize = l2_normalize
         return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED, normalize), None
 
     def get_config(self):

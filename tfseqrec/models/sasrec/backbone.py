@@ -3,7 +3,7 @@
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from tfseqrec import losses
 from tfseqrec.checks import check_number
@@ -131,7 +131,7 @@ class SASRecBackbone(SequentialBackbone):
     def encode(self, x, mask, training=None, return_attention_scores=False):
         """The encoder over item vectors ``x`` ``[batch, length, hidden_dim]`` (``call`` after the embedding)."""
         x += self.position_embedding(self.position_ids(mask))
-        x = self.embedding_dropout(x, training=training) * tf.cast(mask[..., None], x.dtype)
+        x = self.embedding_dropout(x, training=training) * ops.cast(mask[..., None], x.dtype)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.final_norm(x)
         return (x, attention) if return_attention_scores else x

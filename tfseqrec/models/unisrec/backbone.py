@@ -2,11 +2,12 @@
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import MoEAdaptor
+from tfseqrec.models.base import l2_normalize
 from tfseqrec.models.sasrec.backbone import SASRecBackbone
 
 
@@ -149,9 +150,9 @@ class UniSRecBackbone(SASRecBackbone):
         """
         known = self.id_known(ids)
         if training and self.id_dropout:
-            shape = tf.concat([tf.shape(ids), [1]], 0)
+            shape = (*ops.shape(ids), 1)
             keep = keras.random.uniform(shape, seed=self.id_seed_generator) >= self.id_dropout
-            known *= tf.cast(keep, known.dtype)
+            known *= ops.cast(keep, known.dtype)
         return self.item_embedding(ids) * known
 
     def embed_items(self, ids, training=None):
@@ -161,7 +162,7 @@ class UniSRecBackbone(SASRecBackbone):
         out = super().encode(x, mask, training=training, return_attention_scores=return_attention_scores)
         hidden, attention = out if return_attention_scores else (out, None)
         if self.temperature is not None:
-            hidden = tf.math.l2_normalize(hidden, axis=-1) / self.temperature
+            hidden = l2_normalize(hidden) / self.temperature
         return (hidden, attention) if return_attention_scores else hidden
 
     def score_text_vectors(self, vectors, mask):
@@ -172,14 +173,14 @@ class UniSRecBackbone(SASRecBackbone):
                 the export: items known by their text only, so no id embedding).
             mask: bool ``[batch, length]``, false for padding.
         """
-        mask = tf.cast(mask, "bool")
+        mask = ops.cast(mask, "bool")
         hidden = self.encode(self.adaptor(vectors), mask)
         return self.scores_from_hidden(hidden[:, -1])
 
     def text_item_vectors(self, vectors):
         """Output-space vectors ``[n, hidden_dim]`` of items given by text vectors ``[n, text_dim]``."""
         x = self.adaptor(vectors)
-        return tf.math.l2_normalize(x, axis=-1) if self.temperature is not None else x
+        return l2_normalize(x) if self.temperature is not None else x
 
     def resized(self, num_items, text_embeddings):
         """A copy over ``num_items`` items: the first ones keep their weights.
@@ -209,10 +210,10 @@ class UniSRecBackbone(SASRecBackbone):
         return grown
 
     def output_table(self, training=False):
-        ids = tf.range(vocab.NUM_RESERVED, vocab.NUM_RESERVED + self.num_items)
+        ids = ops.arange(vocab.NUM_RESERVED, vocab.NUM_RESERVED + self.num_items, dtype="int32")
         table = self.item_vectors(ids, training=training)
         if self.temperature is not None:
-            table = tf.math.l2_normalize(table, axis=-1)
+            table = l2_normalize(table)
         return table, None
 
     def for_catalogue(self, text_embeddings, text_encoder=None):

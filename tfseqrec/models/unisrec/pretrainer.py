@@ -1,9 +1,10 @@
 """UniSRec's pre-training: sequence-item and sequence-sequence contrast over a UniSRec."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from tfseqrec.data import vocab
+from tfseqrec.models.base import l2_normalize
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -52,32 +53,38 @@ class UniSRecPretrainer(keras.Model):
 
     def augment(self, ids):
         """``ids`` with each item dropped at ``item_drop`` (the newest kept), the rest moved right."""
-        ids = tf.convert_to_tensor(ids)
+        ids = ops.convert_to_tensor(ids)
         real = ids >= vocab.NUM_RESERVED
-        drop = keras.random.uniform(tf.shape(ids), seed=self.seed_generator) < self.item_drop
-        newest = tf.one_hot(tf.shape(ids)[1] - 1, tf.shape(ids)[1], on_value=True, off_value=False)[None]
-        keep = real & (~drop | newest)
-        order = tf.argsort(tf.cast(keep, tf.int32), axis=1, stable=True)
-        return tf.where(
-            tf.gather(keep, order, batch_dims=1), tf.gather(ids, order, batch_dims=1), tf.zeros_like(ids)
+        drop = keras.random.uniform(ops.shape(ids), seed=self.seed_generator) < self.item_drop
+        length = ops.shape(ids)[1]
+        positions = ops.arange(length, dtype="int32")[None]
+        keep = ops.logical_and(real, ops.logical_or(ops.logical_not(drop), positions == length - 1))
+        # Dropped items first, then the kept ones, each in their order: a stable sort of
+        # `keep`, by keys that never tie.
+        order = ops.argsort(ops.cast(keep, "int32") * length + positions, axis=1)
+        return ops.where(
+            ops.take_along_axis(keep, order, axis=1),
+            ops.take_along_axis(ids, order, axis=1),
+            ops.zeros_like(ids),
         )
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         t = self.model.temperature
-        y = tf.reshape(tf.cast(y, "int32"), [-1])
+        y = ops.reshape(ops.cast(y, "int32"), [-1])
         sequence = y_pred[:, -1] * t  # the model returns normalised vectors over t
-        items = tf.math.l2_normalize(self.model.item_vectors(y, training=training), axis=-1)
+        items = l2_normalize(self.model.item_vectors(y, training=training))
         ids = x["item_ids"] if isinstance(x, dict) else x
         augmented = self.model(self.augment(ids), training=training)[:, -1] * t
-        same = tf.equal(y[:, None], y[None, :]) & ~tf.eye(tf.shape(y)[0], dtype="bool")
-        labels = tf.range(tf.shape(y)[0])
+        n = ops.shape(y)[0]
+        same = ops.logical_and(ops.equal(y[:, None], y[None, :]), ops.logical_not(ops.eye(n, dtype="bool")))
+        labels = ops.arange(n, dtype="int32")
 
         def contrast(a, b):
-            logits = tf.where(same, -1e9, tf.matmul(a, b, transpose_b=True) / t)
-            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+            logits = ops.where(same, -1e9, ops.matmul(a, ops.transpose(b)) / t)
+            return ops.mean(ops.sparse_categorical_crossentropy(labels, logits, from_logits=True))
 
         loss = contrast(sequence, items) + self.seq_seq_weight * contrast(sequence, augmented)
-        return loss + tf.add_n(self.losses) if self.losses else loss
+        return loss + sum(self.losses[1:], self.losses[0]) if self.losses else loss
 
     def get_config(self):
         config = super().get_config()
