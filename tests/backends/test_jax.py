@@ -8,7 +8,9 @@
   (the TensorFlow backend) loads the ``.keras`` file, exports the SavedModel and gets
   the JAX model's ``recommend`` answers from its signatures.
 - ``test_oracle_tests_pass_on_jax``: the NumPy-oracle test files (``JAX_TEST_FILES``) run
-  again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend.
+  again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend;
+  with them ``test_models_on_jax.py`` (HSTU, SASRec with BCE, UniSRec and BERT4Rec fit,
+  fresh negatives and masks each step, validation inside ``fit``).
 
 Both need JAX, which the latest stack's lock installs (``make test-latest``); elsewhere
 they are skipped.
@@ -34,6 +36,7 @@ JAX_TEST_FILES = [
     "tests/test_losses.py",
     "tests/data/test_masking.py",
     "tests/test_metrics.py",
+    "tests/backends/test_models_on_jax.py",
 ]
 
 pytestmark = [
