@@ -23,7 +23,8 @@ samples candidates, builds the logits and applies ``loss`` in one call; the mode
 that.
 
 Every loss is written in ``keras.ops`` and ``keras.random``: the same code on the
-TensorFlow, JAX and PyTorch backends, without TensorFlow imported on the others.
+TensorFlow and JAX backends, without TensorFlow imported on JAX (``dot_rows`` is one
+TensorFlow matmul on TensorFlow, as before).
 
 Recformer's losses (text in, no item ids in the model):
 
@@ -36,6 +37,10 @@ import math
 
 import keras
 from keras import ops
+
+ON_TENSORFLOW = keras.backend.backend() == "tensorflow"
+if ON_TENSORFLOW:
+    import tensorflow as tf  # dot_rows' one matmul (only on the TensorFlow backend)
 
 
 class ItemRows:
@@ -76,6 +81,18 @@ class ItemRows:
         """The whole table ``[num_items, d]``."""
         table = ops.convert_to_tensor(self.embeddings)[self.offset :]
         return table if self.transform is None else self.transform(table)
+
+
+def dot_rows(hidden, rows):
+    """``hidden [..., d] @ rows [n, d]^T``: ``[..., n]``, the scores of items by their rows.
+
+    On TensorFlow one matmul with its transpose flag, as the block-at-a-time ranking
+    (``tfseqrec.block_ranking``) computes its blocks: the same kernel, so a whole score
+    matrix and its blocks agree to the last bit (a transpose first does not).
+    """
+    if ON_TENSORFLOW:
+        return tf.matmul(hidden, rows, transpose_b=True)
+    return ops.matmul(hidden, ops.transpose(rows))
 
 
 def _rows(table, ids):
@@ -149,7 +166,7 @@ class _CandidateLoss(keras.losses.Loss):
         """Dot products with the rows ``ids`` (any shape) of ``table``."""
         emb = _rows(table, ids)
         if len(ids.shape) == 1:  # shared candidates [C]
-            logits = ops.matmul(hidden, ops.transpose(emb))
+            logits = dot_rows(hidden, emb)
         else:  # per-position candidates [N, C]
             logits = ops.einsum("nd,ncd->nc", hidden, emb)
         if bias is not None:
@@ -189,7 +206,7 @@ class FullSoftmaxCrossEntropy(_CandidateLoss):
     def from_embeddings(
         self, hidden, positives, item_table, item_bias=None, sample_weight=None, history=None
     ):
-        logits = ops.matmul(hidden, ops.transpose(_dense(item_table)))
+        logits = dot_rows(hidden, _dense(item_table))
         if item_bias is not None:
             logits += item_bias
         if self.exclude_history and history is not None:

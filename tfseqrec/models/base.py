@@ -7,6 +7,7 @@ tasks on top of it (``tfseqrec.models.tasks``) own the loss, validation and top-
 import keras
 from keras import ops
 
+from tfseqrec import losses
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 from tfseqrec.layers import TransformerBlock
@@ -170,7 +171,7 @@ class SequentialBackbone(keras.Model):
     def scores_from_hidden(self, hidden):
         """Float32 scores ``[..., num_items]`` of hidden states ``[..., d]``."""
         table, bias = self.output_table()
-        scores = ops.matmul(ops.cast(hidden, table.dtype), ops.transpose(table))
+        scores = losses.dot_rows(ops.cast(hidden, table.dtype), table)
         if bias is not None:
             scores += bias
         return ops.cast(scores, "float32")
