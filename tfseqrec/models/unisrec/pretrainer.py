@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from tfseqrec import losses
 from tfseqrec.data import vocab
 from tfseqrec.models.base import l2_normalize
 
@@ -80,7 +81,7 @@ class UniSRecPretrainer(keras.Model):
         labels = ops.arange(n, dtype="int32")
 
         def contrast(a, b):
-            logits = ops.where(same, -1e9, ops.matmul(a, ops.transpose(b)) / t)
+            logits = ops.where(same, -1e9, losses.dot_rows(a, b) / t)
             return ops.mean(ops.sparse_categorical_crossentropy(labels, logits, from_logits=True))
 
         loss = contrast(sequence, items) + self.seq_seq_weight * contrast(sequence, augmented)
