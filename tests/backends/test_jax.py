@@ -10,7 +10,8 @@
 - ``test_oracle_tests_pass_on_jax``: the NumPy-oracle test files (``JAX_TEST_FILES``) run
   again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend;
   with them ``test_models_on_jax.py`` (HSTU, SASRec with BCE, UniSRec and BERT4Rec fit,
-  fresh negatives and masks each step, validation inside ``fit``).
+  fresh negatives and masks each step, validation inside ``fit``, feeding from
+  ``numpy_pipeline`` and from ``tf.data``).
 
 Both need JAX, which the latest stack's lock installs (``make test-latest``); elsewhere
 they are skipped.

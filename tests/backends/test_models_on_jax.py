@@ -11,6 +11,7 @@ import pytest
 
 from tests.backends import jax_train
 from tfseqrec import losses, metrics
+from tfseqrec.data import numpy_pipeline, pipeline, splits  # pipeline: tf.data, which Keras reads on JAX
 from tfseqrec.models import HSTU, BERT4Rec, SASRec, UniSRec
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax", reason="the JAX backend's tests")
@@ -76,3 +77,25 @@ def test_validation_ranks_the_next_item():
     )
     assert history["val_hr_3"][-1] > 0.5, history  # the walk's next item, most of the time
     assert history["val_loss"][-1] < history["val_loss"][0]
+
+
+def _sequences():
+    item_ids, next_item_ids = jax_train.walks(num_rows=48)
+    rows = [
+        [int(i) for i in row if i] + [int(row_next[-1])] for row, row_next in zip(item_ids, next_item_ids)
+    ]
+    return splits.Sequences.from_list(range(len(rows)), rows)
+
+
+def test_fit_from_the_numpy_batches_and_from_tf_data():
+    sequences = _sequences()
+    for data in (
+        numpy_pipeline.causal_batches(sequences, jax_train.LENGTH, 16, seed=0),
+        pipeline.causal_dataset(sequences, jax_train.LENGTH, 16, seed=0),
+    ):
+        history = _fit(SASRec(**SIZES), data)
+        assert history["loss"][-1] < 0.7 * history["loss"][0], history["loss"]
+    history = _fit(
+        BERT4Rec(**SIZES, seed=1), numpy_pipeline.cloze_batches(sequences, jax_train.LENGTH, 16, seed=0)
+    )
+    assert history["loss"][-1] < history["loss"][0], history["loss"]
