@@ -12,6 +12,10 @@ and the share of a ``tfseqrec.models.BERT4Rec`` training step (ML-1M size: 3,416
 items, length 200, hidden 64, 2 blocks, 2 heads, batch 256, full softmax on masked
 positions) that masking takes when it runs inside the step.
 
+The JSON of ``--json`` holds both tables' figures with the run's command, the commit of
+the library code, start and end times and the environment (``benchmarks/machine.py``);
+``benchmarks/tables.py`` prints its tables with ``print_tables``.
+
 Usage: python benchmarks/masking.py [--batch-size 1024] [--length 200] [--json FILE]
 """
 
@@ -19,6 +23,8 @@ import argparse
 import json
 import os
 import random
+import shlex
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -32,6 +38,7 @@ from tfseqrec.data import ClozeMasking, ClozePreprocessor, pipeline, splits, voc
 from tfseqrec.models import BERT4Rec  # noqa: E402
 
 NUM_ITEMS = 3416  # ML-1M
+LOOP = "per-item Python loop + collate (BertTrainDataset)"  # the row the others are set against
 
 
 def make_batch(rng, batch_size, length):
@@ -80,6 +87,27 @@ def python_loop_masking(seqs, mask_prob, length, rnd):
     return np.asarray(batch_tokens, np.int64), np.asarray(batch_labels, np.int64)
 
 
+def print_tables(result):
+    """The two tables of a result (``main``'s, or a stored ``--json``): sequences/s a method, the step's share."""
+    rows = result["rows"]
+    loop_rate = rows[LOOP]
+    print(f"| {'method':<52} | {'sequences/s':>12} | {'vs loop':>8} |")
+    print(f"|{'-' * 54}|{'-' * 14}|{'-' * 10}|")
+    for name, rate in rows.items():
+        print(f"| {name:<52} | {rate:>12,.0f} | {rate / loop_rate:>7.1f}x |")
+    print()
+    print(
+        f"tfseqrec.models.BERT4Rec training step (batch {result['step_batch_size']}, length {result['length']}, "
+        "hidden 64, 2 blocks, 2 heads, full softmax on masked positions):"
+    )
+    print(f"| {'measure':<52} | {'value':>12} |")
+    print(f"|{'-' * 54}|{'-' * 14}|")
+    print(f"| {'step with masking inside (ms)':<52} | {result['step_ms']:>12.1f} |")
+    print(f"| {'step on pre-masked batch (ms)':<52} | {result['premasked_step_ms']:>12.1f} |")
+    print(f"| {'masking alone, same batch (ms)':<52} | {result['masking_ms']:>12.2f} |")
+    print(f"| {'masking share of the step':<52} | {result['masking_share']:>11.2%} |")
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -91,6 +119,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=3.0, help="minimum timing window per row")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    command = shlex.join(["python", "benchmarks/masking.py", *sys.argv[1:]])
+    started = machine.now()
     rng = np.random.default_rng(0)
     ids = make_batch(rng, args.batch_size, args.length)
     x = tf.constant(ids)
@@ -124,7 +154,7 @@ def main():
         lambda: python_loop_masking(seq_lists, args.mask_prob, args.length, rnd), args.seconds, warmup=1
     )
     loop_rate = args.batch_size / seconds
-    rows.append(("per-item Python loop + collate (BertTrainDataset)", loop_rate))
+    rows.append((LOOP, loop_rate))
 
     # Share of a real BERT4Rec training step (ML-1M size). train_on_batch on an
     # unlabeled batch masks inside the compiled step; on (masked, labels, weights)
@@ -150,40 +180,32 @@ def main():
     step_tensor = tf.constant(step_ids)
     mask_seconds = timed(lambda: mask_fn(step_tensor)[2].numpy(), args.seconds)
 
+    result = {
+        "batch_size": args.batch_size,
+        "length": args.length,
+        "num_items": NUM_ITEMS,
+        "mask_prob": args.mask_prob,
+        "step_batch_size": args.step_batch_size,
+        "rows": {name: rate for name, rate in rows},
+        "step_ms": step_seconds * 1e3,
+        "premasked_step_ms": premasked_seconds * 1e3,
+        "masking_ms": mask_seconds * 1e3,
+        "masking_share": mask_seconds / step_seconds,
+        "command": command,
+        "commit": machine.code_version(),
+        "started": started,
+        "ended": machine.now(),
+        "environment": machine.environment(),
+    }
     print(
         f"Cloze masking, batch {args.batch_size} x length {args.length}, {NUM_ITEMS} items, "
-        f"mask_prob {args.mask_prob}; {machine.environment()}"
+        f"mask_prob {args.mask_prob}; {result['environment']}"
     )
     print()
-    print(f"| {'method':<52} | {'sequences/s':>12} | {'vs loop':>8} |")
-    print(f"|{'-' * 54}|{'-' * 14}|{'-' * 10}|")
-    for name, rate in rows:
-        print(f"| {name:<52} | {rate:>12,.0f} | {rate / loop_rate:>7.1f}x |")
-    share = mask_seconds / step_seconds
-    print()
-    print(
-        f"tfseqrec.models.BERT4Rec training step (batch {args.step_batch_size}, length {args.length}, hidden 64, "
-        f"2 blocks, 2 heads, full softmax on masked positions):"
-    )
-    print(f"| {'measure':<52} | {'value':>12} |")
-    print(f"|{'-' * 54}|{'-' * 14}|")
-    print(f"| {'step with masking inside (ms)':<52} | {step_seconds * 1e3:>12.1f} |")
-    print(f"| {'step on pre-masked batch (ms)':<52} | {premasked_seconds * 1e3:>12.1f} |")
-    print(f"| {'masking alone, same batch (ms)':<52} | {mask_seconds * 1e3:>12.2f} |")
-    print(f"| {'masking share of the step':<52} | {share:>11.2%} |")
+    print_tables(result)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "rows": {name: rate for name, rate in rows},
-                    "step_ms": step_seconds * 1e3,
-                    "premasked_step_ms": premasked_seconds * 1e3,
-                    "masking_ms": mask_seconds * 1e3,
-                    "masking_share": share,
-                },
-                f,
-                indent=2,
-            )
+            json.dump(result, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,14 @@ the last position); GFLOP/s is that times users per second, against the ~130 GFL
 a large fp32 matmul reaches on this CPU. Client-side proto encoding and the network
 are not included (a real server adds them).
 
+The JSON of ``--json`` holds the figures of both rows with the run's command, the commit
+of the library code, start and end times and the environment (``benchmarks/machine.py``);
+``benchmarks/tables.py`` prints its table with ``print_tables``.
+
 Usage:
     python benchmarks/serving.py                          # trains a 1-epoch SASRec to time
     python benchmarks/serving.py --model-dir runs/sasrec-ml1m   # a model of `make main`
+    python benchmarks/serving.py --json benchmarks/results/serving.json
 Data: $TFSEQREC_DATA/ml-1m/ml-1m.txt (default ../shared/data).
 """
 
@@ -23,14 +28,16 @@ import argparse
 import json
 import os
 import platform
+import shlex
+import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from machine import PEAK_GFLOPS  # noqa: E402  (benchmarks/machine.py)
 
 import tfseqrec  # noqa: E402
 from tfseqrec import export, kinds, serving, training  # noqa: E402
@@ -71,6 +78,30 @@ def time_calls(fn, args_list, warmup=20):
     return np.array(seconds)
 
 
+def print_tables(result):
+    """The table of a result (``main``'s, or a stored ``--json``): a row at batch 1, a row at the batch size."""
+    peak = result["peak_gflops"]
+    print(f"| batch | p50 (ms) | p99 (ms) | users/s | MFLOP/request | GFLOP/s | % of {peak:.0f} GFLOP/s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    p50, p99, mflop = result["p50_ms_batch1"], result["p99_ms_batch1"], result["mflop_per_request"]
+    print(
+        f"| 1 | {p50:.2f} | {p99:.2f} | {1e3 / p50:,.0f} | {mflop:.1f} | {result['gflops_batch1']:.1f} | "
+        f"{100 * result['gflops_batch1'] / peak:.0f}% |"
+    )
+    print(
+        f"| {result['batch_size']} | {result['p50_ms_batch']:.1f} | {result['p99_ms_batch']:.1f} | "
+        f"{result['users_per_s_batch']:,.0f} | {mflop:.1f} | "
+        f"{result['gflops_batch']:.1f} | {100 * result['gflops_batch'] / peak:.0f}% |"
+    )
+    print()
+    print(
+        "targets: p50 <= 5 ms at batch 1:",
+        "met" if p50 <= 5 else "NOT met",
+        f"| >= 1,000 users/s at batch {result['batch_size']}:",
+        "met" if result["users_per_s_batch"] >= 1000 else "NOT met",
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -87,6 +118,8 @@ def main(argv=None):
     parser.add_argument("--batches", type=int, default=20, help="large batches timed")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
+    command = shlex.join(["python", "benchmarks/serving.py", *(sys.argv[1:] if argv is None else argv)])
+    started = machine.now()
 
     work = tempfile.mkdtemp(prefix="tfseqrec-serving-")
     model_dir = args.model_dir
@@ -128,40 +161,27 @@ def main(argv=None):
         "p99_ms_batch1": 1e3 * float(np.percentile(latency, 99)),
         "users_per_s_batch": users_per_second,
         "batch_size": args.batch_size,
+        "p50_ms_batch": 1e3 * float(np.median(batch_seconds)),
+        "p99_ms_batch": 1e3 * float(np.percentile(batch_seconds, 99)),
         "mflop_per_request": flops / 1e6,
         "gflops_batch1": flops / float(np.percentile(latency, 50)) / 1e9,
         "gflops_batch": flops * users_per_second / 1e9,
+        "peak_gflops": machine.PEAK_GFLOPS,
         "tensorflow": tf.__version__,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "command": command,
+        "commit": machine.code_version(),
+        "started": started,
+        "ended": machine.now(),
+        "environment": machine.environment(),
     }
     print(
         f"Serving benchmark ({result['model']}, ML-1M vocabulary of {result['num_items']:,} items, "
         f"history {args.history_length}, k = {args.k}; TF {tf.__version__} session loader, {os.cpu_count()} CPUs)"
     )
     print()
-    print(
-        f"| batch | p50 (ms) | p99 (ms) | users/s | MFLOP/request | GFLOP/s | % of {PEAK_GFLOPS:.0f} GFLOP/s |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    p50, p99 = result["p50_ms_batch1"], result["p99_ms_batch1"]
-    print(
-        f"| 1 | {p50:.2f} | {p99:.2f} | {1e3 / p50:,.0f} | {flops / 1e6:.1f} | {result['gflops_batch1']:.1f} | "
-        f"{100 * result['gflops_batch1'] / PEAK_GFLOPS:.0f}% |"
-    )
-    b50 = 1e3 * float(np.median(batch_seconds))
-    b99 = 1e3 * float(np.percentile(batch_seconds, 99))
-    print(
-        f"| {args.batch_size} | {b50:.1f} | {b99:.1f} | {users_per_second:,.0f} | {flops / 1e6:.1f} | "
-        f"{result['gflops_batch']:.1f} | {100 * result['gflops_batch'] / PEAK_GFLOPS:.0f}% |"
-    )
-    print()
-    print(
-        "targets: p50 <= 5 ms at batch 1:",
-        "met" if p50 <= 5 else "NOT met",
-        f"| >= 1,000 users/s at batch {args.batch_size}:",
-        "met" if users_per_second >= 1000 else "NOT met",
-    )
+    print_tables(result)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
