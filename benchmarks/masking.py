@@ -100,6 +100,7 @@ def print_tables(result):
         f"tfseqrec.models.BERT4Rec training step (batch {result['step_batch_size']}, length {result['length']}, "
         "hidden 64, 2 blocks, 2 heads, full softmax on masked positions):"
     )
+    print()
     print(f"| {'measure':<52} | {'value':>12} |")
     print(f"|{'-' * 54}|{'-' * 14}|")
     print(f"| {'step with masking inside (ms)':<52} | {result['step_ms']:>12.1f} |")
