@@ -6,8 +6,8 @@ table of the front page, the lines of ``README.md`` between ``<!-- results-table
 and ``<!-- results-table:end -->``. Nothing is trained: the tables come from the JSON, so
 they cannot drift from it; the provenance of each run (commit, start, end, environment)
 stays in its JSON. The formatting is the benchmark scripts' own (``ml1m.py``, ``text.py``,
-``time_bias.py``, ``scale.py``, ``transfer.py``), imported; the prose around the tables
-is written here.
+``time_bias.py``, ``scale.py``, ``transfer.py``, ``serving.py``, ``masking.py``), imported;
+the prose around the tables is written here.
 
 Usage:
     python benchmarks/tables.py           # write benchmarks/README.md and README.md's table
@@ -16,7 +16,9 @@ Usage:
 A new stored run: write it with the script's ``--json benchmarks/results/NAME.json``, give
 it a protocol (a ``"protocol"`` field in the JSON, or an entry of ``FILE_PROTOCOLS``),
 add it to a section of ``sections()``, and run this script. A stored JSON that no
-section shows is an error, so none is left out by mistake.
+section shows is an error, so none is left out by mistake. A section whose JSON is absent
+is left out only while ``NOT_STORED`` holds the command that writes it (that command is then
+listed under "Not stored yet"); any other absent JSON is an error naming the file.
 """
 
 import argparse
@@ -31,10 +33,12 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import masking  # noqa: E402  (benchmarks/masking.py: its tables)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its tables)
 import numpy as np  # noqa: E402
 import protocols  # noqa: E402  (benchmarks/protocols.py: the ML-1M protocols and their anchors)
 import scale  # noqa: E402
+import serving  # noqa: E402  (benchmarks/serving.py: its table)
 import text  # noqa: E402
 import time_bias  # noqa: E402
 import transfer  # noqa: E402
@@ -152,6 +156,30 @@ PROTOCOLS = {
         "the catalogue, the history filtered",
         comparable="no anchor (a measure of cost)",
     ),
+    "serving": Protocol(
+        data="`ml-1m/ml-1m.txt`: its 3,416-item vocabulary, and as requests the newest 200 items of "
+        "each user with at least 200",
+        split="none measured: the model is a SASRec trained for one epoch (latency does not depend on "
+        "how well the weights are trained)",
+        ranking="`serving_default` of the export: scores over all 3,416 items, the top 10 returned",
+        seen="the request's history excluded, as `serving_default` does",
+        anchor="no anchor (a measure of cost, not of accuracy)",
+        summary="the export of a one-epoch SASRec on `ml-1m/ml-1m.txt`, `serving_default` through the "
+        "session loader TF Serving uses, requests of 200 items of its users, top 10 of 3,416 items",
+        comparable="no anchor (a measure of cost)",
+    ),
+    "masking": Protocol(
+        data="seeded uniform item ids over ML-1M's 3,416 items, every position a real item (the worst case)",
+        split="none",
+        ranking="none: Cloze masking is timed alone and inside a BERT4Rec training step (full "
+        "softmax on the masked positions)",
+        seen="not applicable",
+        anchor="no anchor (a measure of cost); the comparison is the per-item Python loop of PyTorch "
+        "BERT4Rec ports' `BertTrainDataset`, timed on the same batch",
+        summary="seeded uniform item ids over 3,416 items, every position a real item; masking timed "
+        "alone, in a `tf.data` map and inside a BERT4Rec training step",
+        comparable="no anchor (a measure of cost; the per-item loop is timed beside it)",
+    ),
 }
 
 # The protocol of each stored file that does not say it (no "protocol" field), by file name.
@@ -197,7 +225,13 @@ FILE_PROTOCOLS = {
     "transfer": "transfer",
     "transfer-ml100k": "transfer",
     "scale": "synthetic",
+    "serving": "serving",
+    "masking": "masking",
 }
+
+
+def is_stored(stem):
+    return os.path.exists(os.path.join(RESULTS, f"{stem}.json"))
 
 
 def load(stem):
@@ -303,6 +337,11 @@ def scale_command(stem, run):
     return f"python benchmarks/scale.py --sizes {sizes} --json benchmarks/results/{stem}.json"
 
 
+def stored_command(stem, run):
+    """The command a script recorded in its JSON (``serving.py``, ``masking.py``)."""
+    return run["command"]
+
+
 def command(stem):
     """The command that wrote ``benchmarks/results/STEM.json``, rebuilt from what it stored."""
     for prefix, build in (
@@ -311,6 +350,8 @@ def command(stem):
         ("transfer", transfer_command),
         ("ml100k-hstu-time-bias", time_bias_command),
         ("scale", scale_command),
+        ("serving", stored_command),
+        ("masking", stored_command),
     ):
         if stem.startswith(prefix):
             return build(stem, load(stem))
@@ -378,6 +419,30 @@ def time_bias_table(stems):
 
 def scale_tables(stems):
     return "\n\n".join(_printed(scale.print_tables, load(s)["rows"]) for s in stems)
+
+
+def serving_tables(stems):
+    """``serving.py``'s table of each stored run, under the line that says what was served where."""
+    tables = []
+    for s in stems:
+        r = load(s)
+        tables.append(
+            f"{r['model']}, vocabulary of {r['num_items']:,} items, history {r['history_length']}, "
+            f"k = {r['k']}; {r['environment']}.\n\n" + _printed(serving.print_tables, r)
+        )
+    return "\n\n".join(tables)
+
+
+def masking_tables(stems):
+    """``masking.py``'s tables of each stored run, under the line that says the batch masked."""
+    tables = []
+    for s in stems:
+        r = load(s)
+        tables.append(
+            f"Batch {r['batch_size']:,} x length {r['length']}, {r['num_items']:,} items, mask_prob "
+            f"{r['mask_prob']:g}; {r['environment']}.\n\n" + _printed(masking.print_tables, r)
+        )
+    return "\n\n".join(tables)
 
 
 def transfer_tables(stems):
@@ -878,6 +943,46 @@ block's scores, so its memory does not grow with the catalogue; the matmul bound
                 ),
             ],
         ),
+        "Serving": (
+            """
+`benchmarks/serving.py` exports a model (by default a SASRec trained for one epoch on ML-1M:
+latency does not depend on how well the weights are trained) and times `serving_default`
+through `tfseqrec.serving.SavedModelPredictor`, a TF1 session over the `serve` tag that runs
+the signature by tensor name as the C++ server does, on real ML-1M histories of 200 items:
+single requests one after another at batch 1 (p50 / p99 latency), and batches of 256 users
+(users per second). FLOPs per request are an analytic count of the signature's matmuls (the
+transformer over the window, the output head, scores over the catalogue at the last
+position); GFLOP/s is that times the requests served per second, against the ~130 GFLOP/s a
+large fp32 matmul reaches on this CPU. Client-side proto encoding and the network are not
+included: a real server adds them.
+""",
+            [
+                Section(
+                    "SASRec's export: batch 1 and batch 256",
+                    "serving",
+                    ["serving"],
+                    serving_tables,
+                ),
+            ],
+        ),
+        "Cloze masking": (
+            """
+`benchmarks/masking.py` times BERT4Rec's Cloze masking (`ClozeMasking`, drawn fresh for every
+batch) in a compiled `tf.function`, with XLA, and as a `tf.data` map over the whole input
+pipeline (`cloze_dataset`: slicing, shuffling, batching, masking), against the per-item Python
+loop of the widely copied PyTorch `BertTrainDataset` followed by collating the batch, as a
+`DataLoader` does. The second table is the share of a `tfseqrec.models.BERT4Rec` training
+step at ML-1M's size that masking takes when it runs inside the step.
+""",
+            [
+                Section(
+                    "Sequences per second, and the share of a training step",
+                    "masking",
+                    ["masking"],
+                    masking_tables,
+                ),
+            ],
+        ),
     }
 
 
@@ -990,7 +1095,16 @@ def protocols_table():
     )
 
 
+def json_stem(cmd):
+    """The stem of the JSON a command writes (``--json benchmarks/results/STEM.json``), or None."""
+    words = shlex.split(cmd)
+    if "--json" not in words:
+        return None
+    return os.path.splitext(os.path.basename(words[words.index("--json") + 1]))[0]
+
+
 def not_stored():
+    """The "Not stored yet" part: the commands of ``NOT_STORED`` whose JSON is absent, and ``NOT_RUN``'s."""
     lines = [
         "## Not stored yet",
         "",
@@ -999,6 +1113,9 @@ def not_stored():
         "",
     ]
     for what, cmd in NOT_STORED:
+        stem = json_stem(cmd)
+        if stem is not None and is_stored(stem):
+            continue
         lines += [f"- {what}:", "", "  ```bash", f"  {cmd}", "  ```", ""]
     lines += ["Not run yet; each command writes the JSON of its table:", ""]
     for what, cmd in NOT_RUN:
@@ -1010,11 +1127,22 @@ def benchmarks_readme():
     """The text of benchmarks/README.md; an error if a stored JSON appears in no section."""
     parts = [INTRO + protocols_table()]
     used = set()
+    pending = {json_stem(cmd) for _, cmd in NOT_STORED}
     for heading, (intro, items) in sections().items():
-        parts.append(f"## {heading}\n\n{intro.strip()}")
+        shown = []
         for section in items:
-            parts.append(section.render())
-            used.update(section.stems)
+            missing = [s for s in section.stems if not is_stored(s)]
+            unlisted = [s for s in missing if s not in pending]
+            if unlisted:
+                raise ValueError(
+                    f"benchmarks/results/{unlisted[0]}.json is missing (section {section.heading!r}): "
+                    "restore it, or list the command that writes it in NOT_STORED"
+                )
+            if not missing:
+                shown.append(section.render())
+                used.update(section.stems)
+        if shown:
+            parts += [f"## {heading}\n\n{intro.strip()}", *shown]
     parts.append(not_stored())
     used.update(stem for *_, pairs in HEADLINES for stem in headline_stems(pairs))
     stored = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(RESULTS, "*.json"))}

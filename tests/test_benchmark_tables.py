@@ -1,6 +1,7 @@
 """The committed benchmark tables are what ``benchmarks/tables.py`` prints from the stored runs (no training)."""
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -42,3 +43,122 @@ def test_headline_row_and_markers_by_hand():
     assert "old row" not in replaced
     with pytest.raises(ValueError, match="results-table:begin"):
         tables.front_readme("a README without the markers\n")
+
+
+# Hand-made runs of the shape `benchmarks/serving.py --json` and `benchmarks/masking.py --json` write.
+ENVIRONMENT = "2 CPU cores, TensorFlow 2.16.2, Keras 3.12.0, Python 3.10.14"
+PROVENANCE = {"commit": "abc1234", "started": "2026-01-01 10:00 UTC", "ended": "2026-01-01 10:20 UTC"}
+SERVING = {
+    "model": "SASRec",
+    "signature": "serving_default",
+    "history_length": 200,
+    "k": 10,
+    "num_items": 3416,
+    "p50_ms_batch1": 4.0,
+    "p99_ms_batch1": 6.5,
+    "users_per_s_batch": 2000.0,
+    "batch_size": 256,
+    "p50_ms_batch": 128.0,
+    "p99_ms_batch": 140.3,
+    "mflop_per_request": 26.0,
+    "gflops_batch1": 6.5,
+    "gflops_batch": 52.0,
+    "peak_gflops": 130.0,
+    "tensorflow": "2.16.2",
+    "python": "3.10.14",
+    "cpus": 2,
+    "command": "python benchmarks/serving.py --json benchmarks/results/serving.json",
+    **PROVENANCE,
+    "environment": ENVIRONMENT,
+}
+MASKING = {
+    "batch_size": 1024,
+    "length": 200,
+    "num_items": 3416,
+    "mask_prob": 0.2,
+    "step_batch_size": 256,
+    "rows": {
+        "ClozeMasking, tf.function (graph)": 200000.0,
+        "ClozeMasking, tf.function + XLA": 300000.0,
+        "cloze_dataset + ClozeMasking (tf.data map)": 100000.0,
+        "per-item Python loop + collate (BertTrainDataset)": 2000.0,
+    },
+    "step_ms": 120.0,
+    "premasked_step_ms": 118.5,
+    "masking_ms": 1.5,
+    "masking_share": 0.0125,
+    "command": "python benchmarks/masking.py --json benchmarks/results/masking.json",
+    **PROVENANCE,
+    "environment": ENVIRONMENT,
+}
+
+
+def _cells(text):
+    """The rows of the markdown tables in ``text``, each a list of its stripped cells (rules left out)."""
+    rows = [line.strip().strip("|").split("|") for line in text.split("\n") if line.startswith("|")]
+    return [[c.strip() for c in row] for row in rows if not set("".join(row)) <= set("-: ")]
+
+
+def _stored(tmp_path, monkeypatch, tables, runs):
+    for stem, run in runs.items():
+        (tmp_path / f"{stem}.json").write_text(json.dumps(run))
+    monkeypatch.setattr(tables, "RESULTS", str(tmp_path))
+
+
+def test_serving_table_from_a_stored_run(tmp_path, monkeypatch):
+    tables = _tables()
+    _stored(tmp_path, monkeypatch, tables, {"serving": SERVING})
+    text = tables.serving_tables(["serving"])
+    assert text.split("\n")[0] == f"SASRec, vocabulary of 3,416 items, history 200, k = 10; {ENVIRONMENT}."
+    # users/s at batch 1 is 1000 / p50; the share is GFLOP/s over the stored peak (6.5 / 130, 52 / 130).
+    assert _cells(text) == [
+        ["batch", "p50 (ms)", "p99 (ms)", "users/s", "MFLOP/request", "GFLOP/s", "% of 130 GFLOP/s"],
+        ["1", "4.00", "6.50", "250", "26.0", "6.5", "5%"],
+        ["256", "128.0", "140.3", "2,000", "26.0", "52.0", "40%"],
+    ]
+    assert "targets: p50 <= 5 ms at batch 1: met | >= 1,000 users/s at batch 256: met" in text
+    assert tables.protocol_of("serving") == "serving"
+    assert tables.command("serving") == SERVING["command"]
+
+
+def test_masking_tables_from_a_stored_run(tmp_path, monkeypatch):
+    tables = _tables()
+    _stored(tmp_path, monkeypatch, tables, {"masking": MASKING})
+    text = tables.masking_tables(["masking"])
+    assert text.split("\n")[0] == f"Batch 1,024 x length 200, 3,416 items, mask_prob 0.2; {ENVIRONMENT}."
+    assert _cells(text) == [
+        ["method", "sequences/s", "vs loop"],
+        ["ClozeMasking, tf.function (graph)", "200,000", "100.0x"],
+        ["ClozeMasking, tf.function + XLA", "300,000", "150.0x"],
+        ["cloze_dataset + ClozeMasking (tf.data map)", "100,000", "50.0x"],
+        ["per-item Python loop + collate (BertTrainDataset)", "2,000", "1.0x"],
+        ["measure", "value"],
+        ["step with masking inside (ms)", "120.0"],
+        ["step on pre-masked batch (ms)", "118.5"],
+        ["masking alone, same batch (ms)", "1.50"],
+        ["masking share of the step", "1.25%"],
+    ]
+    assert "training step (batch 256, length 200," in text
+    assert tables.protocol_of("masking") == "masking"
+    assert tables.command("masking") == MASKING["command"]
+
+
+def test_a_section_shows_once_its_json_is_stored_and_leaves_not_stored(tmp_path, monkeypatch):
+    tables = _tables()
+    _stored(tmp_path, monkeypatch, tables, {"serving": SERVING})
+    parts = {h: part for h, part in tables.sections().items() if h in ("Serving", "Cloze masking")}
+    monkeypatch.setattr(tables, "sections", lambda: parts)
+    monkeypatch.setattr(tables, "HEADLINES", [])
+    readme = tables.benchmarks_readme()
+    assert "## Serving" in readme and "## Cloze masking" not in readme
+    assert "Stored: [`serving.json`](results/serving.json)." in readme
+    assert "| 1 | 4.00 | 6.50 | 250 | 26.0 | 6.5 | 5% |" in readme
+    not_stored = readme[readme.index("## Not stored yet") :]
+    assert "benchmarks/results/masking.json" in not_stored
+    assert "benchmarks/results/serving.json" not in not_stored
+
+    # An absent JSON that no NOT_STORED command writes is an error naming the file.
+    (tmp_path / "serving.json").unlink()
+    monkeypatch.setattr(tables, "NOT_STORED", [w for w in tables.NOT_STORED if "serving.py" not in w[1]])
+    with pytest.raises(ValueError, match=r"benchmarks/results/serving\.json is missing"):
+        tables.benchmarks_readme()
