@@ -90,7 +90,8 @@ def _window_bounds(sequences, width, stride, min_length):
     return starts, ends, rows
 
 
-def _mask(ids):
+def padding_mask(ids):
+    """1 where ``ids`` holds an item, 0 where padded: int32, the shape of ``ids``."""
     return (ids != vocab.PAD_ID).astype(np.int32)
 
 
@@ -129,7 +130,7 @@ def causal_windows(sequences, max_sequence_length, window_stride=None, timestamp
     # predict it from (as in the SASRec sampler).
     targets = np.where(inputs != vocab.PAD_ID, targets, vocab.PAD_ID).astype(np.int32)
     weights = (targets >= vocab.NUM_RESERVED).astype(np.float32)
-    x = {"item_ids": inputs, "padding_mask": _mask(inputs)}
+    x = {"item_ids": inputs, "padding_mask": padding_mask(inputs)}
     if timestamps:
         x["timestamps"] = _gather_windows(event_times(sequences), starts, ends, width, np.int64)[:, :-1]
     return x, targets, weights
@@ -141,7 +142,7 @@ def cloze_windows(sequences, max_sequence_length, window_stride=None):
     The model masks them inside its training step (``ClozeTask``).
     """
     windows, _ = sliding_windows(sequences, max_sequence_length, window_stride, min_length=1)
-    return {"item_ids": windows, "padding_mask": _mask(windows)}
+    return {"item_ids": windows, "padding_mask": padding_mask(windows)}
 
 
 class Batches(keras.utils.PyDataset):

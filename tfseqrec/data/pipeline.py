@@ -21,11 +21,12 @@ import tensorflow as tf
 
 from tfseqrec.data import vocab
 from tfseqrec.data.numpy_pipeline import (
-    _mask,
     causal_windows,
+    cloze_windows,
     event_times,
     pad_left,
     pad_left_times,
+    padding_mask,
     sliding_windows,
 )
 
@@ -100,19 +101,12 @@ def cloze_dataset(
     instead is ``ds.map(ClozePreprocessor(...))``.
     ``bucket_boundaries`` works as in ``causal_dataset``.
     """
-    windows, _ = sliding_windows(sequences, max_sequence_length, window_stride, min_length=1)
-    ds = _bucketed(
-        lambda rows, width: tf.data.Dataset.from_tensor_slices(windows[rows, -width:]),
-        windows,
-        bucket_boundaries,
-        batch_size,
-        shuffle,
-        seed,
-        drop_remainder,
-        prefetch=False,
-    )
-    ds = ds.map(lambda ids: {"item_ids": ids, "padding_mask": tf.cast(ids != vocab.PAD_ID, tf.int32)})
-    return ds.prefetch(tf.data.AUTOTUNE)
+    x = cloze_windows(sequences, max_sequence_length, window_stride)
+
+    def make(rows, width):
+        return tf.data.Dataset.from_tensor_slices({name: value[rows, -width:] for name, value in x.items()})
+
+    return _bucketed(make, x["item_ids"], bucket_boundaries, batch_size, shuffle, seed, drop_remainder)
 
 
 def eval_dataset(
@@ -138,7 +132,7 @@ def eval_dataset(
     seen = cases.histories
 
     def make(rows, width):
-        x = {"item_ids": inputs[rows, -width:], "padding_mask": _mask(inputs[rows, -width:])}
+        x = {"item_ids": inputs[rows, -width:], "padding_mask": padding_mask(inputs[rows, -width:])}
         if times is not None:
             x["timestamps"] = times[rows, -width:]
         if history:
@@ -168,12 +162,12 @@ def _bucket_edges(boundaries, width):
     return sorted({int(b) for b in boundaries if 0 < b < width} | {width})
 
 
-def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainder, prefetch=True):
+def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainder):
     """Batches of ``make(rows, width)`` datasets, one per length bucket, interleaved."""
     width = padded.shape[1]
     if not boundaries:
         rows = np.arange(len(padded))
-        return _finish(make(rows, width), len(rows), batch_size, shuffle, seed, drop_remainder, prefetch)
+        return _finish(make(rows, width), len(rows), batch_size, shuffle, seed, drop_remainder)
     edges = _bucket_edges(boundaries, width)
     lengths = (padded != vocab.PAD_ID).sum(axis=1)
     bucket = np.searchsorted(edges, lengths)  # smallest edge >= length
@@ -196,7 +190,7 @@ def _bucketed(make, padded, boundaries, batch_size, shuffle, seed, drop_remainde
         # progress bars show it and Keras does not warn that the data "ran out".
         batches = sum(n // batch_size if drop_remainder else -(-n // batch_size) for n in sizes)
         ds = ds.apply(tf.data.experimental.assert_cardinality(batches))
-    return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def _finish(ds, size, batch_size, shuffle, seed, drop_remainder, prefetch=True):
