@@ -151,6 +151,7 @@ def main():
         if set(chosen) - set(known):
             parser.error(f"unknown {sorted(set(chosen) - set(known))}; known: {list(known)}")
     run = {
+        "protocol": "defaults",  # benchmarks/tables.py's; each row names its dataset's own protocol
         "command": shlex.join(["python", "benchmarks/defaults.py", *sys.argv[1:]]),
         "commit": machine.code_version(),
         "started": machine.now(),

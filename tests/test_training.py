@@ -311,11 +311,17 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
         50,
         "scientific",
     )
-    # The ML-1M presets are today's defaults, pinned: the same models and training options.
+    # The ML-1M presets are today's defaults, pinned: the same models and training options
+    # (BERT4Rec's and HSTU's batch size is the data's; ML-1M's 6,040 windows settle it to 128).
+    assert training.default_batch_size(6040) == 128
     for name in ("sasrec", "bert4rec", "hstu"):
         kind = kinds.get(name)
         preset, default = kind.options({}, preset="ml1m"), kind.options({})
-        assert dataclasses.replace(preset, preset=None, model_options={}) == default
+        assert default.batch_size == (128 if name == "sasrec" else None)
+        assert (
+            dataclasses.replace(preset, preset=None, model_options={}, batch_size=default.batch_size)
+            == default
+        )
         keras.utils.set_random_seed(0)
         built = kind.build(preset, 5).get_config()
         keras.utils.set_random_seed(0)
@@ -458,6 +464,26 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
     untimed = {**config, "num_time_buckets": 0}
     model, _, _ = kinds.get("hstu").train(data, tmp_path / "untimed", untimed, verbose=2)
     assert "hstu: no time bias (num_time_buckets=0)" in capsys.readouterr().out and not model.uses_timestamps
+
+
+def test_the_default_batch_size_gives_an_epoch_24_batches_or_is_16(tmp_path, capsys):
+    # Hand-computed: the largest of 128, 64, 32, 16 with windows >= 24 * size, else 16.
+    windows = [0, 383, 384, 767, 768, 1535, 1536, 3071, 3072, 10**6]
+    assert [training.default_batch_size(n) for n in windows] == [16, 16, 16, 16, 32, 32, 64, 64, 128, 128]
+    from tfseqrec.data import synthetic
+
+    # 800 users: one window each, 800 >= 24 * 32 but < 24 * 64.
+    data = synthetic.write_csv(synthetic.generate(6000, 40, 800, seed=1), tmp_path / "log.csv")
+    bert4rec = kinds.get("bert4rec")
+    config = {"model": "bert4rec", "epochs": 1, "hidden_dim": 8, "num_heads": 1, "max_sequence_length": 8}
+    bert4rec.train(data, tmp_path / "auto", config, verbose=2)
+    assert "batch size 32: 800 training windows would make 7 batches of 128" in capsys.readouterr().out
+    assert json.load(open(tmp_path / "auto" / "train_config.json"))["config"]["batch_size"] == 32
+    bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128}, verbose=2)
+    assert "batch size" not in capsys.readouterr().out
+    assert json.load(open(tmp_path / "given" / "train_config.json"))["config"]["batch_size"] == 128
+    # SASRec's default_training keeps 128 whatever the data.
+    assert training.TrainConfig().batch_size == 128 and training.TrainConfig(model="hstu").batch_size is None
 
 
 def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():

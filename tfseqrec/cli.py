@@ -790,7 +790,11 @@ TRAIN_FLAGS = [
     ("num_negatives", int, "negatives for sampled losses"),
     ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2)"),
     ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),
-    ("batch_size", int, "training batch size (default 128)"),
+    (
+        "batch_size",
+        int,
+        "training batch size (default 128; BERT4Rec, HSTU: smaller when an epoch would have under 24 batches)",
+    ),
     (
         "learning_rate",
         float,

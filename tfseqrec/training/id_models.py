@@ -30,7 +30,7 @@ from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
-from tfseqrec.training.config import TrainConfig
+from tfseqrec.training.config import BATCH_SIZES, TrainConfig, default_batch_size
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
@@ -187,6 +187,7 @@ def _run_config(kind, config, split, num_items, verbose):
             "the split has no validation cases; train with validation='none' for a fixed epoch count"
         )
     config = _with_time_bias(kind, config, split.train, verbose)
+    config = _with_batch_size(kind, config, split.train, verbose)
     _note_sparse_updates(config, num_items, verbose)
     return config
 
@@ -243,6 +244,22 @@ def _require_saved_epoch(best):
             f"a finite {best.monitor} (is the validation split empty?)" if best.monitor else "finite weights"
         )
         raise TrainingDiverged(f"no epoch gave {what}; nothing was saved to {best.path}")
+
+
+def _with_batch_size(kind, config, train, verbose):
+    """``config`` with ``batch_size`` settled by the number of training windows when it is ``None``
+    (``default_batch_size``); the training log says so when the data make it smaller than 128."""
+    if config.batch_size is not None:
+        return config
+    windows = len(kind.targets_per_window(config, train))
+    size = default_batch_size(windows)
+    if size < BATCH_SIZES[0] and verbose:
+        print(
+            f"{config.model}: batch size {size}: {windows:,} training windows would make "
+            f"{-(-windows // BATCH_SIZES[0])} batches of {BATCH_SIZES[0]} an epoch (--batch-size to choose)",
+            flush=True,
+        )
+    return dataclasses.replace(config, batch_size=size)
 
 
 def _with_time_bias(kind, config, train, verbose):
