@@ -19,6 +19,7 @@ the budget).
 Usage:
     python benchmarks/defaults.py --minutes 10 --json benchmarks/results/defaults.json
     python benchmarks/defaults.py --datasets ml-100k --minutes 0.3      # a quick check, end to end
+    python benchmarks/defaults.py --datasets ml-100k --models bert4rec --minutes 4 --config '{"batch_size": 32}'
     python benchmarks/defaults.py --report benchmarks/results/defaults.json   # stored run, no training
 Data: under --data-root ($TFSEQREC_DATA, default ../shared/data).
 """
@@ -50,9 +51,10 @@ MODELS = ("sasrec", "bert4rec", "hstu")
 METRICS = ("ndcg@10", "hr@10", "mrr")
 
 
-def train_row(model_name, data_path, minutes, seed, epochs=None):
-    """``(row, split, vocabulary)``: ``model_name`` trained with its defaults, and its test metrics."""
-    values = {"model": model_name, "max_train_minutes": minutes, "seed": seed}
+def train_row(model_name, data_path, minutes, seed, epochs=None, config=None):
+    """``(row, split, vocabulary)``: ``model_name`` trained with its defaults (but ``config``'s
+    options), and its test metrics."""
+    values = {"model": model_name, "max_train_minutes": minutes, "seed": seed, **(config or {})}
     if epochs is not None:
         values["epochs"] = epochs
     timer = ml1m.EpochTimer()
@@ -80,13 +82,13 @@ def popularity_row(split, vocabulary):
     return {"model": "popularity", "train_wall_seconds": 0.0, "test": {k: test[k] for k in METRICS}}
 
 
-def dataset_rows(name, data_root, models, minutes, seed, epochs=None):
+def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=None):
     """The rows of one dataset: each model's, then popularity's on the same split."""
     file, protocol = DATASETS[name]
     path = os.path.join(data_root, file)
     rows, split = [], None
     for model_name in models:
-        row, split, vocabulary = train_row(model_name, path, minutes, seed, epochs)
+        row, split, vocabulary = train_row(model_name, path, minutes, seed, epochs, config)
         rows.append(row)
         print(f"{name} {model_name}: test NDCG@10 {row['test']['ndcg@10']:.4f}", flush=True)
     if split is not None:
@@ -100,21 +102,38 @@ def dataset_rows(name, data_root, models, minutes, seed, epochs=None):
     return [{**info, **row} for row in rows]
 
 
+# The options of a row's config that are the run's own (model, budget, seed, epoch cap), not a probe's.
+RUN_OPTIONS = ("model", "max_train_minutes", "seed", "epochs")
+
+
+def changed_options(row):
+    """``"batch_size=32"``: the options ``--config`` set for the row; ``"defaults"`` when none."""
+    changed = {k: v for k, v in row.get("config", {}).items() if k not in RUN_OPTIONS}
+    text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in changed.items())
+    return text or "defaults"
+
+
 def table(rows):
-    """Markdown: a row per dataset and model, NDCG@10 against SASRec's on the same dataset."""
-    sasrec = {r["dataset"]: r["test"]["ndcg@10"] for r in rows if r["model"] == "sasrec"}
+    """Markdown: a row per dataset, model and options, NDCG@10 against SASRec's with its defaults
+    on the same dataset."""
+    sasrec = {
+        r["dataset"]: r["test"]["ndcg@10"]
+        for r in rows
+        if r["model"] == "sasrec" and changed_options(r) == "defaults"
+    }
     lines = [
-        "| dataset | protocol | model | NDCG@10 | HR@10 | MRR | NDCG@10 / SASRec | epochs (best) | "
-        "train minutes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| dataset | protocol | model | options | NDCG@10 | HR@10 | MRR | NDCG@10 / SASRec | "
+        "epochs (best) | train minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         test = r["test"]
         base = sasrec.get(r["dataset"])
         ratio = f"{test['ndcg@10'] / base:.2f}" if base else ""
         epochs = f"{r['epochs']} ({r['best_epoch']})" if "epochs" in r else ""
+        options = changed_options(r) if "config" in r else ""
         lines.append(
-            f"| {r['dataset']} | {r['protocol']} | {r['model']} | {test['ndcg@10']:.4f} | "
+            f"| {r['dataset']} | {r['protocol']} | {r['model']} | {options} | {test['ndcg@10']:.4f} | "
             f"{test['hr@10']:.4f} | {test['mrr']:.4f} | {ratio} | {epochs} | "
             f"{r['train_wall_seconds'] / 60:.1f} |"
         )
@@ -139,6 +158,12 @@ def main():
         default=os.environ.get("TFSEQREC_DATA", "../shared/data"),
         help="the folder holding the datasets (default $TFSEQREC_DATA, else ../shared/data)",
     )
+    parser.add_argument(
+        "--config",
+        type=json.loads,
+        default=None,
+        help="JSON of options set for every model: a probe of one change against the defaults",
+    )
     parser.add_argument("--json", help="also write the results here (rewritten after every dataset)")
     parser.add_argument("--report", metavar="JSON", help="train nothing: print the table of a stored run")
     args = parser.parse_args()
@@ -160,7 +185,9 @@ def main():
         "rows": [],
     }
     for name in datasets:
-        run["rows"] += dataset_rows(name, args.data_root, models, args.minutes, args.seed, args.epochs)
+        run["rows"] += dataset_rows(
+            name, args.data_root, models, args.minutes, args.seed, args.epochs, args.config
+        )
         run["ended"] = machine.now()
         if args.json:
             with open(args.json, "w") as f:
