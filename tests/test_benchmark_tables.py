@@ -162,3 +162,63 @@ def test_a_section_shows_once_its_json_is_stored_and_leaves_not_stored(tmp_path,
     monkeypatch.setattr(tables, "NOT_STORED", [w for w in tables.NOT_STORED if "serving.py" not in w[1]])
     with pytest.raises(ValueError, match=r"benchmarks/results/serving\.json is missing"):
         tables.benchmarks_readme()
+
+
+def _side(library, ndcg):
+    return {
+        "library": library,
+        "test": {"ndcg@10": ndcg, "hr@10": 2 * ndcg},
+        "best_val_ndcg@10": ndcg + 0.01,
+        "epochs": 10,
+        "best_epoch": 8,
+        "minutes_to_98pct_of_best": 12.0,
+        "minutes_to_best": 20.0,
+    }
+
+
+PEERS = {
+    "protocol": {
+        "name": "rectools",
+        "data_file": "ml-1m/ml-1m_full_sequences.txt.gz",
+        "validation": "last",
+        "exclude_seen": "history",
+        "training": {},
+        "anchor": "RecTools: 0.2164 / 0.3642",
+    },
+    "data": "ml-1m/ml-1m_full_sequences.txt.gz",
+    "anchored": True,
+    "minutes": 30.0,
+    "seed": 0,
+    "environment": ENVIRONMENT,
+    "command": "benchmarks/peers/side_by_side.py --protocol rectools --models hstu --json",
+    "models": {
+        "sasrec": [_side("tfseqrec", 0.2), _side("RecTools 0.19", 0.19)],
+        "hstu": [_side("tfseqrec", 0.21)],
+    },
+    # Two commands, one model each: the section lists both, once each, in the order they ran.
+    "model_runs": {
+        "sasrec": {"command": "benchmarks/peers/side_by_side.py --protocol rectools --models sasrec --json"},
+        "hstu": {"command": "benchmarks/peers/side_by_side.py --protocol rectools --models hstu --json"},
+    },
+}
+
+
+def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
+    tables = _tables()
+    _stored(tmp_path, monkeypatch, tables, {})
+    assert tables.peers_sections() == []  # none until a run stores a record
+    _stored(tmp_path, monkeypatch, tables, {"peers-rectools": PEERS})
+    [section] = tables.peers_sections()
+    assert (section.heading, section.protocol, section.stems) == (
+        "tfseqrec and RecTools on `rectools`",
+        "rectools",
+        ["peers-rectools"],
+    )
+    assert tables.command("peers-rectools") == (
+        "python benchmarks/peers/side_by_side.py --protocol rectools --models sasrec --json\n"
+        "python benchmarks/peers/side_by_side.py --protocol rectools --models hstu --json"
+    )
+    text = section.render()
+    assert "| sasrec | tfseqrec | 0.2000 | 0.4000 | 0.2100 | 10 (8) | 12.0 | 20.0 |" in text
+    assert "| sasrec | RecTools 0.19 | 0.1900 | 0.3800 | 0.2000 | 10 (8) | 12.0 | 20.0 |" in text
+    assert "Comparable with: RecTools: 0.2164 / 0.3642." in text

@@ -3,6 +3,7 @@ tfseqrec's evaluation (against a NumPy oracle), and the fitted interactions it w
 the runner."""
 
 import importlib.util
+import json
 import math
 import os
 import sys
@@ -126,3 +127,17 @@ def test_minutes_to_98_percent_of_the_best_validation(side_by_side):
     got = side_by_side.curve_summary([], [60.0, 90.0], validates=False)
     assert got["best_epoch"] == 2 and got["minutes_to_best"] == 1.5
     assert got["best_val_ndcg@10"] is None and got["minutes_to_98pct_of_best"] is None
+
+
+def test_a_stored_record_is_joined_only_by_a_run_made_alike(side_by_side, tmp_path):
+    stored = {"protocol": {"name": "rectools"}, "data": "d", "minutes": 30.0, "seed": 0}
+    side_by_side.check_same_run(stored, dict(stored, models={}))
+    with pytest.raises(ValueError, match="the stored record's minutes is 30.0, this run's 10.0"):
+        side_by_side.check_same_run(stored, dict(stored, minutes=10.0))
+    with pytest.raises(ValueError, match="the stored record's protocol"):
+        side_by_side.check_same_run(stored, dict(stored, protocol={"name": "hstu-paper"}))
+    path = str(tmp_path / "peers-rectools.json")
+    side_by_side.write_record({"models": {"sasrec": []}}, path)
+    with open(path) as f:
+        assert json.load(f) == {"models": {"sasrec": []}}
+    assert not os.path.exists(path + ".partial")

@@ -26,6 +26,8 @@ epoch is the model.
 Usage (the package's own .venv):
     benchmarks/peers/ensure_env.sh
     python benchmarks/peers/side_by_side.py --protocol rectools --minutes 30 --models sasrec hstu bert4rec --json
+    python benchmarks/peers/side_by_side.py --protocol rectools --minutes 30 --models hstu --json   # one model
+        # at a time: its rows join (or replace) those of benchmarks/results/peers-rectools.json
     python benchmarks/peers/side_by_side.py --protocol sasrec-plus --minutes 0.5 --models sasrec \\
         --data ml-100k/u.data      # a quick check on another file (under the data root)
 """
@@ -278,12 +280,19 @@ def table(record):
     return "\n".join(lines)
 
 
-def compare(protocol, data_root, models, minutes, seed):
-    """Both libraries on one protocol, model by model: the record ``--json`` stores."""
+def compare(protocol, data_root, models, minutes, seed, previous=None, save=None):
+    """Both libraries on one protocol, model by model: the record ``--json`` stores.
+
+    ``previous``: a stored record of the same protocol, data, budget and seed (an
+    earlier command's, say another model's): its models are kept, those run now
+    replaced, so a table can be filled one model at a time. ``save(record)`` is called
+    after every model, so a run stopped later keeps the models it finished.
+    """
     data_path = protocols.data_path(protocol, data_root)
     split, vocabulary = protocols.load(protocol, data_root)
+    command = " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
     record = {
-        "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
+        "command": command,
         "commit": machine.code_version(),
         "started": machine.now(),
         "environment": machine.environment() + ", " + peers_versions(),
@@ -293,13 +302,39 @@ def compare(protocol, data_root, models, minutes, seed):
         "minutes": minutes,
         "seed": seed,
         "models": {},
+        "model_runs": {},  # each model's command, commit, start and end
     }
+    if previous is not None:
+        check_same_run(previous, record)
+        record["models"] = dict(previous["models"])
+        record["model_runs"] = dict(previous.get("model_runs", {}))
+        for name in record["models"]:
+            record["model_runs"].setdefault(name, {k: previous[k] for k in ("command", "commit", "started")})
     for name in models:
+        started = machine.now()
         tf_side = run_tfseqrec(name, protocol, data_path, split, minutes, seed)
         peer = run_rectools(name, protocol, split, vocabulary, minutes, seed, WINDOW)
         record["models"][name] = [tf_side, peer]
-    record["ended"] = machine.now()
+        record["model_runs"][name] = {
+            "command": command,
+            "commit": record["commit"],
+            "started": started,
+            "ended": machine.now(),
+        }
+        record["ended"] = machine.now()
+        if save is not None:
+            save(record)
     return record
+
+
+def check_same_run(previous, record):
+    """``ValueError`` unless a stored record was run as ``record`` is (protocol, data, budget, seed)."""
+    for key in ("protocol", "data", "minutes", "seed"):
+        if previous.get(key) != record[key]:
+            raise ValueError(
+                f"the stored record's {key} is {previous.get(key)!r}, this run's {record[key]!r}: "
+                "a table compares runs made alike; write elsewhere (--results) or remove the file"
+            )
 
 
 # RecTools' input window (``session_max_len`` in rectools_runner.py): the items
@@ -341,17 +376,36 @@ def main():
         protocol = protocols.get(name)
         if args.data:
             protocol = dataclasses.replace(protocol, data_file=args.data)
+        # Another seed's run goes beside seed 0's; another model's joins the stored record.
+        suffix = f"-seed-{args.seed}" if args.seed else ""
+        path = os.path.join(args.results, f"peers-{name}{suffix}.json") if args.json else None
+        previous = None
+        if path and os.path.exists(path):
+            with open(path) as f:
+                previous = json.load(f)
         start = time.perf_counter()
-        record = compare(protocol, args.data_root, args.models, args.minutes, args.seed)
+        record = compare(
+            protocol,
+            args.data_root,
+            args.models,
+            args.minutes,
+            args.seed,
+            previous,
+            save=(lambda r, path=path: write_record(r, path)) if path else None,
+        )
         record["wall_minutes"] = (time.perf_counter() - start) / 60
         print(table(record), flush=True)
         print()
-        if args.json:  # another seed's run goes beside seed 0's, not over it
-            suffix = f"-seed-{args.seed}" if args.seed else ""
-            path = os.path.join(args.results, f"peers-{name}{suffix}.json")
-            with open(path, "w") as f:
-                json.dump(record, f, indent=2)
+        if path:
+            write_record(record, path)
             print(f"wrote {os.path.relpath(path, ROOT)}")
+
+
+def write_record(record, path):
+    """``record`` as JSON at ``path``, whole or not at all (written beside it, then moved)."""
+    with open(path + ".partial", "w") as f:
+        json.dump(record, f, indent=2)
+    os.replace(path + ".partial", path)
 
 
 if __name__ == "__main__":
