@@ -123,8 +123,8 @@ def table(rows):
     }
     lines = [
         "| dataset | protocol | model | options | NDCG@10 | HR@10 | MRR | NDCG@10 / SASRec | "
-        "epochs (best) | train minutes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "epochs (best) | minutes to 98% of best validation | train minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         test = r["test"]
@@ -132,9 +132,11 @@ def table(rows):
         ratio = f"{test['ndcg@10'] / base:.2f}" if base else ""
         epochs = f"{r['epochs']} ({r['best_epoch']})" if "epochs" in r else ""
         options = changed_options(r) if "config" in r else ""
+        to_98 = r.get("minutes_to_98pct_of_best")
+        to_98 = "" if to_98 is None else f"{to_98:.1f}"
         lines.append(
             f"| {r['dataset']} | {r['protocol']} | {r['model']} | {options} | {test['ndcg@10']:.4f} | "
-            f"{test['hr@10']:.4f} | {test['mrr']:.4f} | {ratio} | {epochs} | "
+            f"{test['hr@10']:.4f} | {test['mrr']:.4f} | {ratio} | {epochs} | {to_98} | "
             f"{r['train_wall_seconds'] / 60:.1f} |"
         )
     return "\n".join(lines)

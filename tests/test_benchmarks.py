@@ -200,7 +200,7 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
 
     run = {"model": "sasrec", "max_train_minutes": 4.0, "seed": 0}
     rows = [
-        row("a", "sasrec", 0.05, epochs=7, best_epoch=5, config=run),
+        row("a", "sasrec", 0.05, epochs=7, best_epoch=5, config=run, minutes_to_98pct_of_best=0.75),
         row("a", "bert4rec", 0.04, epochs=3, best_epoch=3, config={**run, "model": "bert4rec"}),
         # A probe (--config): its options are named, and it is not the ratios' base.
         row(
@@ -215,13 +215,13 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
         row("b", "hstu", 0.02, epochs=1, best_epoch=1, config={**run, "model": "hstu"}),  # no SASRec on b
     ]
     lines = defaults.table(rows).split("\n")
-    assert lines[2] == "| a | p | sasrec | defaults | 0.0500 | 0.1000 | 0.0250 | 1.00 | 7 (5) | 1.5 |"
-    assert lines[3] == "| a | p | bert4rec | defaults | 0.0400 | 0.0800 | 0.0200 | 0.80 | 3 (3) | 1.5 |"
+    assert lines[2] == "| a | p | sasrec | defaults | 0.0500 | 0.1000 | 0.0250 | 1.00 | 7 (5) | 0.8 | 1.5 |"
+    assert lines[3] == "| a | p | bert4rec | defaults | 0.0400 | 0.0800 | 0.0200 | 0.80 | 3 (3) |  | 1.5 |"
     assert lines[4] == (
-        "| a | p | sasrec | batch_size=32, learning_rate=0.004 | 0.0250 | 0.0500 | 0.0125 | 0.50 | 2 (1) | 1.5 |"
+        "| a | p | sasrec | batch_size=32, learning_rate=0.004 | 0.0250 | 0.0500 | 0.0125 | 0.50 | 2 (1) |  | 1.5 |"
     )
-    assert lines[5] == "| a | p | popularity |  | 0.0100 | 0.0200 | 0.0050 | 0.20 |  | 1.5 |"
-    assert lines[6] == "| b | p | hstu | defaults | 0.0200 | 0.0400 | 0.0100 |  | 1 (1) | 1.5 |"
+    assert lines[5] == "| a | p | popularity |  | 0.0100 | 0.0200 | 0.0050 | 0.20 |  |  | 1.5 |"
+    assert lines[6] == "| b | p | hstu | defaults | 0.0200 | 0.0400 | 0.0100 |  | 1 (1) |  | 1.5 |"
     assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}
 
 
