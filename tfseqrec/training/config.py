@@ -62,12 +62,13 @@ def preset_options(model, preset):
     return dict(presets[preset])
 
 
-# ``batch_size`` left ``None`` by the options and the model's ``default_training`` (BERT4Rec, HSTU; SASRec
-# and UniSRec train on batches of 128): the largest of these that gives an epoch at least
-# ``MIN_BATCHES_PER_EPOCH`` batches. BERT4Rec and HSTU leave their popularity-level start after some hundreds of updates, not
-# epochs: on ML-100K (943 users, so 8 batches of 128 an epoch) BERT4Rec with batches of 128 stayed at
-# popularity's NDCG@10 for 60 epochs (test 0.045 in 4 CPU minutes), with batches of 32 it reached 0.102
-# (SASRec: 0.115); HSTU reached 0.083 against 0.068. ML-1M (6,040 users) and Amazon Scientific (8,317)
+# ``batch_size`` left ``None`` by the options and the model's ``default_training`` (BERT4Rec, HSTU;
+# SASRec and UniSRec train on batches of 128): the largest of these that gives an epoch at least
+# ``MIN_BATCHES_PER_EPOCH`` batches. BERT4Rec and HSTU leave their popularity-level start after some
+# hundreds of updates, not epochs: on ML-100K (943 users, so 8 batches of 128 an epoch) BERT4Rec with
+# batches of 128 stayed at popularity's NDCG@10 for 60 epochs (test 0.043 in 4 CPU minutes; 0.045
+# without early stopping), with batches of 32 it reached 0.102 (SASRec: 0.115); HSTU reached 0.083 against 0.068
+# (benchmarks/results/defaults-probes-4min.json). ML-1M (6,040 users) and Amazon Scientific (8,317)
 # keep 128.
 BATCH_SIZES = (128, 64, 32, 16)
 MIN_BATCHES_PER_EPOCH = 24
