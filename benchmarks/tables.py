@@ -442,16 +442,21 @@ def time_bias_table(stems):
     return time_bias.table([r for s in stems for r in load(s)["runs"]])
 
 
+def _captioned(stems, caption, table):
+    """Each stored run's table under its caption line, ``caption(run)`` and ``table(run)``."""
+    return "\n\n".join(f"{caption(run)}\n\n{table(run)}" for run in map(load, stems))
+
+
 def defaults_tables(stems):
     """``defaults.py``'s table of each stored run, under the line that says its budget and machine."""
-    tables = []
-    for s in stems:
-        run = load(s)
-        tables.append(
+    return _captioned(
+        stems,
+        lambda run: (
             f"{run['args']['minutes']:g} minutes of `fit` a model, seed {run['args']['seed']}; "
-            f"{run['environment']}.\n\n" + defaults.table(run["rows"])
-        )
-    return "\n\n".join(tables)
+            f"{run['environment']}."
+        ),
+        lambda run: defaults.table(run["rows"]),
+    )
 
 
 def peers_tables(stems):
@@ -476,26 +481,26 @@ def scale_tables(stems):
 
 def serving_tables(stems):
     """``serving.py``'s table of each stored run, under the line that says what was served where."""
-    tables = []
-    for s in stems:
-        r = load(s)
-        tables.append(
+    return _captioned(
+        stems,
+        lambda r: (
             f"{r['model']}, vocabulary of {r['num_items']:,} items, history {r['history_length']}, "
-            f"k = {r['k']}; {r['environment']}.\n\n" + _printed(serving.print_tables, r)
-        )
-    return "\n\n".join(tables)
+            f"k = {r['k']}; {r['environment']}."
+        ),
+        lambda r: _printed(serving.print_tables, r),
+    )
 
 
 def masking_tables(stems):
     """``masking.py``'s tables of each stored run, under the line that says the batch masked."""
-    tables = []
-    for s in stems:
-        r = load(s)
-        tables.append(
+    return _captioned(
+        stems,
+        lambda r: (
             f"Batch {r['batch_size']:,} x length {r['length']}, {r['num_items']:,} items, mask_prob "
-            f"{r['mask_prob']:g}; {r['environment']}.\n\n" + _printed(masking.print_tables, r)
-        )
-    return "\n\n".join(tables)
+            f"{r['mask_prob']:g}; {r['environment']}."
+        ),
+        lambda r: _printed(masking.print_tables, r),
+    )
 
 
 def transfer_tables(stems):
