@@ -361,8 +361,8 @@ def stored_command(stem, run):
 
 def peers_command(stem, run):
     """``side_by_side.py``'s commands: each model's, in the order they ran (one line each, once)."""
-    commands = [r["command"] for r in run.get("model_runs", {}).values()] or [run["command"]]
-    return "\n".join(f"python {c}" for c in dict.fromkeys(commands))
+    commands = dict.fromkeys(r["command"] for r in run["model_runs"].values())
+    return "\n".join(f"python {c}" for c in commands)
 
 
 def command(stem):

@@ -307,21 +307,19 @@ def compare(protocol, data_root, models, minutes, seed, previous=None, save=None
     if previous is not None:
         check_same_run(previous, record)
         record["models"] = dict(previous["models"])
-        record["model_runs"] = dict(previous.get("model_runs", {}))
-        for name in record["models"]:
-            record["model_runs"].setdefault(name, {k: previous[k] for k in ("command", "commit", "started")})
+        record["model_runs"] = dict(previous["model_runs"])
     for name in models:
         started = machine.now()
         tf_side = run_tfseqrec(name, protocol, data_path, split, minutes, seed)
         peer = run_rectools(name, protocol, split, vocabulary, minutes, seed, WINDOW)
         record["models"][name] = [tf_side, peer]
+        record["ended"] = machine.now()
         record["model_runs"][name] = {
             "command": command,
             "commit": record["commit"],
             "started": started,
-            "ended": machine.now(),
+            "ended": record["ended"],
         }
-        record["ended"] = machine.now()
         if save is not None:
             save(record)
     return record
