@@ -53,7 +53,6 @@ from tfseqrec.data import numpy_pipeline, splits, vocab  # noqa: E402
 from tfseqrec.models import HSTU, BERT4Rec, SASRec  # noqa: E402
 
 MODELS = {"sasrec": SASRec, "hstu": HSTU}
-PROTOCOL = "sasrec-plus"
 TARGET_NDCG = 0.18
 PATIENCE = 20
 MONITOR = "val_ndcg_10"
@@ -81,8 +80,8 @@ def make_loss(training, seed):
     return losses.LOSSES[name](**kwargs)
 
 
-def eval_batches(cases, length, batch_size):
-    """Evaluation inputs as ``Batches``: the window, its mask and the whole history (right-padded) to filter."""
+def eval_batches(cases, length, batch_size, timestamps=False):
+    """Evaluation inputs as ``Batches``: the window, its mask (and times) and the whole history (right-padded) to filter."""
     inputs = numpy_pipeline.pad_left(cases.histories, length)
     history = numpy_pipeline.pad_left(cases.histories, int(cases.histories.lengths.max()))[:, ::-1]
     # pad_left pads on the left; reversed, every row's padding is on the right, as eval_dataset's.
@@ -91,6 +90,8 @@ def eval_batches(cases, length, batch_size):
         "padding_mask": numpy_pipeline.padding_mask(inputs),
         "history": np.ascontiguousarray(history),
     }
+    if timestamps:
+        x["timestamps"] = numpy_pipeline.pad_left_times(cases.histories, length)
     return numpy_pipeline.Batches((x, cases.targets.astype(np.int32)), batch_size, shuffle=False)
 
 
@@ -141,11 +142,17 @@ def first_minutes(rows, threshold):
     return next((r["fit_minutes"] for r in rows if r["val_ndcg@10"] >= threshold), None)
 
 
-def train_model(name, split, num_items, minutes, seed):
+def train_model(name, split, num_items, minutes, seed, config=None):
     cls = MODELS[name]
     model_options, training = preset_options(cls)
+    for key, value in (config or {}).items():
+        (training if key in training else model_options)[key] = value
+    # HSTU's time bias, as tfseqrec.kinds settles it: 128 buckets when the data has event times.
+    times = name == "hstu" and split.train.timestamps is not None
+    if times:
+        model_options.setdefault("num_time_buckets", 128)
     length, batch_size = training["max_sequence_length"], training["batch_size"]
-    train = numpy_pipeline.causal_batches(split.train, length, batch_size, seed=seed)
+    train = numpy_pipeline.causal_batches(split.train, length, batch_size, seed=seed, timestamps=times)
     # The fixed loss normaliser (tfseqrec.training's default): mean targets a window times the batch size.
     _, _, weights = numpy_pipeline.causal_windows(split.train, length)
     normalizer = float(np.mean(np.sum(weights > 0, axis=1)) * min(batch_size, len(weights)))
@@ -160,10 +167,10 @@ def train_model(name, split, num_items, minutes, seed):
         optimizer=keras.optimizers.Adam(training["learning_rate"]), metrics=metrics.default_metrics()
     )
     clock = Clock(minutes * 60)
-    valid = eval_batches(split.valid, length, 512)
+    valid = eval_batches(split.valid, length, 512, times)
     model.fit(train, validation_data=valid, epochs=200, callbacks=[clock], verbose=0)
     model.set_weights(clock.best_weights)
-    test = model.evaluate(eval_batches(split.test, length, 512), return_dict=True, verbose=0)
+    test = model.evaluate(eval_batches(split.test, length, 512, times), return_dict=True, verbose=0)
     rows = clock.rows
     best = max(rows, key=lambda r: r["val_ndcg@10"])
     return {
@@ -238,11 +245,14 @@ def main():
     parser.add_argument(
         "--masking", action=argparse.BooleanOptionalAction, default=True, help="BERT4Rec's step"
     )
+    parser.add_argument("--protocol", default="sasrec-plus", choices=["sasrec-plus", "rectools"])
+    parser.add_argument("--config", default=None, help="JSON: options over the ml1m preset")
     parser.add_argument("--users", type=int, default=None, help="only the first N users (a quick check)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     record = {
-        "protocol": PROTOCOL,
+        "protocol": args.protocol,
+        "config": args.config,
         "anchor": "SASRec+ reaches its best in 540 s on a GPU (Klenitskiy & Vasilev, RecSys 2023)",
         "command": "python " + shlex.join(sys.argv),
         "commit": args.commit or machine.code_version(),
@@ -261,7 +271,7 @@ def main():
             os.replace(args.json + ".tmp", args.json)
 
     print(record["environment"], flush=True)
-    split, vocabulary = protocols.load(PROTOCOL, args.data_root)
+    split, vocabulary = protocols.load(args.protocol, args.data_root)
     if args.users:
         rows = np.arange(args.users)
         split = splits.Split(split.train.select(rows), split.valid.select(rows), split.test.select(rows), {})
@@ -271,7 +281,9 @@ def main():
         print("masking", json.dumps(record["masking"]), flush=True)
         save()
     for name in args.models.split(","):
-        run = train_model(name, split, vocabulary.num_items, args.minutes, args.seed)
+        run = train_model(
+            name, split, vocabulary.num_items, args.minutes, args.seed, json.loads(args.config or "{}")
+        )
         record["runs"].append(run)
         print(name, json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
         save()
