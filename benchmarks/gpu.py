@@ -25,11 +25,15 @@ BERT4Rec (ML-1M size: 3,416 items, length 200, hidden 64, 2 blocks, 2 heads, bat
 same step on a batch masked beforehand; the masking's share of the step is their
 difference over the first (``benchmarks/masking.py`` measures the same on the CPU).
 
-The JSON of ``--json`` is rewritten after each part, so a run cut short keeps what it
-measured. The GPU machine has no git checkout: pass ``--commit``.
+``--json FILE`` holds a list of records, one per command: a command appends its own
+record to those already in the file, and rewrites the file after each part, so a run cut
+short keeps what it measured. The GPU machine has no git checkout: pass ``--commit``.
+``benchmarks/tables.py`` prints the stored records with ``table``.
 
 Usage (on the GPU machine, Keras, namex and optree installed beside its JAX):
-    KERAS_BACKEND=jax python benchmarks/gpu.py --data-root DATA --minutes 3 --json gpu.json --commit abc1234
+    KERAS_BACKEND=jax python benchmarks/gpu.py --minutes 3 --json gpu.json --commit abc1234
+    KERAS_BACKEND=jax python benchmarks/gpu.py --protocol rectools --models hstu --no-masking \\
+        --config '{"learning_rate": 4e-3}' --json gpu.json --commit abc1234
 """
 
 import argparse
@@ -41,16 +45,14 @@ import shlex
 import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
+import keras
+import machine  # benchmarks/machine.py
+import numpy as np
+import protocols  # benchmarks/protocols.py
 
-import keras  # noqa: E402
-import machine  # noqa: E402  (benchmarks/machine.py)
-import numpy as np  # noqa: E402
-import protocols  # noqa: E402  (benchmarks/protocols.py)
-
-from tfseqrec import losses, metrics  # noqa: E402
-from tfseqrec.data import numpy_pipeline, splits, vocab  # noqa: E402
-from tfseqrec.models import HSTU, BERT4Rec, SASRec  # noqa: E402
+from tfseqrec import losses, metrics
+from tfseqrec.data import numpy_pipeline, splits, vocab
+from tfseqrec.models import HSTU, BERT4Rec, SASRec
 
 MODELS = {"sasrec": SASRec, "hstu": HSTU}
 TARGET_NDCG = 0.18
@@ -59,10 +61,13 @@ MONITOR = "val_ndcg_10"
 
 
 def preset_options(cls):
-    """``(constructor options, training options)`` of ``cls.presets["ml1m"]``, split by the constructor's arguments."""
+    """``(model options, training options)`` of ``cls.presets["ml1m"]``, split by the backbone's arguments.
+
+    The task model passes the options it does not take itself to its backbone
+    (``cls.backbone_cls``); ``max_sequence_length`` is both, the model's and the windows'.
+    """
     preset = dict(cls.presets["ml1m"])
-    # The constructor takes the loss as an object; the preset names it (a training option).
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"loss"}
+    accepted = set(inspect.signature(cls.backbone_cls.__init__).parameters)
     model = {k: v for k, v in preset.items() if k in accepted}
     training = {k: v for k, v in preset.items() if k not in accepted or k == "max_sequence_length"}
     return model, training
@@ -225,8 +230,40 @@ def masking_share(num_items, batch_size=256, length=200, seed=0):
     }
 
 
+def _minutes(value):
+    return "" if value is None else f"{value:.2f}"
+
+
+def table(records):
+    """Markdown: one row per trained model of ``records`` (``--json``'s list), then BERT4Rec's masking share."""
+    lines = [
+        "| model | options | seed | epochs (best) | s/epoch | validation s | min to val 0.18 "
+        "| min to 98% of best | min to best | best val NDCG@10 | test NDCG@10 | test HR@10 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for record in records:
+        for run in record["runs"]:
+            lines.append(
+                f"| {run['model']} | {record.get('config') or 'preset ml1m'} | {record['seed']} "
+                f"| {run['epochs']} ({run['best_epoch']}) | {run['epoch_seconds_median']:.2f} "
+                f"| {run['validation_seconds_median']:.2f} | {_minutes(run['minutes_to_ndcg_0.18'])} "
+                f"| {_minutes(run['minutes_to_98pct_of_best'])} | {_minutes(run['minutes_to_best'])} "
+                f"| {run['best_val_ndcg@10']:.4f} | {run['test']['ndcg@10']:.4f} | {run['test']['hr@10']:.4f} |"
+            )
+    for record in records:
+        if "masking" in record:
+            m = record["masking"]
+            lines.append(
+                f"\nBERT4Rec's training step (batch {m['batch_size']} x length {m['length']}, "
+                f"{m['num_items']:,} items): {m['step_ms']:.2f} ms masking inside the step, "
+                f"{m['premasked_step_ms']:.2f} ms on a batch masked beforehand; masking's share "
+                f"{100 * m['masking_share']:.1f}% (the difference over the first)."
+            )
+    return "\n".join(lines)
+
+
 def environment():
-    import jax
+    import jax  # here, not above: benchmarks/tables.py imports this module for ``table`` without JAX
 
     device = jax.devices()[0]
     return (
@@ -250,6 +287,12 @@ def main():
     parser.add_argument("--users", type=int, default=None, help="only the first N users (a quick check)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    if keras.backend.backend() != "jax":
+        parser.error(f"run with KERAS_BACKEND=jax (Keras's backend here is {keras.backend.backend()!r})")
+    earlier = []
+    if args.json and os.path.exists(args.json):
+        with open(args.json) as f:
+            earlier = json.load(f)
     record = {
         "protocol": args.protocol,
         "config": args.config,
@@ -267,7 +310,7 @@ def main():
         record["ended"] = machine.now()
         if args.json:
             with open(args.json + ".tmp", "w") as f:
-                json.dump(record, f, indent=1)
+                json.dump([*earlier, record], f, indent=1)
             os.replace(args.json + ".tmp", args.json)
 
     print(record["environment"], flush=True)

@@ -167,6 +167,12 @@ def d_ff_default(config, hidden_dim):
     return hidden_dim if config.model == "sasrec" else 4 * hidden_dim
 
 
+def trained_config(kind, model_dir):
+    """The ``TrainConfig`` a run in ``model_dir`` recorded: its options as it settled them (batch size, time bias)."""
+    with open(os.path.join(model_dir, kind.config_file)) as f:
+        return training.TrainConfig.from_dict(json.load(f)["config"])
+
+
 def run(model_name, protocol, data_root, minutes, seed, overrides, sampled=True):
     """Trains ``model_name`` on ``protocol`` (a ``protocols.Protocol``) and evaluates it on the test split."""
     values = protocol.training_options(
@@ -181,6 +187,7 @@ def run(model_name, protocol, data_root, minutes, seed, overrides, sampled=True)
     data = protocols.data_path(protocol, data_root)
     model, history, split, vocabulary = training.train(kind, data, out, config, callbacks=[timer], verbose=2)
     train_wall = time.perf_counter() - start
+    config = trained_config(kind, out)  # the batch size as the run settled it (None: by the data)
     flops = training_flops_per_epoch(
         config, kind.training_dataset(config, split.train), vocabulary.num_items, model
     )

@@ -252,3 +252,66 @@ def test_ml1m_accuracy_table_names_the_window_filter():
     assert lines[3] == "| hstu | 0 | no | 0.1000 | 0.3000 | 0.1000 |  |  |"
     assert ml1m.filtered(run)["exclude_seen"] == "window"
     assert ml1m.protocol_of({}) == "sasrec-plus"  # runs stored before protocols were recorded
+
+
+def test_gpu_preset_options_split_by_the_constructor():
+    from tfseqrec.models import HSTU
+
+    model, training_options = _script("gpu").preset_options(HSTU)
+    # The constructor takes the loss as an object: the preset's name of it is a training option.
+    assert training_options == {
+        "max_sequence_length": 200,
+        "batch_size": 128,
+        "loss": "softmax",
+        "learning_rate": 2e-3,
+        "warmup_epochs": 0.0,
+    }
+    assert model == {
+        "max_sequence_length": 200,
+        "hidden_dim": 50,
+        "num_layers": 8,
+        "num_heads": 2,
+        "dropout": 0.2,
+        "temperature": 0.05,
+    }
+
+
+def test_gpu_eval_batches_by_hand():
+    from tfseqrec.data import splits
+
+    cases = splits.Cases(splits.Sequences.from_list([0, 1], [[3, 4, 5], [6]]), np.array([7, 8]))
+    x, targets = _script("gpu").eval_batches(cases, 2, batch_size=8)[0]
+    assert x["item_ids"].tolist() == [[4, 5], [0, 6]]  # the newest 2, left-padded
+    assert x["padding_mask"].tolist() == [[1, 1], [0, 1]]
+    # The whole history to filter, padded on the right (its order does not matter).
+    assert [sorted(row[row > 0].tolist()) for row in x["history"]] == [[3, 4, 5], [6]]
+    assert x["history"][1, 1:].tolist() == [0, 0]
+    assert targets.tolist() == [7, 8]
+
+
+def test_gpu_table_and_first_minutes_by_hand():
+    gpu = _script("gpu")
+    rows = [{"fit_minutes": 0.5, "val_ndcg@10": 0.1}, {"fit_minutes": 0.7, "val_ndcg@10": 0.185}]
+    assert gpu.first_minutes(rows, 0.18) == 0.7
+    assert gpu.first_minutes(rows, 0.2) is None
+    run = {
+        "model": "hstu",
+        "epochs": 30,
+        "best_epoch": 10,
+        "epoch_seconds_median": 0.2234,
+        "validation_seconds_median": 0.07,
+        "minutes_to_ndcg_0.18": None,
+        "minutes_to_98pct_of_best": 0.5,
+        "minutes_to_best": 0.75,
+        "best_val_ndcg@10": 0.17,
+        "test": {"ndcg@10": 0.16, "hr@10": 0.3},
+    }
+    masking = {"batch_size": 4, "length": 3, "num_items": 1000, "step_ms": 10.0, "premasked_step_ms": 9.0}
+    table = gpu.table(
+        [{"seed": 1, "config": None, "runs": [run], "masking": {**masking, "masking_share": 0.1}}]
+    )
+    assert (
+        "| hstu | preset ml1m | 1 | 30 (10) | 0.22 | 0.07 |  | 0.50 | 0.75 | 0.1700 | 0.1600 | 0.3000 |"
+        in table
+    )
+    assert "masking's share 10.0%" in table
