@@ -106,7 +106,7 @@ class Clock(keras.callbacks.Callback):
     def __init__(self, budget_seconds):
         super().__init__()
         self.budget = budget_seconds
-        self.rows, self.best, self.best_weights = [], -1.0, None
+        self.rows, self.best, self.best_epoch, self.best_weights = [], -1.0, 0, None
 
     def on_train_begin(self, logs=None):
         self.start = time.perf_counter()
@@ -131,9 +131,8 @@ class Clock(keras.callbacks.Callback):
             }
         )
         if ndcg > self.best:
-            self.best, self.best_weights = ndcg, self.model.get_weights()
-        since_best = len(self.rows) - 1 - int(np.argmax([r["val_ndcg@10"] for r in self.rows]))
-        if end - self.start > self.budget or since_best >= PATIENCE:
+            self.best, self.best_epoch, self.best_weights = ndcg, epoch, self.model.get_weights()
+        if end - self.start > self.budget or epoch - self.best_epoch >= PATIENCE:
             self.model.stop_training = True
 
 
@@ -157,9 +156,11 @@ def train_model(name, split, num_items, minutes, seed, config=None):
     if times:
         model_options.setdefault("num_time_buckets", 128)
     length, batch_size = training["max_sequence_length"], training["batch_size"]
-    train = numpy_pipeline.causal_batches(split.train, length, batch_size, seed=seed, timestamps=times)
-    # The fixed loss normaliser (tfseqrec.training's default): mean targets a window times the batch size.
-    _, _, weights = numpy_pipeline.causal_windows(split.train, length)
+    # The windows once: the batches serve them, and the fixed loss normaliser (tfseqrec.training's
+    # default) counts their targets: mean targets a window times the batch size.
+    windows = numpy_pipeline.causal_windows(split.train, length, timestamps=times)
+    train = numpy_pipeline.Batches(windows, batch_size, seed=seed)
+    weights = windows[2]
     normalizer = float(np.mean(np.sum(weights > 0, axis=1)) * min(batch_size, len(weights)))
     keras.utils.set_random_seed(seed)
     model = cls(

@@ -360,6 +360,10 @@ def stored_command(stem, run):
     return run["command"]
 
 
+# gpu_command leaves out the GPU machine's paths and the commit (the JSON keeps it).
+DROPPED = ("--data-root", "--commit", "--json")
+
+
 def gpu_command(stem, records):
     """``gpu.py``'s commands, one line per record, with the data root, commit and output as a user gives them."""
     lines = []
@@ -368,13 +372,6 @@ def gpu_command(stem, records):
         kept = [a for i, a in enumerate(args) if a not in DROPPED and (i == 0 or args[i - 1] not in DROPPED)]
         lines.append(shlex.join(["KERAS_BACKEND=jax", "python", "benchmarks/gpu.py", *kept]))
     return "\n".join(f"{line} --json benchmarks/results/{stem}.json" for line in lines)
-
-
-DROPPED = (
-    "--data-root",
-    "--commit",
-    "--json",
-)  # gpu_command: the GPU machine's paths, and the commit the JSON keeps
 
 
 def peers_command(stem, run):
