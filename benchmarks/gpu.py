@@ -53,6 +53,7 @@ import protocols  # benchmarks/protocols.py
 from tfseqrec import losses, metrics
 from tfseqrec.data import numpy_pipeline, splits, vocab
 from tfseqrec.models import HSTU, BERT4Rec, SASRec
+from tfseqrec.models.hstu import presets as hstu_presets
 
 MODELS = {"sasrec": SASRec, "hstu": HSTU}
 TARGET_NDCG = 0.18
@@ -74,15 +75,15 @@ def preset_options(cls):
 
 
 def make_loss(training, seed):
-    """The preset's loss, as ``tfseqrec.training`` builds it (softmax: the sequence's other items left out)."""
-    name = training["loss"]
-    if name == "softmax":
-        return losses.LOSSES[name](exclude_history=True)
-    kwargs = {"seed": seed}
-    for key in ("num_negatives", "negatives_per_position"):
-        if key in training:
-            kwargs["per_position" if key == "negatives_per_position" else key] = training[key]
-    return losses.LOSSES[name](**kwargs)
+    """The preset's loss, built from its options as ``tfseqrec.training`` builds it."""
+    return losses.build(
+        training["loss"],
+        seed=seed,
+        num_negatives=training.get("num_negatives"),
+        per_position=training.get("negatives_per_position"),
+        sampler=training.get("sampler"),
+        exclude_history=training.get("negatives_exclude_history"),
+    )
 
 
 def eval_batches(cases, length, batch_size, timestamps=False):
@@ -151,17 +152,16 @@ def train_model(name, split, num_items, minutes, seed, config=None):
     model_options, training = preset_options(cls)
     for key, value in (config or {}).items():
         (training if key in training else model_options)[key] = value
-    # HSTU's time bias, as tfseqrec.kinds settles it: 128 buckets when the data has event times.
+    # HSTU's time bias, as tfseqrec.kinds settles it: TIME_BUCKETS buckets when the data has event times.
     times = name == "hstu" and split.train.timestamps is not None
     if times:
-        model_options.setdefault("num_time_buckets", 128)
+        model_options.setdefault("num_time_buckets", hstu_presets.TIME_BUCKETS)
     length, batch_size = training["max_sequence_length"], training["batch_size"]
     # The windows once: the batches serve them, and the fixed loss normaliser (tfseqrec.training's
-    # default) counts their targets: mean targets a window times the batch size.
+    # default) counts their targets.
     windows = numpy_pipeline.causal_windows(split.train, length, timestamps=times)
     train = numpy_pipeline.Batches(windows, batch_size, seed=seed)
-    weights = windows[2]
-    normalizer = float(np.mean(np.sum(weights > 0, axis=1)) * min(batch_size, len(weights)))
+    normalizer = losses.fixed_normalizer(np.sum(windows[2] > 0, axis=1), batch_size)
     keras.utils.set_random_seed(seed)
     model = cls(
         num_items=num_items,

@@ -267,6 +267,34 @@ class LossesTest(test_case.TestCase):
             losses.get("hinge")
 
 
+def test_build_gives_each_loss_the_options_that_apply_to_it():
+    softmax = losses.build("softmax")
+    assert isinstance(softmax, losses.FullSoftmaxCrossEntropy) and softmax.exclude_history
+    assert not losses.build("softmax", exclude_history=False).exclude_history
+    sampled = losses.build("sampled_softmax", seed=3, num_negatives=7, per_position=True, sampler="uniform")
+    assert (sampled.num_negatives, sampled.per_position, sampled.sampler) == (7, True, "uniform")
+    assert losses.build("bce", num_negatives=5, exclude_history=False).num_negatives == 5
+    for name, option, message in (
+        ("softmax", {"num_negatives": 8}, "num_negatives applies to the sampled losses, not 'softmax'"),
+        (
+            "bce",
+            {"per_position": True},
+            "negatives_per_position applies to the sampled_softmax loss, not 'bce'",
+        ),
+        ("gbce", {"sampler": "uniform"}, "sampler applies to the sampled_softmax loss, not 'gbce'"),
+        ("sampled_softmax", {"exclude_history": True}, "negatives_exclude_history applies to the softmax"),
+        ("hinge", {}, "unknown loss 'hinge'"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            losses.build(name, **option)
+
+
+def test_fixed_normalizer_is_mean_targets_times_the_batch():
+    assert losses.fixed_normalizer(np.array([2, 3]), batch_size=128) == 2.5 * 2  # one batch holds both
+    assert losses.fixed_normalizer([1.0, 2.0, 6.0], batch_size=2) == 3.0 * 2
+    assert losses.fixed_normalizer([], batch_size=2) is None
+
+
 def test_bce_negatives_avoid_the_users_history():
     # 10 items; row 0 has seen items 0-4, row 1 nothing: row 0's negatives are 5 to 9.
     num_items = 10

@@ -31,6 +31,7 @@ from tfseqrec.export.module import (
     TimedRecommender,
     UniSRecTextRecommender,
 )
+from tfseqrec.models.hstu import presets as hstu_presets
 from tfseqrec.training import directory, id_models, pretrain, recformer
 from tfseqrec.training.config import (
     LEGACY_MODEL_OPTIONS,
@@ -41,7 +42,7 @@ from tfseqrec.training.config import (
 )
 
 # Time buckets of HSTU's relative time bias when the data has event times (the reference's).
-DEFAULT_TIME_BUCKETS = 128
+DEFAULT_TIME_BUCKETS = hstu_presets.TIME_BUCKETS
 
 
 class ModelKind:

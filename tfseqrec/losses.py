@@ -36,6 +36,7 @@ Recformer's losses (text in, no item ids in the model):
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 ON_TENSORFLOW = keras.backend.backend() == "tensorflow"
@@ -511,6 +512,64 @@ def get(identifier):
             raise ValueError(f"unknown loss {identifier!r}; expected one of {sorted(LOSSES)}")
         return LOSSES[identifier]()
     return keras.saving.deserialize_keras_object(identifier)
+
+
+def build(name, seed=None, num_negatives=None, per_position=None, sampler=None, exclude_history=None):
+    """The next-item loss called ``name`` with the training options that apply to it.
+
+    ``None`` leaves an option at the loss's own default, except ``exclude_history``:
+    the full softmax leaves the sequence's other items out unless it is ``False``
+    (best on ML-1M validation). An option given to a loss it does not apply to is a
+    ``ValueError`` naming both, as is an unknown name. ``seed`` seeds the samplers.
+
+    >>> build("sampled_softmax", seed=0, num_negatives=128, per_position=True).per_position
+    True
+    >>> build("softmax", num_negatives=128)
+    Traceback (most recent call last):
+        ...
+    ValueError: num_negatives applies to the sampled losses, not 'softmax'
+    """
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; expected one of {sorted(LOSSES)}")
+    kwargs = {"exclude_history": True} if name == "softmax" else {"seed": seed}
+    if num_negatives is not None:
+        if name == "softmax":
+            raise ValueError("num_negatives applies to the sampled losses, not 'softmax'")
+        kwargs["num_negatives"] = num_negatives
+    if per_position is not None:
+        if name != "sampled_softmax":
+            raise ValueError(f"negatives_per_position applies to the sampled_softmax loss, not {name!r}")
+        kwargs["per_position"] = per_position
+    if sampler is not None:
+        if name != "sampled_softmax":
+            raise ValueError(f"sampler applies to the sampled_softmax loss, not {name!r}")
+        kwargs["sampler"] = sampler
+    if exclude_history is not None:
+        if name not in ("softmax", "bce", "gbce"):
+            raise ValueError(
+                f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}"
+            )
+        kwargs["exclude_history"] = exclude_history
+    return LOSSES[name](**kwargs)
+
+
+def fixed_normalizer(targets_per_window, batch_size):
+    """The fixed loss normaliser: mean training targets a window times the batch size.
+
+    The models divide each batch's summed loss by it (``loss_normalizer``), so every
+    training position weighs the same whatever batch, and so whatever length bucket,
+    it falls in, and the loss stays on the scale of a per-position mean. With fewer
+    windows than ``batch_size``, one batch holds them all. ``None`` without windows.
+
+    >>> fixed_normalizer([1, 2, 3], batch_size=128)
+    6.0
+    >>> fixed_normalizer([1, 2, 3], batch_size=2)
+    4.0
+    """
+    count = len(targets_per_window)
+    if not count:
+        return None
+    return float(np.mean(targets_per_window) * min(batch_size, count))
 
 
 def _bce(logits, positive_weight):

@@ -21,7 +21,6 @@ import os
 import shutil
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tfseqrec import distribute, evaluation
@@ -401,47 +400,23 @@ def learning_rate(config, total_steps):
 
 
 def loss_normalizer(kind, config, sequences):
-    """The fixed loss normaliser of ``kind`` and ``config``: mean target positions per batch.
+    """The fixed loss normaliser of ``kind`` and ``config`` (``tfseqrec.losses.fixed_normalizer``).
 
     ``None`` when ``config.loss_normalization`` is ``"batch"`` (each batch's own mean).
-    With ``"fixed"`` every training position weighs the same whatever batch, and so
-    whatever length bucket, it falls in; the constant keeps the loss on the scale of
-    a per-position mean.
     """
     if config.loss_normalization == "batch":
         return None
     if config.loss_normalization != "fixed":
         raise ValueError(f"loss_normalization must be 'fixed' or 'batch', got {config.loss_normalization!r}")
-    per_window = kind.targets_per_window(config, sequences)
-    if not len(per_window):
-        return None
-    return float(np.mean(per_window) * min(config.batch_size, len(per_window)))
+    return losses_lib.fixed_normalizer(kind.targets_per_window(config, sequences), config.batch_size)
 
 
 def _loss(config):
-    name = config.loss
-    if name not in losses_lib.LOSSES:
-        raise ValueError(f"unknown loss {name!r}; expected one of {sorted(losses_lib.LOSSES)}")
-    cls = losses_lib.LOSSES[name]
-    kwargs = {} if name == "softmax" else {"seed": config.seed}
-    if name == "softmax" and config.negatives_exclude_history is None:
-        kwargs["exclude_history"] = True  # leave the sequence's other items out (best on ML-1M validation)
-    if config.num_negatives is not None:
-        if name == "softmax":
-            raise ValueError("num_negatives applies to the sampled losses, not 'softmax'")
-        kwargs["num_negatives"] = config.num_negatives
-    if config.negatives_per_position is not None:
-        if name != "sampled_softmax":
-            raise ValueError(f"negatives_per_position applies to the sampled_softmax loss, not {name!r}")
-        kwargs["per_position"] = config.negatives_per_position
-    if config.sampler is not None:
-        if name != "sampled_softmax":
-            raise ValueError(f"sampler applies to the sampled_softmax loss, not {name!r}")
-        kwargs["sampler"] = config.sampler
-    if config.negatives_exclude_history is not None:
-        if name not in ("softmax", "bce", "gbce"):
-            raise ValueError(
-                f"negatives_exclude_history applies to the softmax, bce and gbce losses, not {name!r}"
-            )
-        kwargs["exclude_history"] = config.negatives_exclude_history
-    return cls(**kwargs)
+    return losses_lib.build(
+        config.loss,
+        seed=config.seed,
+        num_negatives=config.num_negatives,
+        per_position=config.negatives_per_position,
+        sampler=config.sampler,
+        exclude_history=config.negatives_exclude_history,
+    )

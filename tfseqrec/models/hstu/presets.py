@@ -14,6 +14,10 @@ TRAINING = {
     "warmup_epochs": 0.0,
 }
 
+# num_time_buckets, when the option is unset: this many log buckets of relative time bias (the
+# reference's) when the data has event times, none otherwise (``tfseqrec.kinds`` settles it).
+TIME_BUCKETS = 128
+
 PRESETS = {
     # The ML-1M settings of benchmarks/ml1m.py and its stored runs (benchmarks/results/ml1m-*.json):
     # HSTU-large's sizes.
