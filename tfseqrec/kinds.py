@@ -17,9 +17,9 @@ Example:
 """
 
 import dataclasses
+import inspect
 import json
 import os
-import random
 
 import numpy as np
 
@@ -208,8 +208,9 @@ class IdModelKind(ModelKind):
         A model option the constructor does not take, or one out of range, is a
         ``ValueError`` naming it.
         """
+        options = self.constructor_options(config)
         kwargs = {
-            **self.constructor_options(config),
+            **options,
             **model_kwargs,
             "num_items": num_items,
             "max_sequence_length": config.max_sequence_length,
@@ -220,7 +221,7 @@ class IdModelKind(ModelKind):
             kwargs.update(
                 mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed
             )
-        return _constructed(getattr(models, self.model_class), kwargs, config.model_options)
+        return _constructed(getattr(models, self.model_class), kwargs, options)
 
     def check(self, config):
         """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one).
@@ -232,19 +233,10 @@ class IdModelKind(ModelKind):
     def constructor_options(self, config):
         """``config.model_options`` less the values files written before presets recorded for every
         model (``LEGACY_MODEL_OPTIONS``) where the constructor does not take them."""
-        options = dict(config.model_options)
-        legacy = {k: v for k, v in options.items() if LEGACY_MODEL_OPTIONS.get(k) == v}
-        if legacy:
-            # The probe's initializers draw their seeds from Python's stream: restored, so that
-            # the model built next starts from the weights of the seed alone.
-            state = random.getstate()
-            try:
-                getattr(models, self.model_class)(num_items=1, max_sequence_length=1, **legacy)
-            except ValueError:
-                options = {k: v for k, v in options.items() if k not in legacy}
-            finally:
-                random.setstate(state)
-        return options
+        accepted = _model_arguments(getattr(models, self.model_class))
+        return {
+            k: v for k, v in config.model_options.items() if k in accepted or LEGACY_MODEL_OPTIONS.get(k) != v
+        }
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a pre-trained checkpoint (``init_from``); only UniSRec has one."""
@@ -605,22 +597,38 @@ KINDS = {
 
 
 def _constructed(model_class, kwargs, model_options):
-    """``model_class(**kwargs)``; an argument it does not take is a ``ValueError`` naming the option.
+    """``model_class(**kwargs)``; a model option it does not take is a ``ValueError`` naming it.
 
-    The constructor's own checks name an option out of range; Keras names unknown
-    keyword arguments, which are said here as options of the run.
+    Which options the model takes is read from the constructors' signatures
+    (``_model_arguments``) before anything is built; the constructor's own checks
+    name an option out of range.
     """
-    try:
-        return model_class(**kwargs)
-    except (TypeError, ValueError) as e:
-        unknown = sorted(k for k in model_options if f"'{k}'" in str(e))
-        if not unknown or "keyword argument" not in str(e):
-            raise
+    unknown = sorted(set(model_options) - _model_arguments(model_class))
+    if unknown:
         training = sorted(f.name for f in dataclasses.fields(TrainConfig))
         raise ValueError(
             f"unknown training options {unknown}: neither training options ({training}) nor "
             f"arguments of {model_class.__name__}'s constructor (model options)"
-        ) from None
+        )
+    return model_class(**kwargs)
+
+
+def _model_arguments(model_class):
+    """The names of the keyword arguments ``model_class`` takes: its own and its task's, and its
+    backbone's (``backbone_cls``), which the task passes on; read from the ``__init__`` of each
+    tfseqrec class up the hierarchy for as long as one passes ``**kwargs`` on."""
+    names = set()
+    for cls in (model_class, model_class.backbone_cls):
+        for klass in cls.__mro__:
+            if klass.__module__.split(".")[0] != "tfseqrec":
+                break  # Keras's own: the task's signature names what it passes to them
+            if "__init__" not in vars(klass):
+                continue
+            parameters = inspect.signature(klass.__init__).parameters.values()
+            names.update(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+            if all(p.kind != p.VAR_KEYWORD for p in parameters):
+                break  # passes nothing on to the classes above it
+    return names - {"self"}
 
 
 def get(name):

@@ -18,6 +18,10 @@ Items are addressed by **item index** ``0 .. num_items - 1`` (vocabulary id minu
   popularity order), with logQ correction and accidental hits removed.
 - ``GBCE``: generalised BCE with calibrated positive (Petrov & Macdonald, RecSys 2023).
 
+``build(name, ...)`` makes one from the training options (what ``tfseqrec train``
+does); ``fixed_normalizer`` is the constant the models divide a batch's summed loss by
+by default (``loss_normalizer``).
+
 ``loss(y_true, y_pred)`` follows Keras: labels and logits. ``loss.from_embeddings``
 samples candidates, builds the logits and applies ``loss`` in one call; the models use
 that.

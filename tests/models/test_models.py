@@ -248,6 +248,19 @@ def test_bert4rec_inference_appends_mask():
     np.testing.assert_array_equal(x["padding_mask"], [[True] * 6])
 
 
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ({"mask_prob": 1.5}, "mask_prob must be a finite number >= 0 and <= 1, got 1.5"),
+        ({"random_token_rate": -0.1}, "random_token_rate must be a finite number >= 0"),
+        ({"mask_token_rate": 0.9, "random_token_rate": 0.2}, "must have a sum <= 1, got 0.9 and 0.2"),
+    ],
+)
+def test_bert4rec_masking_options_are_checked(option, message):
+    with pytest.raises(ValueError, match=message):
+        _tiny(BERT4Rec, **option)
+
+
 def test_bert4rec_masks_inside_the_train_step():
     model = _tiny(BERT4Rec, mask_prob=0.5, seed=3)
     model.compile(optimizer="adam")

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
 
 
@@ -83,13 +84,16 @@ class ClozeMasking(keras.layers.Layer):
             raise ValueError(f"num_items must be positive, got {num_items}")
         if 10 * num_items >= 2**31:
             raise ValueError(f"num_items={num_items} is too large for int32 draws (max 214,748,364)")
-        if not 0.0 <= mask_prob <= 1.0:
-            raise ValueError(f"mask_prob must be in [0, 1], got {mask_prob}")
-        if not 0.0 <= last_item_only_prob <= 1.0:
-            raise ValueError(f"last_item_only_prob must be in [0, 1], got {last_item_only_prob}")
-        if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
+        for name, value in (
+            ("mask_prob", mask_prob),
+            ("last_item_only_prob", last_item_only_prob),
+            ("mask_token_rate", mask_token_rate),
+            ("random_token_rate", random_token_rate),
+        ):
+            check_number(name, value, minimum=0, maximum=1)
+        if mask_token_rate + random_token_rate > 1:
             raise ValueError(
-                "mask_token_rate and random_token_rate must be non-negative with a sum <= 1, "
+                "mask_token_rate and random_token_rate must have a sum <= 1, "
                 f"got {mask_token_rate} and {random_token_rate}"
             )
         if first_item_id <= mask_token_id < first_item_id + num_items:

@@ -21,7 +21,6 @@ from keras import ops
 from tfseqrec import keras_internals, ranking
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
-from tfseqrec.checks import check_number
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import numpy_pipeline, splits, vocab
 
@@ -592,13 +591,8 @@ class ClozeTask(NextItemTask):
         seed=None,
         **kwargs,
     ):
-        check_number("mask_prob", mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
-        check_number("last_item_only_prob", last_item_only_prob, minimum=0, maximum=1)
-        for name, rate in (("mask_token_rate", mask_token_rate), ("random_token_rate", random_token_rate)):
-            check_number(name, rate, minimum=0, maximum=1)
-        if mask_token_rate + random_token_rate > 1:
-            raise ValueError("mask_token_rate + random_token_rate must be <= 1")
-        # === Config === (read by make_task_layers, which NextItemTask's constructor calls)
+        # === Config === (read by make_task_layers, which NextItemTask's constructor calls; the
+        # masking layer it builds there checks them)
         self.mask_prob = mask_prob
         self.mask_token_rate = mask_token_rate
         self.random_token_rate = random_token_rate

@@ -160,10 +160,13 @@ def fit(
         (with ``validation="none"``, those of the last epoch).
     """
     strategy = distribute.resolve(strategy)
-    config = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
+    config, per_window = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
     _start_run(output_dir, config, vocabulary, data)
     train_ds = kind.training_dataset(config, split.train)
-    model = _compiled_model(kind, config, split, vocabulary, train_ds, strategy, model_kwargs or {})
+    normalizer = _normalizer(config, per_window)
+    model = _compiled_model(
+        kind, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs or {}
+    )
     best = _best_model(config, output_dir)
     extra = _callbacks(config, output_dir, best, callbacks, log_dir, max_steps)
     history = _fit_epochs(
@@ -174,8 +177,10 @@ def fit(
 
 
 def _run_config(kind, config, split, num_items, verbose):
-    """``config`` settled by the data (the time bias), its notes printed; a split that does not
-    match ``config.validation`` is an error."""
+    """``(config, targets_per_window)``: ``config`` settled by the data (the time bias, the batch
+    size), its notes printed, and the training targets of each window, which the batch size
+    and the loss normaliser both count (the windows cut once); a split that does not match
+    ``config.validation`` is an error."""
     if config.validation == "none" and len(split.valid):
         raise ValueError(
             "validation='none' trains on each user's second-to-last item, but the split holds "
@@ -186,9 +191,10 @@ def _run_config(kind, config, split, num_items, verbose):
             "the split has no validation cases; train with validation='none' for a fixed epoch count"
         )
     config = _with_time_bias(kind, config, split.train, verbose)
-    config = _with_batch_size(kind, config, split.train, verbose)
+    per_window = kind.targets_per_window(config, split.train)
+    config = _with_batch_size(config, len(per_window), verbose)
     _note_sparse_updates(config, num_items, verbose)
-    return config
+    return config, per_window
 
 
 def _validation_dataset(config, split, vocabulary):
@@ -245,12 +251,11 @@ def _require_saved_epoch(best):
         raise TrainingDiverged(f"no epoch gave {what}; nothing was saved to {best.path}")
 
 
-def _with_batch_size(kind, config, train, verbose):
+def _with_batch_size(config, windows, verbose):
     """``config`` with ``batch_size`` settled by the number of training windows when it is ``None``
     (``default_batch_size``); the training log says so when the data make it smaller than 128."""
     if config.batch_size is not None:
         return config
-    windows = len(kind.targets_per_window(config, train))
     size = default_batch_size(windows)
     if size < BATCH_SIZES[0] and verbose:
         print(
@@ -295,12 +300,10 @@ def _note_sparse_updates(config, num_items, verbose):
         )
 
 
-def _compiled_model(kind, config, split, vocabulary, train_ds, strategy, model_kwargs):
+def _compiled_model(kind, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs):
     """The model of ``kind`` and ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
-        model = build_model(
-            kind, config, vocabulary.num_items, loss_normalizer(kind, config, split.train), **model_kwargs
-        )
+        model = build_model(kind, config, vocabulary.num_items, normalizer, **model_kwargs)
         kind.prepare(model, split.train)
         if config.init_from:
             kind.initialize(model, config.init_from)
@@ -406,9 +409,16 @@ def loss_normalizer(kind, config, sequences):
     """
     if config.loss_normalization == "batch":
         return None
+    return _normalizer(config, kind.targets_per_window(config, sequences))
+
+
+def _normalizer(config, targets_per_window):
+    """``loss_normalizer`` from the windows' target counts."""
+    if config.loss_normalization == "batch":
+        return None
     if config.loss_normalization != "fixed":
         raise ValueError(f"loss_normalization must be 'fixed' or 'batch', got {config.loss_normalization!r}")
-    return losses_lib.fixed_normalizer(kind.targets_per_window(config, sequences), config.batch_size)
+    return losses_lib.fixed_normalizer(targets_per_window, config.batch_size)
 
 
 def _loss(config):
