@@ -531,7 +531,7 @@ def _add_train_switches(train):
         "--bucket-boundaries",
         type=_int_list,
         default=None,
-        help="comma-separated batch widths for length bucketing (default 50,100; '' for none)",
+        help="comma-separated batch widths for length bucketing (default 10,20,50,100; '' for none)",
     )
     train.add_argument(
         "--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU"
@@ -788,7 +788,7 @@ TRAIN_FLAGS = [
     ),
     ("loss", str, "softmax (default), bce, sampled_softmax or gbce"),
     ("num_negatives", int, "negatives for sampled losses"),
-    ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2)"),
+    ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2; 0.4 on short histories)"),
     ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),
     (
         "batch_size",
@@ -799,7 +799,7 @@ TRAIN_FLAGS = [
         "learning_rate",
         float,
         "Adam learning rate (default: SASRec and UniSRec 2e-3, BERT4Rec 4e-3 after a "
-        "5-epoch warm-up, HSTU 2e-3, Recformer 5e-5)",
+        "5-epoch warm-up, 1e-3 on short histories, HSTU 2e-3, Recformer 5e-5)",
     ),
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),

@@ -218,9 +218,9 @@ class IdModelKind(ModelKind):
             "loss_normalizer": loss_normalizer,
         }
         if self.cloze:
-            kwargs.update(
-                mask_prob=config.mask_prob, last_item_only_prob=config.last_item_only_prob, seed=config.seed
-            )
+            kwargs.update(last_item_only_prob=config.last_item_only_prob, seed=config.seed)
+            if config.mask_prob is not None:  # None before the data settle it: the constructor's
+                kwargs["mask_prob"] = config.mask_prob
         return _constructed(getattr(models, self.model_class), kwargs, options)
 
     def check(self, config):

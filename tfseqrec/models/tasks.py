@@ -85,6 +85,9 @@ class NextItemTask(*_BASES):
 
     # The backbone class a subclass builds from its arguments.
     backbone_cls = None
+    # Training options the data's history length settles when they are left None
+    # (``{"short": {...}, "long": {...}}``; ``tfseqrec.training.config.history_training``).
+    history_training = None
 
     def __init__(
         self,

@@ -23,7 +23,13 @@ from tfseqrec.training.callbacks import (
     TrainingDiverged,
     weights_finite,
 )
-from tfseqrec.training.config import Options, RecformerConfig, TrainConfig, default_batch_size
+from tfseqrec.training.config import (
+    Options,
+    RecformerConfig,
+    TrainConfig,
+    default_batch_size,
+    history_training,
+)
 from tfseqrec.training.directory import MODEL_FILE, PARTIAL_SUFFIX, output_directory
 from tfseqrec.training.id_models import (
     CONFIG_FILE,

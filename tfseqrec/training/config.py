@@ -8,6 +8,8 @@ main training stage, ``patience`` epochs without a better validation NDCG@10.
 import dataclasses
 import typing
 
+import numpy as np
+
 from tfseqrec import models
 from tfseqrec.checks import check_choice, check_number
 
@@ -72,6 +74,42 @@ def preset_options(model, preset):
 # keep 128.
 BATCH_SIZES = (128, 64, 32, 16)
 MIN_BATCHES_PER_EPOCH = 24
+
+# The training batches' widths (``bucket_boundaries``; ``max_sequence_length`` is the last): each
+# window is padded to the smallest that holds it. 10 and 20 came with short-history data: on Amazon
+# Scientific (mean history 7 items) 94% of the windows fit in 10, and with [50, 100] every one was
+# padded to 50; a BERT4Rec epoch there (with its validation) went from 10 to 4 CPU seconds
+# (benchmarks/results/defaults-probes-10min.json). ML-1M and ML-100K (20 items or more a user)
+# keep almost every window where [50, 100] put it; the ``ml1m`` presets pin [50, 100].
+BUCKET_BOUNDARIES = (10, 20, 50, 100)
+
+
+# A model's ``history_training`` (BERT4Rec's learning rate and mask share) is its "short" values when
+# the data's mean training window is under this many items (Amazon-like data: 5 on Scientific), its
+# "long" ones otherwise (MovieLens: 89 on ML-100K, 108 on ML-1M).
+SHORT_HISTORY_ITEMS = 20
+
+
+def history_training(config, sequences):
+    """``(config, note)``: the options ``config``'s model takes from the length of the histories.
+
+    A model with a ``history_training`` (BERT4Rec) settles each of its options that
+    ``config`` leaves ``None`` to its ``"short"`` value when the mean training window
+    of ``sequences`` (each history cut to ``max_sequence_length``) is under
+    ``SHORT_HISTORY_ITEMS`` items, else to its ``"long"`` one; ``note`` is the line the
+    training log prints (``None`` when nothing was settled).
+    """
+    by_length = MODELS[config.model].history_training
+    unset = [name for name in (by_length or {}).get("long", ()) if getattr(config, name) is None]
+    if not unset:
+        return config, None
+    lengths = np.minimum(sequences.lengths, config.max_sequence_length)
+    mean = float(np.mean(lengths)) if len(lengths) else 0.0
+    which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
+    values = {name: by_length[which][name] for name in unset}
+    said = ", ".join(f"{name} {value:g}" for name, value in values.items())
+    note = f"{config.model}: {which} histories ({mean:.1f} items a window on average): {said}"
+    return dataclasses.replace(config, **values), note
 
 
 def default_batch_size(num_windows):
@@ -138,17 +176,17 @@ class TrainConfig(Options):
     seq_seq_weight: float = 1e-3  # UniSRec pre-training: weight of the sequence-sequence loss
     item_drop: float = 0.2  # UniSRec pre-training: item drop of the augmented history
     init_from: str = None  # UniSRec: a directory written by `tfseqrec pretrain --model unisrec`
-    mask_prob: float = 0.2  # BERT4Rec: Cloze masking probability of the training sequences
+    mask_prob: float = None  # BERT4Rec: Cloze masking probability (None: by the data, history_training)
     last_item_only_prob: float = 0.0  # BERT4Rec: share of training sequences with only the last item masked
     batch_size: int = None  # None: default_training's, else settled by the data (default_batch_size)
-    learning_rate: float = None  # None: the model's default_training
+    learning_rate: float = None  # None: the model's default_training (BERT4Rec: history_training)
     learning_rate_schedule: str = "constant"
     warmup_epochs: float = None  # None: the model's default_training
     epochs: int = 200
     patience: int = 20
     validation: str = "last"  # "last": the second-to-last item validates; "none": no validation split
     window_stride: int = None
-    bucket_boundaries: list = dataclasses.field(default_factory=lambda: [50, 100])
+    bucket_boundaries: list = dataclasses.field(default_factory=lambda: list(BUCKET_BOUNDARIES))
     validation_batch_size: int = 512
     validation_users: int = None  # validate on a fixed, seeded sample of this many users (None: all)
     max_train_minutes: float = None
@@ -223,7 +261,7 @@ class TrainConfig(Options):
             check_number(name, getattr(self, name), minimum=1, integer=True, optional=True)
         check_number("patience", self.patience, minimum=0, integer=True)
         check_number("seed", self.seed, integer=True)
-        check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True)
+        check_number("mask_prob", self.mask_prob, minimum=0, maximum=1, exclusive_minimum=True, optional=True)
         check_number("max_attribute_tokens", self.max_attribute_tokens, minimum=1, integer=True)
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
@@ -248,7 +286,7 @@ class TrainConfig(Options):
                 f"attributes must be a non-empty list of attribute names, got {self.attributes!r}"
             )
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
-        check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True)
+        check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True, optional=True)
         check_number("warmup_epochs", self.warmup_epochs, minimum=0)
         check_number(
             "max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True

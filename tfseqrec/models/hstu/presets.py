@@ -29,6 +29,7 @@ PRESETS = {
         "dropout": 0.2,
         "temperature": 0.05,
         "batch_size": 128,
+        "bucket_boundaries": [50, 100],
         "loss": "softmax",
         "learning_rate": 2e-3,
         "warmup_epochs": 0.0,

@@ -16,6 +16,7 @@ PRESETS = {
         "batch_size": 128,
         "num_heads": 1,
         "dropout": 0.1,
+        "bucket_boundaries": [50, 100],
         **TRAINING,
     },
 }
