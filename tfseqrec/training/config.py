@@ -79,7 +79,7 @@ MIN_BATCHES_PER_EPOCH = 24
 # window is padded to the smallest that holds it. 10 and 20 came with short-history data: on Amazon
 # Scientific (mean history 7 items) 94% of the windows fit in 10, and with [50, 100] every one was
 # padded to 50; a BERT4Rec epoch there (with its validation) went from 10 to 4 CPU seconds
-# (benchmarks/results/defaults-probes-10min.json). ML-1M and ML-100K (20 items or more a user)
+# (benchmarks/results/defaults-probes-10min-2.json). ML-1M and ML-100K (20 items or more a user)
 # keep almost every window where [50, 100] put it; the ``ml1m`` presets pin [50, 100].
 BUCKET_BOUNDARIES = (10, 20, 50, 100)
 
