@@ -497,26 +497,33 @@ def test_the_default_batch_size_gives_an_epoch_24_batches_or_is_16(tmp_path, cap
     assert training.TrainConfig().batch_size == 128 and training.TrainConfig(model="hstu").batch_size is None
 
 
-def test_bert4rec_learning_rate_and_mask_share_follow_the_history_length():
+def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     # Mean window of 19 items (under 20: short) and of 20 (long); each history cut to the window.
     short = splits.Sequences.from_list(["a", "b"], [list(range(3, 21)), list(range(3, 23))])
     long = splits.Sequences.from_list(["a", "b"], [list(range(3, 21)), list(range(3, 25))])
     config = training.TrainConfig(model="bert4rec")
     settled, note = training.history_training(config, short)
-    assert (settled.learning_rate, settled.mask_prob) == (1e-3, 0.4)
-    assert (
-        note
-        == "bert4rec: short histories (19.0 items a window on average): learning_rate 0.001, mask_prob 0.4"
+    assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (
+        1e-3,
+        0.4,
+        [10, 20, 50, 100],
+    )
+    assert note == (
+        "bert4rec: short histories (19.0 items a window on average): learning_rate 0.001, "
+        "mask_prob 0.4, bucket_boundaries [10, 20, 50, 100]"
     )
     settled, _ = training.history_training(config, long)
-    assert (settled.learning_rate, settled.mask_prob) == (4e-3, 0.2)
+    assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (4e-3, 0.2, [50, 100])
     cut = training.TrainConfig(model="bert4rec", max_sequence_length=10)
     assert training.history_training(cut, long)[0].mask_prob == 0.4  # windows of 10
-    # What is given stays; a model without the rule is left alone.
-    given = training.TrainConfig(model="bert4rec", learning_rate=2e-3)
+    # What is given stays; every model's widths follow the histories.
+    given = training.TrainConfig(model="bert4rec", learning_rate=2e-3, bucket_boundaries=[])
     settled, note = training.history_training(given, short)
-    assert (settled.learning_rate, settled.mask_prob) == (2e-3, 0.4) and note.endswith(": mask_prob 0.4")
-    assert training.history_training(training.TrainConfig(), short) == (training.TrainConfig(), None)
+    assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (2e-3, 0.4, [])
+    assert note.endswith(": mask_prob 0.4")
+    assert training.history_training(training.TrainConfig(), short)[0].bucket_boundaries == [10, 20, 50, 100]
+    sasrec = training.TrainConfig(bucket_boundaries=[50, 100])
+    assert training.history_training(sasrec, short) == (sasrec, None)
 
 
 def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():

@@ -531,7 +531,7 @@ def _add_train_switches(train):
         "--bucket-boundaries",
         type=_int_list,
         default=None,
-        help="comma-separated batch widths for length bucketing (default 10,20,50,100; '' for none)",
+        help="comma-separated batch widths for length bucketing (default 50,100; 10,20,50,100 on short histories; '' for none)",
     )
     train.add_argument(
         "--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU"

@@ -75,13 +75,15 @@ def preset_options(model, preset):
 BATCH_SIZES = (128, 64, 32, 16)
 MIN_BATCHES_PER_EPOCH = 24
 
-# The training batches' widths (``bucket_boundaries``; ``max_sequence_length`` is the last): each
-# window is padded to the smallest that holds it. 10 and 20 came with short-history data: on Amazon
-# Scientific (mean history 7 items) 94% of the windows fit in 10, and with [50, 100] every one was
-# padded to 50; a BERT4Rec epoch there (with its validation) went from 10 to 4 CPU seconds
-# (benchmarks/results/defaults-probes-10min-2.json). ML-1M and ML-100K (20 items or more a user)
-# keep almost every window where [50, 100] put it; the ``ml1m`` presets pin [50, 100].
-BUCKET_BOUNDARIES = (10, 20, 50, 100)
+# The training batches' widths (``bucket_boundaries``; ``max_sequence_length`` is the last) when
+# unset, by the length of the histories (``history_training``): each window is padded to the smallest
+# width that holds it. Short histories add 10 and 20: on Amazon Scientific (5 items a window) 94% of
+# the windows fit in 10, and with [50, 100] every one was padded to 50; a BERT4Rec epoch there (with
+# its validation) went from 10 to 4 CPU seconds (benchmarks/results/defaults-probes-10min-2.json).
+# Long ones keep [50, 100]: on ML-100K, with 10 and 20 as well, BERT4Rec (seed 0) sat near
+# popularity's level for most of its run (test NDCG@10 0.0492 against SASRec's 0.1078;
+# benchmarks/results/defaults-widths-ml100k.json).
+BUCKET_BOUNDARIES = {"short": (10, 20, 50, 100), "long": (50, 100)}
 
 
 # A model's ``history_training`` (BERT4Rec's learning rate and mask share) is its "short" values when
@@ -91,23 +93,31 @@ SHORT_HISTORY_ITEMS = 20
 
 
 def history_training(config, sequences):
-    """``(config, note)``: the options ``config``'s model takes from the length of the histories.
+    """``(config, note)``: the options ``config`` leaves ``None`` that the length of the histories settles.
 
-    A model with a ``history_training`` (BERT4Rec) settles each of its options that
-    ``config`` leaves ``None`` to its ``"short"`` value when the mean training window
-    of ``sequences`` (each history cut to ``max_sequence_length``) is under
-    ``SHORT_HISTORY_ITEMS`` items, else to its ``"long"`` one; ``note`` is the line the
-    training log prints (``None`` when nothing was settled).
+    The histories of ``sequences`` are short when their mean training window (each
+    history cut to ``max_sequence_length``) is under ``SHORT_HISTORY_ITEMS`` items,
+    long otherwise. ``bucket_boundaries`` (every model) takes ``BUCKET_BOUNDARIES[which]``,
+    and each option of the model's ``history_training`` (BERT4Rec's learning rate and
+    mask share) its ``"short"`` or ``"long"`` value. ``note`` is the line the training
+    log prints (``None`` when nothing was settled).
     """
-    by_length = MODELS[config.model].history_training
-    unset = [name for name in (by_length or {}).get("long", ()) if getattr(config, name) is None]
+    by_length = MODELS[config.model].history_training or {}
+    unset = [name for name in by_length.get("long", ()) if getattr(config, name) is None]
+    if config.bucket_boundaries is None:
+        unset.append("bucket_boundaries")
     if not unset:
         return config, None
     lengths = np.minimum(sequences.lengths, config.max_sequence_length)
     mean = float(np.mean(lengths)) if len(lengths) else 0.0
     which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
-    values = {name: by_length[which][name] for name in unset}
-    said = ", ".join(f"{name} {value:g}" for name, value in values.items())
+    values = {name: by_length[which][name] for name in unset if name != "bucket_boundaries"}
+    if config.bucket_boundaries is None:
+        values["bucket_boundaries"] = list(BUCKET_BOUNDARIES[which])
+    said = ", ".join(
+        f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+        for name, value in values.items()
+    )
     note = f"{config.model}: {which} histories ({mean:.1f} items a window on average): {said}"
     return dataclasses.replace(config, **values), note
 
@@ -186,7 +196,7 @@ class TrainConfig(Options):
     patience: int = 20
     validation: str = "last"  # "last": the second-to-last item validates; "none": no validation split
     window_stride: int = None
-    bucket_boundaries: list = dataclasses.field(default_factory=lambda: list(BUCKET_BOUNDARIES))
+    bucket_boundaries: list = None  # None: by the data (history_training); [] for none
     validation_batch_size: int = 512
     validation_users: int = None  # validate on a fixed, seeded sample of this many users (None: all)
     max_train_minutes: float = None
@@ -293,9 +303,9 @@ class TrainConfig(Options):
         )
         check_choice("loss_normalization", self.loss_normalization, ("fixed", "batch"))
         check_choice("learning_rate_schedule", self.learning_rate_schedule, ("constant", "cosine"))
-        if not isinstance(self.bucket_boundaries, (list, tuple)):
+        if self.bucket_boundaries is not None and not isinstance(self.bucket_boundaries, (list, tuple)):
             raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
-        for width in self.bucket_boundaries:
+        for width in self.bucket_boundaries or ():
             check_number("bucket_boundaries", width, minimum=1, integer=True)
 
 
