@@ -100,7 +100,8 @@ def history_training(config, sequences):
     long otherwise. ``bucket_boundaries`` (every model) takes ``BUCKET_BOUNDARIES[which]``,
     and each option of the model's ``history_training`` (BERT4Rec's learning rate and
     mask share) its ``"short"`` or ``"long"`` value. ``note`` is the line the training
-    log prints (``None`` when nothing was settled).
+    log prints when the model's own options were settled (else ``None``; the widths alone
+    are recorded in ``train_config.json``, not printed).
     """
     by_length = MODELS[config.model].history_training or {}
     unset = [name for name in by_length.get("long", ()) if getattr(config, name) is None]
@@ -119,7 +120,7 @@ def history_training(config, sequences):
         for name, value in values.items()
     )
     note = f"{config.model}: {which} histories ({mean:.1f} items a window on average): {said}"
-    return dataclasses.replace(config, **values), note
+    return dataclasses.replace(config, **values), note if set(values) - {"bucket_boundaries"} else None
 
 
 def default_batch_size(num_windows):

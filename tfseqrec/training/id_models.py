@@ -106,8 +106,9 @@ def train(
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events, validation=config.validation)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
-    # What a resumed run must match: the options as the run records them (time bias settled).
-    record = {"config": dataclasses.asdict(kind.with_time_bias(config, split.train)[0]), "data": data["data"]}
+    # What a resumed run must match: the options as the run records them (settled by the data).
+    settled, _ = _run_config(kind, config, split, vocabulary.num_items, verbose=False)
+    record = {"config": dataclasses.asdict(settled), "data": data["data"]}
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
     with output_directory(own_dir, record, overwrite) as out:
