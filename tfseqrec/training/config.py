@@ -105,14 +105,12 @@ def history_training(config, sequences):
     """
     by_length = MODELS[config.model].history_training or {}
     unset = [name for name in by_length.get("long", ()) if getattr(config, name) is None]
-    if config.bucket_boundaries is None:
-        unset.append("bucket_boundaries")
-    if not unset:
+    if not unset and config.bucket_boundaries is not None:
         return config, None
     lengths = np.minimum(sequences.lengths, config.max_sequence_length)
     mean = float(np.mean(lengths)) if len(lengths) else 0.0
     which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
-    values = {name: by_length[which][name] for name in unset if name != "bucket_boundaries"}
+    values = {name: by_length[which][name] for name in unset}
     if config.bucket_boundaries is None:
         values["bucket_boundaries"] = list(BUCKET_BOUNDARIES[which])
     said = ", ".join(
@@ -120,7 +118,7 @@ def history_training(config, sequences):
         for name, value in values.items()
     )
     note = f"{config.model}: {which} histories ({mean:.1f} items a window on average): {said}"
-    return dataclasses.replace(config, **values), note if set(values) - {"bucket_boundaries"} else None
+    return dataclasses.replace(config, **values), note if unset else None
 
 
 def default_batch_size(num_windows):
