@@ -45,19 +45,27 @@ class _FirstEpoch(keras.callbacks.Callback):
             self.first = epoch
 
 
-def test_killed_run_resumes_where_it_stopped(data_root, tmp_path):
+# BERT4Rec with the batch size, the widths and its masking options left to the data: a resumed
+# run matches the options as the killed one settled them.
+SETTLED_BY_DATA = {k: v for k, v in TINY.items() if k != "batch_size"} | {"model": "bert4rec"}
+
+
+@pytest.mark.parametrize("config", [TINY, SETTLED_BY_DATA], ids=["sasrec", "bert4rec-settled-by-data"])
+def test_killed_run_resumes_where_it_stopped(data_root, tmp_path, config):
     out = tmp_path / "run"
+    kind = kinds.get(config.get("model", "sasrec"))
     with pytest.raises(KeyboardInterrupt):
-        training.train(SASREC, data_root / "ml-100k", out, TINY, callbacks=[_Kill(at_epoch=1)], verbose=0)
+        training.train(kind, data_root / "ml-100k", out, config, callbacks=[_Kill(at_epoch=1)], verbose=0)
     first = _FirstEpoch()
     model, history, _, _ = training.train(
-        SASREC, data_root / "ml-100k", out, TINY, callbacks=[first], verbose=0
+        kind, data_root / "ml-100k", out, config, callbacks=[first], verbose=0
     )
     assert first.first == 2  # epochs 0 and 1 were done before the kill
     epochs = [int(row["epoch"]) for row in csv.DictReader(open(out / "history.csv"))]
     assert epochs == [0, 1, 2]
     loaded, vocabulary, info = tfseqrec.load(out)
     assert info["config"]["model_options"]["hidden_dim"] == 8 and vocabulary.num_items == 1682
+    assert info["config"]["batch_size"] is not None and info["config"]["bucket_boundaries"] is not None
     assert not os.path.exists(out / "backup")  # removed after a finished run
 
 

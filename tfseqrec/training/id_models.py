@@ -106,17 +106,27 @@ def train(
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events, validation=config.validation)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
-    # What a resumed run must match: the options as the run records them (settled by the data).
-    settled, _ = _run_config(kind, config, split, vocabulary.num_items, verbose=False)
-    record = {"config": dataclasses.asdict(settled), "data": data["data"]}
+    # The options settled by the data once: what the run trains with, and what a resumed run must match.
+    config, per_window = _run_config(kind, config, split, vocabulary.num_items, verbose)
+    record = {"config": dataclasses.asdict(config), "data": data["data"]}
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
     with output_directory(own_dir, record, overwrite) as out:
         config, inputs = kind.model_inputs(config, vocabulary, item_text, out, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
-        model, history = fit(
-            kind, split, vocabulary, out, config, strategy, callbacks, verbose, data, model_kwargs=inputs
+        model, history = _fit_settled(
+            kind,
+            split,
+            vocabulary,
+            out,
+            config,
+            per_window,
+            strategy,
+            callbacks,
+            verbose,
+            data,
+            model_kwargs=inputs,
         )
     if own_dir != output_dir:
         shutil.rmtree(own_dir)  # a copy of the chief's
@@ -162,6 +172,39 @@ def fit(
     """
     strategy = distribute.resolve(strategy)
     config, per_window = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
+    return _fit_settled(
+        kind,
+        split,
+        vocabulary,
+        output_dir,
+        config,
+        per_window,
+        strategy,
+        callbacks,
+        verbose,
+        data,
+        log_dir,
+        max_steps,
+        model_kwargs,
+    )
+
+
+def _fit_settled(
+    kind,
+    split,
+    vocabulary,
+    output_dir,
+    config,
+    per_window,
+    strategy,
+    callbacks,
+    verbose,
+    data,
+    log_dir=None,
+    max_steps=None,
+    model_kwargs=None,
+):
+    """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets)."""
     _start_run(output_dir, config, vocabulary, data)
     train_ds = kind.training_dataset(config, split.train)
     normalizer = _normalizer(config, per_window)
