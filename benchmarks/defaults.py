@@ -2,7 +2,9 @@
 
 The defaults were tuned on ML-1M. This trains SASRec, BERT4Rec and HSTU exactly as a new
 user's ``tfseqrec train --model NAME --data FILE`` would (``TrainConfig`` with nothing but
-the model, the budget and the seed) on:
+the model, the budget and the seed), and UniSRec with ids as its docs' command runs it
+(``use_id_embeddings``; the items' text: ``u.item``, ML-1M's ``movies.dat`` under
+``ml-1m.txt``'s ids, ``Scientific.item.json``), on:
 
 - ``ml-100k``: ``ml-100k/u.data`` with its event times (protocol ``ml100k``);
 - ``ml-1m``: SASRec's ``ml-1m/ml-1m.txt`` (protocol ``sasrec-plus``);
@@ -20,6 +22,7 @@ Usage:
     python benchmarks/defaults.py --minutes 10 --json benchmarks/results/defaults.json
     python benchmarks/defaults.py --datasets ml-100k --minutes 0.3      # a quick check, end to end
     python benchmarks/defaults.py --datasets ml-100k --models bert4rec --minutes 4 --config '{"batch_size": 32}'
+    python benchmarks/defaults.py --datasets ml-1m --models sasrec,unisrec --minutes 10
     python benchmarks/defaults.py --report benchmarks/results/defaults.json   # stored run, no training
 Data: under --data-root ($TFSEQREC_DATA, default ../shared/data).
 """
@@ -47,21 +50,45 @@ DATASETS = {
     "ml-1m": (protocols.get("sasrec-plus").data_file, "sasrec-plus"),
     "scientific": ("amazon-scientific-text/Scientific.inter.json", "scientific"),
 }
-MODELS = ("sasrec", "bert4rec", "hstu")
+MODELS = ("sasrec", "bert4rec", "hstu", "unisrec")
+# A row's own options, beside the model's defaults: UniSRec is run with ids, as its docs' command runs it.
+MODEL_OPTIONS = {"unisrec": {"use_id_embeddings": True}}
+
+
+def item_text(name, data_root, work):
+    """The item-text file of dataset ``name`` (UniSRec's titles, genres, descriptions).
+
+    ML-1M's ``movies.dat`` is keyed by MovieLens ids, ``ml-1m.txt`` by SASRec's: its text is
+    written to ``work`` under ``ml-1m.txt``'s ids (as ``tfseqrec data item-text --id-map``
+    writes it).
+    """
+    if name == "ml-1m":
+        return text.ml1m_item_text(data_root, os.path.join(work, "ml-1m.item.json"))[1]
+    return os.path.join(data_root, {"ml-100k": "ml-100k/u.item", "scientific": SCIENTIFIC_TEXT}[name])
+
+
+SCIENTIFIC_TEXT = "amazon-scientific-text/Scientific.item.json"
 METRICS = ("ndcg@10", "hr@10", "mrr")
 
 
-def train_row(model_name, data_path, minutes, seed, epochs=None, config=None):
+def train_row(model_name, data_path, minutes, seed, epochs=None, config=None, text_path=None):
     """``(row, split, vocabulary)``: ``model_name`` trained with its defaults (but ``config``'s
-    options), and its test metrics."""
-    values = {"model": model_name, "max_train_minutes": minutes, "seed": seed, **(config or {})}
+    options and the row's own, ``MODEL_OPTIONS``), and its test metrics; ``text_path``: the
+    items' text, for UniSRec."""
+    values = {
+        "model": model_name,
+        "max_train_minutes": minutes,
+        "seed": seed,
+        **MODEL_OPTIONS.get(model_name, {}),
+        **(config or {}),
+    }
     if epochs is not None:
         values["epochs"] = epochs
     timer = ml1m.EpochTimer()
     out = tempfile.mkdtemp(prefix=f"defaults-{model_name}-")
     start = time.perf_counter()
     model, history, split, vocabulary = training.train(
-        kinds.get(model_name), data_path, out, values, callbacks=[timer], verbose=0
+        kinds.get(model_name), data_path, out, values, callbacks=[timer], verbose=0, item_text=text_path
     )
     wall = time.perf_counter() - start
     test = evaluation.evaluate(model, split.test, progress=False)
@@ -87,8 +114,10 @@ def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=Non
     file, protocol = DATASETS[name]
     path = os.path.join(data_root, file)
     rows, split = [], None
+    work = tempfile.mkdtemp(prefix=f"defaults-{name}-")
     for model_name in models:
-        row, split, vocabulary = train_row(model_name, path, minutes, seed, epochs, config)
+        text_path = item_text(name, data_root, work) if kinds.get(model_name).needs_item_text else None
+        row, split, vocabulary = train_row(model_name, path, minutes, seed, epochs, config, text_path)
         rows.append(row)
         print(f"{name} {model_name}: test NDCG@10 {row['test']['ndcg@10']:.4f}", flush=True)
     if split is not None:
@@ -108,7 +137,12 @@ RUN_OPTIONS = ("model", "max_train_minutes", "seed", "epochs")
 
 def changed_options(row):
     """``"batch_size=32"``: the options ``--config`` set for the row; ``"defaults"`` when none."""
-    changed = {k: v for k, v in row.get("config", {}).items() if k not in RUN_OPTIONS}
+    own = MODEL_OPTIONS.get(row["model"], {})
+    changed = {
+        k: v
+        for k, v in row.get("config", {}).items()
+        if k not in RUN_OPTIONS and not (k in own and own[k] == v)
+    }
     text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in changed.items())
     return text or "defaults"
 

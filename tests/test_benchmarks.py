@@ -214,6 +214,23 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
         ),
         row("a", "popularity", 0.01),
         row("b", "hstu", 0.02, epochs=1, best_epoch=1, config={**run, "model": "hstu"}),  # no SASRec on b
+        # UniSRec's own option (ids added) is its row's defaults; setting it otherwise is a probe.
+        row(
+            "a",
+            "unisrec",
+            0.06,
+            epochs=4,
+            best_epoch=2,
+            config={**run, "model": "unisrec", "use_id_embeddings": True},
+        ),
+        row(
+            "a",
+            "unisrec",
+            0.03,
+            epochs=4,
+            best_epoch=2,
+            config={**run, "model": "unisrec", "use_id_embeddings": False},
+        ),
     ]
     lines = defaults.table(rows).split("\n")
     assert lines[2] == "| a | p | sasrec | defaults | 0.0500 | 0.1000 | 0.0250 | 1.00 | 7 (5) | 0.8 | 1.5 |"
@@ -223,6 +240,8 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
     )
     assert lines[5] == "| a | p | popularity |  | 0.0100 | 0.0200 | 0.0050 | 0.20 |  |  | 1.5 |"
     assert lines[6] == "| b | p | hstu | defaults | 0.0200 | 0.0400 | 0.0100 |  | 1 (1) |  | 1.5 |"
+    assert lines[7] == "| a | p | unisrec | defaults | 0.0600 | 0.1200 | 0.0300 | 1.20 | 4 (2) |  | 1.5 |"
+    assert lines[8].startswith("| a | p | unisrec | use_id_embeddings=False | 0.0300 |")
     assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}
 
 
