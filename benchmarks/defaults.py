@@ -50,9 +50,12 @@ DATASETS = {
     "ml-1m": (protocols.get("sasrec-plus").data_file, "sasrec-plus"),
     "scientific": ("amazon-scientific-text/Scientific.inter.json", "scientific"),
 }
+# name: the items' text under the data root (ML-1M's is written from movies.dat: ``item_text``)
+ITEM_TEXT = {"ml-100k": "ml-100k/u.item", "scientific": "amazon-scientific-text/Scientific.item.json"}
 MODELS = ("sasrec", "bert4rec", "hstu", "unisrec")
 # A row's own options, beside the model's defaults: UniSRec is run with ids, as its docs' command runs it.
 MODEL_OPTIONS = {"unisrec": {"use_id_embeddings": True}}
+METRICS = ("ndcg@10", "hr@10", "mrr")
 
 
 def item_text(name, data_root, work):
@@ -64,11 +67,7 @@ def item_text(name, data_root, work):
     """
     if name == "ml-1m":
         return text.ml1m_item_text(data_root, os.path.join(work, "ml-1m.item.json"))[1]
-    return os.path.join(data_root, {"ml-100k": "ml-100k/u.item", "scientific": SCIENTIFIC_TEXT}[name])
-
-
-SCIENTIFIC_TEXT = "amazon-scientific-text/Scientific.item.json"
-METRICS = ("ndcg@10", "hr@10", "mrr")
+    return os.path.join(data_root, ITEM_TEXT[name])
 
 
 def train_row(model_name, data_path, minutes, seed, epochs=None, config=None, text_path=None):
