@@ -24,6 +24,8 @@ Usage:
     python benchmarks/defaults.py --datasets ml-100k --models bert4rec --minutes 4 --config '{"batch_size": 32}'
     python benchmarks/defaults.py --datasets ml-1m --models sasrec,unisrec --minutes 10
     python benchmarks/defaults.py --report benchmarks/results/defaults.json   # stored run, no training
+    python benchmarks/defaults.py --minutes 10 --seed 1 --json benchmarks/results/defaults-seed-1.json
+    python benchmarks/defaults.py --report benchmarks/results/defaults.json benchmarks/results/defaults-seed-1.json
 Data: under --data-root ($TFSEQREC_DATA, default ../shared/data).
 """
 
@@ -39,6 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import machine  # noqa: E402  (benchmarks/machine.py)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its epoch timer and time to quality)
+import numpy as np  # noqa: E402
 import protocols  # noqa: E402  (benchmarks/protocols.py)
 import text  # noqa: E402  (benchmarks/text.py: Popularity)
 
@@ -175,6 +178,45 @@ def table(rows):
     return "\n".join(lines)
 
 
+def seeds_table(runs):
+    """Markdown: each dataset and model's test NDCG@10 over the seeds of ``runs``, against SASRec's.
+
+    ``runs``: stored records of ``defaults.py`` with the defaults (no ``--config``), one a
+    seed. A row gives each seed's NDCG@10, their mean ± sd, the ratio of the mean to
+    SASRec's mean on the dataset, and the lowest of the seeds' own ratios (seed by seed,
+    each model against SASRec of the same seed): the 0.8x the defaults should reach must
+    hold for the mean and for every seed.
+    """
+    seeds = [run["args"]["seed"] for run in runs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"two runs of the same seed: {seeds}")
+    ndcg = {}  # (dataset, model) -> {seed: NDCG@10}
+    for seed, run in zip(seeds, runs):
+        for r in run["rows"]:
+            if "config" in r and changed_options(r) != "defaults":
+                raise ValueError(f"seed {seed}: a probe row ({changed_options(r)}) is not the defaults")
+            ndcg.setdefault((r["dataset"], r["model"]), {})[seed] = r["test"]["ndcg@10"]
+    header = " | ".join(f"seed {s}" for s in seeds)
+    lines = [
+        f"| dataset | model | {header} | mean ± sd | mean / SASRec's mean | lowest seed's / SASRec |",
+        "|---|---|" + "---|" * len(seeds) + "---|---|---|",
+    ]
+    for (dataset, model), by_seed in ndcg.items():
+        base = ndcg.get((dataset, "sasrec"), {})
+        values = np.array([by_seed[s] for s in seeds if s in by_seed])
+        cells = " | ".join(f"{by_seed[s]:.4f}" if s in by_seed else "" for s in seeds)
+        sd = values.std(ddof=1) if len(values) > 1 else 0.0
+        common = [s for s in seeds if s in by_seed and s in base]
+        ratio = lowest = ""
+        if common and model != "sasrec":
+            ratio = f"{np.mean([by_seed[s] for s in common]) / np.mean([base[s] for s in common]):.2f}"
+            lowest = f"{min(by_seed[s] / base[s] for s in common):.2f}"
+        lines.append(
+            f"| {dataset} | {model} | {cells} | {values.mean():.4f} ± {sd:.4f} | {ratio} | {lowest} |"
+        )
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -200,11 +242,19 @@ def main():
         help="JSON of options set for every model: a probe of one change against the defaults",
     )
     parser.add_argument("--json", help="also write the results here (rewritten after every dataset)")
-    parser.add_argument("--report", metavar="JSON", help="train nothing: print the table of a stored run")
+    parser.add_argument(
+        "--report",
+        metavar="JSON",
+        nargs="+",
+        help="train nothing: print the table of a stored run (of several seeds' runs: their seeds table)",
+    )
     args = parser.parse_args()
     if args.report:
-        with open(args.report) as f:
-            print(table(json.load(f)["rows"]))
+        runs = []
+        for path in args.report:
+            with open(path) as f:
+                runs.append(json.load(f))
+        print(table(runs[0]["rows"]) if len(runs) == 1 else seeds_table(runs))
         return
     datasets, models = args.datasets.split(","), args.models.split(",")
     for chosen, known in ((datasets, DATASETS), (models, MODELS)):

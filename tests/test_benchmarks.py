@@ -245,6 +245,39 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
     assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}
 
 
+def test_defaults_seeds_table_by_hand():
+    defaults = _script("defaults")
+
+    def run(seed, *rows):
+        config = {"max_train_minutes": 10.0, "seed": seed}
+        return {
+            "args": {"seed": seed},
+            "rows": [
+                {"dataset": d, "model": m, "test": {"ndcg@10": v}, "config": {**config, "model": m}}
+                for d, m, v in rows
+            ],
+        }
+
+    runs = [
+        run(0, ("a", "sasrec", 0.10), ("a", "bert4rec", 0.08), ("b", "hstu", 0.02)),
+        run(1, ("a", "sasrec", 0.12), ("a", "bert4rec", 0.06)),
+    ]
+    lines = defaults.seeds_table(runs).split("\n")
+    assert lines[0] == (
+        "| dataset | model | seed 0 | seed 1 | mean ± sd | mean / SASRec's mean | lowest seed's / SASRec |"
+    )
+    assert lines[2] == "| a | sasrec | 0.1000 | 0.1200 | 0.1100 ± 0.0141 |  |  |"
+    # 0.07 / 0.11 = 0.636; seed by seed 0.08 / 0.10 = 0.8 and 0.06 / 0.12 = 0.5
+    assert lines[3] == "| a | bert4rec | 0.0800 | 0.0600 | 0.0700 ± 0.0141 | 0.64 | 0.50 |"
+    assert lines[4] == "| b | hstu | 0.0200 |  | 0.0200 ± 0.0000 |  |  |"  # one seed, no SASRec on b
+    with pytest.raises(ValueError, match="same seed"):
+        defaults.seeds_table([runs[0], runs[0]])
+    probe = run(2, ("a", "sasrec", 0.1))
+    probe["rows"][0]["config"]["batch_size"] = 32
+    with pytest.raises(ValueError, match="batch_size=32"):
+        defaults.seeds_table([runs[0], probe])
+
+
 def test_ml1m_time_to_quality_with_and_without_validation():
     ml1m = _script("ml1m")
     timer = types.SimpleNamespace(elapsed=[60.0, 120.0, 180.0, 240.0])
