@@ -58,6 +58,16 @@ class Protocol:
     training: dict
     anchor: str
 
+    def choices(self):
+        """The protocol's choices as a dict: every field but ``anchor``.
+
+        The anchor describes a published figure, not how a row is measured: a stored
+        record whose choices equal today's is on the protocol however its anchor was worded.
+        """
+        choices = dataclasses.asdict(self)
+        del choices["anchor"]
+        return choices
+
     @property
     def evaluation_exclude_seen(self):
         """The ``exclude_seen`` argument of ``tfseqrec.evaluation.evaluate`` for this protocol."""

@@ -221,4 +221,6 @@ def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
     text = section.render()
     assert "| sasrec | tfseqrec | 0.2000 | 0.4000 | 0.2100 | 10 (8) | 12.0 | 20.0 |" in text
     assert "| sasrec | RecTools 0.19 | 0.1900 | 0.3800 | 0.2000 | 10 (8) | 12.0 | 20.0 |" in text
-    assert "Comparable with: RecTools: 0.2164 / 0.3642." in text
+    # The anchor as benchmarks/protocols.py words it today, not as the record stored it.
+    assert f"Comparable with: {tables.protocols.get('rectools').anchor}." in text
+    assert "RecTools: 0.2164 / 0.3642" not in text

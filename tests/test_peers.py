@@ -136,6 +136,9 @@ def test_a_stored_record_is_joined_only_by_a_run_made_alike(side_by_side, tmp_pa
         side_by_side.check_same_run(stored, dict(stored, minutes=10.0))
     with pytest.raises(ValueError, match="the stored record's protocol"):
         side_by_side.check_same_run(stored, dict(stored, protocol={"name": "hstu-paper"}))
+    # The anchor words a published figure; a record whose anchor was worded otherwise joins.
+    worded = dict(stored, protocol={"name": "rectools", "anchor": "RecTools: 0.2164"})
+    side_by_side.check_same_run(worded, dict(stored, protocol={"name": "rectools", "anchor": "0.1745"}))
     path = str(tmp_path / "peers-rectools.json")
     side_by_side.write_record({"models": {"sasrec": []}}, path)
     with open(path) as f:

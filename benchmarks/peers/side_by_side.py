@@ -258,6 +258,13 @@ def cell(value, digits=4):
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def anchor(record):
+    """The published figure a stored record compares with, as ``protocols.py`` words it today."""
+    if not record["anchored"]:
+        return "no published figure (another data file)"
+    return protocols.get(record["protocol"]["name"]).anchor
+
+
 def table(record):
     """Markdown: one row per model and library."""
     p = record["protocol"]
@@ -265,7 +272,7 @@ def table(record):
     lines = [
         f"Protocol `{p['name']}`: {record['data']}, validation {p['validation']}, seen items filtered "
         f"({seen}), {record['minutes']:g} min budget each, one after the other; {record['environment']}.",
-        f"Comparable with: {p['anchor'] if record['anchored'] else 'no published figure (another data file)'}.",
+        f"Comparable with: {anchor(record)}.",
         "",
         "| model | library | NDCG@10 | HR@10 | best val NDCG@10 | epochs (best) | min to 98% of best | min to best |",
         "|---|---|---|---|---|---|---|---|",
@@ -298,7 +305,7 @@ def compare(protocol, data_root, models, minutes, seed, previous=None, save=None
         "environment": machine.environment() + ", " + peers_versions(),
         "protocol": dataclasses.asdict(protocol),
         "data": os.path.relpath(data_path, data_root),
-        "anchored": protocol == protocols.get(protocol.name),
+        "anchored": protocol.choices() == protocols.get(protocol.name).choices(),
         "minutes": minutes,
         "seed": seed,
         "models": {},
@@ -326,9 +333,15 @@ def compare(protocol, data_root, models, minutes, seed, previous=None, save=None
 
 
 def check_same_run(previous, record):
-    """``ValueError`` unless a stored record was run as ``record`` is (protocol, data, budget, seed)."""
+    """``ValueError`` unless a stored record was run as ``record`` is (protocol, data, budget, seed).
+
+    The protocols are compared by their choices, not by how their anchor was worded.
+    """
     for key in ("protocol", "data", "minutes", "seed"):
-        if previous.get(key) != record[key]:
+        before, now = previous.get(key), record[key]
+        if key == "protocol":
+            before, now = (without_anchor(p) for p in (before, now))
+        if before != now:
             raise ValueError(
                 f"the stored record's {key} is {previous.get(key)!r}, this run's {record[key]!r}: "
                 "a table compares runs made alike; write elsewhere (--results) or remove the file"
@@ -397,6 +410,11 @@ def main():
         if path:
             write_record(record, path)
             print(f"wrote {os.path.relpath(path, ROOT)}")
+
+
+def without_anchor(protocol):
+    """A stored protocol dict without its ``anchor`` (``Protocol.choices`` of a dict)."""
+    return {k: v for k, v in (protocol or {}).items() if k != "anchor"}
 
 
 def write_record(record, path):
