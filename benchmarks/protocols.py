@@ -64,9 +64,7 @@ class Protocol:
         The anchor describes a published figure, not how a row is measured: a stored
         record whose choices equal today's is on the protocol however its anchor was worded.
         """
-        choices = dataclasses.asdict(self)
-        del choices["anchor"]
-        return choices
+        return without_anchor(dataclasses.asdict(self))
 
     @property
     def evaluation_exclude_seen(self):
@@ -129,6 +127,11 @@ PROTOCOLS = {
         "(the reference code's 101 epochs)",
     ),
 }
+
+
+def without_anchor(fields):
+    """A protocol's fields (a dict, as a stored record holds them) without ``anchor``: its choices."""
+    return {k: v for k, v in (fields or {}).items() if k != "anchor"}
 
 
 def get(name):

@@ -340,7 +340,7 @@ def check_same_run(previous, record):
     for key in ("protocol", "data", "minutes", "seed"):
         before, now = previous.get(key), record[key]
         if key == "protocol":
-            before, now = (without_anchor(p) for p in (before, now))
+            before, now = (protocols.without_anchor(p) for p in (before, now))
         if before != now:
             raise ValueError(
                 f"the stored record's {key} is {previous.get(key)!r}, this run's {record[key]!r}: "
@@ -410,11 +410,6 @@ def main():
         if path:
             write_record(record, path)
             print(f"wrote {os.path.relpath(path, ROOT)}")
-
-
-def without_anchor(protocol):
-    """A stored protocol dict without its ``anchor`` (``Protocol.choices`` of a dict)."""
-    return {k: v for k, v in (protocol or {}).items() if k != "anchor"}
 
 
 def write_record(record, path):
