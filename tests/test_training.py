@@ -485,7 +485,7 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
     assert "hstu: no time bias (num_time_buckets=0)" in capsys.readouterr().out and not model.uses_timestamps
 
 
-def test_the_default_batch_size_gives_an_epoch_24_batches_or_is_16(tmp_path, capsys):
+def test_the_default_batch_size_gives_an_epoch_24_batches_or_is_16_and_scales_a_settled_learning_rate(tmp_path, capsys):
     # Hand-computed: the largest of 128, 64, 32, 16 with windows >= 24 * size, else 16.
     windows = [0, 383, 384, 767, 768, 1535, 1536, 3071, 3072, 10**6]
     assert [training.default_batch_size(n) for n in windows] == [16, 16, 16, 16, 32, 32, 64, 64, 128, 128]
@@ -496,11 +496,25 @@ def test_the_default_batch_size_gives_an_epoch_24_batches_or_is_16(tmp_path, cap
     bert4rec = kinds.get("bert4rec")
     config = {"model": "bert4rec", "epochs": 1, "hidden_dim": 8, "num_heads": 1, "max_sequence_length": 8}
     bert4rec.train(data, tmp_path / "auto", config, verbose=2)
-    assert "batch size 32: 800 training windows would make 7 batches of 128" in capsys.readouterr().out
-    assert json.load(open(tmp_path / "auto" / "train_config.json"))["config"]["batch_size"] == 32
+    out = capsys.readouterr().out
+    assert "batch size 32: 800 training windows would make 7 batches of 128" in out
+    # Windows of 8 are short histories: 1e-3 at batches of 128, times sqrt(32/128) = 1/2.
+    assert "bert4rec: learning rate 0.0005: 0.001 at batches of 128, times sqrt(32/128)" in out
+    recorded = json.load(open(tmp_path / "auto" / "train_config.json"))["config"]
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(5e-4))
     bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128}, verbose=2)
     assert "batch size" not in capsys.readouterr().out
-    assert json.load(open(tmp_path / "given" / "train_config.json"))["config"]["batch_size"] == 128
+    recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 1e-3)
+    # A learning rate given is kept at the batch the data settle.
+    bert4rec.train(data, tmp_path / "rate", {**config, "learning_rate": 3e-3}, verbose=2)
+    assert "learning rate" not in capsys.readouterr().out
+    recorded = json.load(open(tmp_path / "rate" / "train_config.json"))["config"]
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (32, 3e-3)
+    # Hand-computed: the square root of the batches' ratio.
+    assert training.batch_learning_rate(4e-3, 128) == 4e-3
+    assert training.batch_learning_rate(4e-3, 32) == pytest.approx(2e-3)
+    assert training.batch_learning_rate(1e-3, 16) == pytest.approx(1e-3 / 8**0.5)
     # SASRec's default_training keeps 128 whatever the data.
     assert training.TrainConfig().batch_size == 128 and training.TrainConfig(model="hstu").batch_size is None
 

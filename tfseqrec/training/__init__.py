@@ -27,6 +27,7 @@ from tfseqrec.training.config import (
     Options,
     RecformerConfig,
     TrainConfig,
+    batch_learning_rate,
     default_batch_size,
     history_training,
 )

@@ -29,7 +29,13 @@ from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
-from tfseqrec.training.config import BATCH_SIZES, TrainConfig, default_batch_size, history_training
+from tfseqrec.training.config import (
+    BATCH_SIZES,
+    TrainConfig,
+    batch_learning_rate,
+    default_batch_size,
+    history_training,
+)
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
@@ -235,11 +241,12 @@ def _run_config(kind, config, split, num_items, verbose):
             "the split has no validation cases; train with validation='none' for a fixed epoch count"
         )
     config = _with_time_bias(kind, config, split.train, verbose)
+    rate_by_data = config.learning_rate is None  # settled by history_training, for batches of 128
     config, note = history_training(config, split.train)
     if note and verbose:
         print(note, flush=True)
     per_window = kind.targets_per_window(config, split.train)
-    config = _with_batch_size(config, len(per_window), verbose)
+    config = _with_batch_size(config, len(per_window), verbose, scale_learning_rate=rate_by_data)
     _note_sparse_updates(config, num_items, verbose)
     return config, per_window
 
@@ -298,19 +305,32 @@ def _require_saved_epoch(best):
         raise TrainingDiverged(f"no epoch gave {what}; nothing was saved to {best.path}")
 
 
-def _with_batch_size(config, windows, verbose):
+def _with_batch_size(config, windows, verbose, scale_learning_rate=False):
     """``config`` with ``batch_size`` settled by the number of training windows when it is ``None``
-    (``default_batch_size``); the training log says so when the data make it smaller than 128."""
+    (``default_batch_size``); the training log says so when the data make it smaller than 128.
+
+    ``scale_learning_rate``: the learning rate was settled by the data too, for batches of 128;
+    a smaller settled batch scales it (``batch_learning_rate``), and the log says so.
+    """
     if config.batch_size is not None:
         return config
     size = default_batch_size(windows)
+    values = {"batch_size": size}
+    if scale_learning_rate and size < BATCH_SIZES[0]:
+        values["learning_rate"] = batch_learning_rate(config.learning_rate, size)
     if size < BATCH_SIZES[0] and verbose:
         print(
             f"{config.model}: batch size {size}: {windows:,} training windows would make "
             f"{-(-windows // BATCH_SIZES[0])} batches of {BATCH_SIZES[0]} an epoch (--batch-size to choose)",
             flush=True,
         )
-    return dataclasses.replace(config, batch_size=size)
+        if "learning_rate" in values:
+            print(
+                f"{config.model}: learning rate {values['learning_rate']:g}: {config.learning_rate:g} "
+                f"at batches of {BATCH_SIZES[0]}, times sqrt({size}/{BATCH_SIZES[0]}) (--learning-rate to choose)",
+                flush=True,
+            )
+    return dataclasses.replace(config, **values)
 
 
 def _with_time_bias(kind, config, train, verbose):
