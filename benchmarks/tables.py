@@ -984,7 +984,11 @@ data (learning rate, warm-up, batch size), not in when it stops.
                 Section(
                     "Probes: BERT4Rec's learning rate at the batch ML-100K settles, three seeds",
                     "defaults",
-                    ["defaults-probes-rate-seed-0", "defaults-probes-rate-seed-1", "defaults-probes-rate-seed-2"],
+                    [
+                        "defaults-probes-rate-seed-0",
+                        "defaults-probes-rate-seed-1",
+                        "defaults-probes-rate-seed-2",
+                    ],
                     defaults_tables,
                     after="""
 ML-100K's 943 users settle BERT4Rec's batch to 32, but its learning rate stayed 4e-3, tuned

@@ -485,7 +485,7 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
     assert "hstu: no time bias (num_time_buckets=0)" in capsys.readouterr().out and not model.uses_timestamps
 
 
-def test_the_default_batch_size_gives_an_epoch_24_batches_or_is_16_and_scales_a_settled_learning_rate(tmp_path, capsys):
+def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_rate(tmp_path, capsys):
     # Hand-computed: the largest of 128, 64, 32, 16 with windows >= 24 * size, else 16.
     windows = [0, 383, 384, 767, 768, 1535, 1536, 3071, 3072, 10**6]
     assert [training.default_batch_size(n) for n in windows] == [16, 16, 16, 16, 32, 32, 64, 64, 128, 128]
