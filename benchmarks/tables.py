@@ -477,7 +477,7 @@ def defaults_tables(stems):
 
 
 def defaults_seeds_tables(stems):
-    """``defaults.py --report``'s seeds table of the stored runs, one a seed."""
+    """``defaults.py --report``'s seeds table of the stored runs, in the order they ran (``seeds_table``)."""
     runs = [load(s) for s in stems]
     budgets = {(run["args"]["minutes"], run["environment"]) for run in runs}
     if len(budgets) != 1:

@@ -270,8 +270,11 @@ def test_defaults_seeds_table_by_hand():
     # 0.07 / 0.11 = 0.636; seed by seed 0.08 / 0.10 = 0.8 and 0.06 / 0.12 = 0.5
     assert lines[3] == "| a | bert4rec | 0.0800 | 0.0600 | 0.0700 ± 0.0141 | 0.64 | 0.50 |"
     assert lines[4] == "| b | hstu | 0.0200 |  | 0.0200 ± 0.0000 |  |  |"  # one seed, no SASRec on b
-    with pytest.raises(ValueError, match="same seed"):
-        defaults.seeds_table([runs[0], runs[0]])
+    # A later run of seed 0 (BERT4Rec rerun) replaces seed 0's BERT4Rec row only.
+    rerun = defaults.seeds_table([*runs, run(0, ("a", "bert4rec", 0.09))]).split("\n")
+    assert rerun[0] == lines[0] and rerun[2] == lines[2] and rerun[4] == lines[4]
+    # 0.075 / 0.11 = 0.682; seed by seed 0.09 / 0.10 = 0.9 and 0.5
+    assert rerun[3] == "| a | bert4rec | 0.0900 | 0.0600 | 0.0750 ± 0.0212 | 0.68 | 0.50 |"
     probe = run(2, ("a", "sasrec", 0.1))
     probe["rows"][0]["config"]["batch_size"] = 32
     with pytest.raises(ValueError, match="batch_size=32"):
