@@ -227,9 +227,10 @@ def _fit_settled(
 
 
 def _run_config(kind, config, split, num_items, verbose):
-    """``(config, targets_per_window)``: ``config`` settled by the data (the time bias, the batch
-    size), its notes printed, and the training targets of each window, which the batch size
-    and the loss normaliser both count (the windows cut once); a split that does not match
+    """``(config, targets_per_window)``: ``config`` settled by the data (the time bias, the
+    history rules, the batch size, and a learning rate the data set scaled with that batch),
+    its notes printed, and the training targets of each window, which the batch size and the
+    loss normaliser both count (the windows cut once); a split that does not match
     ``config.validation`` is an error."""
     if config.validation == "none" and len(split.valid):
         raise ValueError(
