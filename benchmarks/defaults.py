@@ -8,7 +8,9 @@ the model, the budget and the seed), and UniSRec with ids as its docs' command r
 
 - ``ml-100k``: ``ml-100k/u.data`` with its event times (protocol ``ml100k``);
 - ``ml-1m``: SASRec's ``ml-1m/ml-1m.txt`` (protocol ``sasrec-plus``);
-- ``scientific``: ``amazon-scientific-text/Scientific.inter.json`` (protocol ``scientific``).
+- ``scientific``: ``amazon-scientific-text/Scientific.inter.json`` (protocol ``scientific``);
+
+each named once in ``benchmarks/datasets.py``.
 
 Each model trains for at most ``--minutes`` of ``fit`` (validation included) with early
 stopping on validation NDCG@10; the best epoch is evaluated on the test split (full
@@ -39,22 +41,15 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import datasets  # noqa: E402  (benchmarks/datasets.py)
 import machine  # noqa: E402  (benchmarks/machine.py)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its epoch timer and time to quality)
 import numpy as np  # noqa: E402
-import protocols  # noqa: E402  (benchmarks/protocols.py)
 import text  # noqa: E402  (benchmarks/text.py: Popularity)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
 
-# name: (interaction file under the data root, protocol of benchmarks/README.md)
-DATASETS = {
-    "ml-100k": ("ml-100k/u.data", "ml100k"),
-    "ml-1m": (protocols.get("sasrec-plus").data_file, "sasrec-plus"),
-    "scientific": ("amazon-scientific-text/Scientific.inter.json", "scientific"),
-}
-# name: the items' text under the data root (ML-1M's is written from movies.dat: ``item_text``)
-ITEM_TEXT = {"ml-100k": "ml-100k/u.item", "scientific": "amazon-scientific-text/Scientific.item.json"}
+DATASETS = tuple(datasets.DATASETS)  # what --datasets takes, in the order the table gives them
 MODELS = ("sasrec", "bert4rec", "hstu", "unisrec")
 # A row's own options, beside the model's defaults: UniSRec is run with ids, as its docs' command runs it.
 MODEL_OPTIONS = {"unisrec": {"use_id_embeddings": True}}
@@ -70,7 +65,7 @@ def item_text(name, data_root, work):
     """
     if name == "ml-1m":
         return text.ml1m_item_text(data_root, os.path.join(work, "ml-1m.item.json"))[1]
-    return os.path.join(data_root, ITEM_TEXT[name])
+    return datasets.get(name).item_text_path(data_root)
 
 
 def train_row(model_name, data_path, minutes, seed, epochs=None, config=None, text_path=None):
@@ -113,8 +108,8 @@ def popularity_row(split, vocabulary):
 
 def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=None):
     """The rows of one dataset: each model's, then popularity's on the same split."""
-    file, protocol = DATASETS[name]
-    path = os.path.join(data_root, file)
+    dataset = datasets.get(name)
+    path, protocol = dataset.path(data_root), dataset.protocol
     rows, split = [], None
     work = tempfile.mkdtemp(prefix=f"defaults-{name}-")
     for model_name in models:
@@ -126,7 +121,7 @@ def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=Non
         rows.append(popularity_row(split, vocabulary))
     info = {
         "dataset": name,
-        "data": file,
+        "data": dataset.interactions,
         "protocol": protocol,
         "test_cases": len(split.test) if split else 0,
     }
@@ -257,8 +252,8 @@ def main():
                 runs.append(json.load(f))
         print(table(runs[0]["rows"]) if len(runs) == 1 else seeds_table(runs))
         return
-    datasets, models = args.datasets.split(","), args.models.split(",")
-    for chosen, known in ((datasets, DATASETS), (models, MODELS)):
+    names, models = args.datasets.split(","), args.models.split(",")
+    for chosen, known in ((names, DATASETS), (models, MODELS)):
         if set(chosen) - set(known):
             parser.error(f"unknown {sorted(set(chosen) - set(known))}; known: {list(known)}")
     run = {
@@ -270,7 +265,7 @@ def main():
         "args": vars(args),
         "rows": [],
     }
-    for name in datasets:
+    for name in names:
         run["rows"] += dataset_rows(
             name, args.data_root, models, args.minutes, args.seed, args.epochs, args.config
         )

@@ -44,6 +44,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import datasets  # noqa: E402  (benchmarks/datasets.py)
 import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
@@ -134,7 +135,7 @@ def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=No
 
 def ml1m(root):
     """ML-1M's ``(split, vocabulary, item text)``: ``ml-1m.txt``'s split and ``ml1m_texts``."""
-    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, "ml-1m", "ml-1m.txt")))
+    split, vocabulary, _ = splits.prepare(readers.read_interactions(datasets.get("ml-1m").path(root)))
     return split, vocabulary, ml1m_texts(root)
 
 
@@ -177,7 +178,7 @@ def ml1m_item_text(root, path):
     """``(interactions, item text)`` paths of ML-1M, the text written to ``path``."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(ml1m_texts(root), f)
-    return os.path.join(root, "ml-1m", "ml-1m.txt"), path
+    return datasets.get("ml-1m").path(root), path
 
 
 def pretrained(model, root, work, minutes, options):

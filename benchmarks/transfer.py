@@ -28,6 +28,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import datasets  # noqa: E402  (benchmarks/datasets.py)
 import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
@@ -39,15 +40,8 @@ from tfseqrec.data import text as text_lib  # noqa: E402
 from tfseqrec.data import vocab as vocab_lib  # noqa: E402
 from tfseqrec.training import recformer as recformer_driver  # noqa: E402
 
-# target name: (interactions, item text, attribute set)
-TARGETS = {
-    "ml-100k": ("ml-100k/u.data", "ml-100k/u.item", "movielens"),
-    "amazon-scientific-text": (
-        "amazon-scientific-text/Scientific.inter.json",
-        "amazon-scientific-text/Scientific.item.json",
-        "amazon",
-    ),
-}
+# target name: its dataset in benchmarks/datasets.py (the names are those of the stored runs)
+TARGETS = {"ml-100k": "ml-100k", "amazon-scientific-text": "scientific"}
 ZERO_SHOT = {"num_layers": 6, "pooling": "mean", "align_epochs": 0, "max_tokens": 256}
 
 
@@ -93,10 +87,10 @@ def target_rows(name, root, source, zero_shot):
     ``source``: ``(UniSRec trained on ML-1M, ML-1M's item text, ML-1M's training counts by title)``.
     """
     source_model, source_text, source_counts = source
-    inter, item_path, attribute_set = TARGETS[name]
-    split, vocabulary, _ = splits.prepare(readers.read_interactions(os.path.join(root, inter)))
-    item_text = readers.read_item_text(os.path.join(root, item_path))
-    attributes = text_lib.ATTRIBUTES[attribute_set]
+    dataset = datasets.get(TARGETS[name])
+    split, vocabulary, _ = splits.prepare(readers.read_interactions(dataset.path(root)))
+    item_text = readers.read_item_text(dataset.item_text_path(root))
+    attributes = text_lib.ATTRIBUTES[dataset.attributes]
     counts = split.train.item_counts(vocabulary.size)
     cold = counts[split.test.targets] == 0
     results, seconds = {}, {}

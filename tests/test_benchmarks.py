@@ -100,6 +100,25 @@ def test_text_report_joins_stored_runs_against_the_best_sasrec(tmp_path, capsys)
         text.report([str(p) for p in paths], rows=["bert4rec"])
 
 
+def test_every_benchmark_dataset_names_files_the_data_root_holds(data_root):
+    datasets = _script("datasets")
+    from tfseqrec.data import text as text_lib
+
+    for name, dataset in datasets.DATASETS.items():
+        assert os.path.isfile(dataset.path(data_root)), name
+        assert dataset.attributes in text_lib.ATTRIBUTES, name
+        if dataset.item_text is not None:
+            assert os.path.isfile(dataset.item_text_path(data_root)), name
+    # ML-1M's text is written from movies.dat under ml-1m.txt's ids: nothing to read as it is.
+    with pytest.raises(ValueError, match="written from another file"):
+        datasets.get("ml-1m").item_text_path(data_root)
+    with pytest.raises(KeyError, match="known: \\['ml-100k', 'ml-1m', 'scientific'\\]"):
+        datasets.get("ml-10m")
+    # The transfer targets and the defaults' datasets are the registry's, under the names of the stored runs.
+    assert set(_script("transfer").TARGETS.values()) <= set(datasets.DATASETS)
+    assert _script("defaults").DATASETS == ("ml-100k", "ml-1m", "scientific")
+
+
 def test_transfer_catalogue_overlap_by_title_by_hand():
     transfer = _script("transfer")
     from tfseqrec.data.vocab import ItemVocabulary
