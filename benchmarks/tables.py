@@ -1053,11 +1053,14 @@ tfseqrec's BERT4Rec and HSTU were still improving when the budget ran out (their
 is their last), so the table compares what each library reaches in 30 CPU minutes, not
 converged quality; only tfseqrec's SASRec levelled off (98% of its best at 17.7 minutes).
 
-On `sasrec-plus` (SASRec so far), tfseqrec's SASRec reaches 0.1850 / 0.3179 in 30 CPU
-minutes, level with SASRec+'s published 0.1857 / 0.3159 (3,000 negatives) and ahead of
-RecTools' 0.1412 / 0.2546, which was still improving when the budget ran out. BERT4Rec and
-HSTU on `sasrec-plus`, and the three on `hstu-paper`, are not run yet (about 65 minutes a
-model: `--protocol NAME --models MODEL`).
+On `sasrec-plus` (SASRec and BERT4Rec so far), tfseqrec's SASRec reaches 0.1850 / 0.3179 in
+30 CPU minutes, level with SASRec+'s published 0.1857 / 0.3159 (3,000 negatives) and ahead
+of RecTools' 0.1412 / 0.2546. tfseqrec's BERT4Rec reaches 0.1660 / 0.2974, above SASRec+'s
+published BERT4Rec (0.1537 / 0.2843) and RecTools' 0.0886 / 0.1722; it levelled off (best
+epoch 102 of 122, 98% of its best at 22.6 minutes), where both of RecTools' models were
+still improving when the budget ran out (their best epoch is their last). HSTU on
+`sasrec-plus`, and the three on `hstu-paper`, are not run yet (about 65 minutes a model:
+`--protocol NAME --models MODEL`).
 """,
             peers_sections(),
         ),
