@@ -282,7 +282,7 @@ def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypa
 # models): the constructors' model options and each model's default_training.
 DEFAULTS = {
     "sasrec": dict(hidden_dim=64, num_layers=2, num_heads=1, dropout=0.1),
-    "bert4rec": dict(hidden_dim=64, num_layers=2, num_heads=2, dropout=0.1),
+    "bert4rec": dict(hidden_dim=64, num_layers=2, num_heads=2, dropout=0.1),  # layers: 1 on short histories
     "hstu": dict(hidden_dim=50, num_layers=8, num_heads=2, dropout=0.2, temperature=0.05),
     "unisrec": dict(
         hidden_dim=64, num_layers=2, temperature=0.07, use_id_embeddings=False, id_dropout=0.0, num_experts=8
@@ -502,6 +502,10 @@ def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_r
     assert "bert4rec: learning rate 0.0005: 0.001 at batches of 128, times sqrt(32/128)" in out
     recorded = json.load(open(tmp_path / "auto" / "train_config.json"))["config"]
     assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(5e-4))
+    # Short histories train one layer; the model the run keeps has one.
+    assert recorded["model_options"]["num_layers"] == 1
+    model, _, _ = tfseqrec.load(str(tmp_path / "auto"))
+    assert model.backbone.num_layers == 1
     bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128}, verbose=2)
     assert "batch size" not in capsys.readouterr().out
     recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
@@ -530,19 +534,26 @@ def test_batch_widths_and_bert4rec_training_follow_the_history_length():
         0.4,
         [10, 20, 50, 100],
     )
+    assert settled.model_options == {"num_layers": 1}  # a model option, settled beside the training ones
     assert note == (
         "bert4rec: short histories (19.0 items a window on average): learning_rate 0.001, "
-        "mask_prob 0.4, bucket_boundaries [10, 20, 50, 100]"
+        "mask_prob 0.4, num_layers 1, bucket_boundaries [10, 20, 50, 100]"
     )
     settled, _ = training.history_training(config, long)
     assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (4e-3, 0.2, [50, 100])
+    assert settled.model_options == {"num_layers": 2}
+    # A model option given stays, and the others join it.
+    layered = training.TrainConfig(model="bert4rec", model_options={"num_layers": 3, "hidden_dim": 32})
+    settled, note = training.history_training(layered, short)
+    assert settled.model_options == {"num_layers": 3, "hidden_dim": 32} and "num_layers" not in note
+    assert settled.mask_prob == 0.4
     cut = training.TrainConfig(model="bert4rec", max_sequence_length=10)
     assert training.history_training(cut, long)[0].mask_prob == 0.4  # windows of 10
     # What is given stays; every model's widths follow the histories.
     given = training.TrainConfig(model="bert4rec", learning_rate=2e-3, bucket_boundaries=[])
     settled, note = training.history_training(given, short)
     assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (2e-3, 0.4, [])
-    assert note.endswith(": mask_prob 0.4")
+    assert note.endswith(": mask_prob 0.4, num_layers 1")
     assert training.history_training(training.TrainConfig(), short)[0].bucket_boundaries == [10, 20, 50, 100]
     sasrec = training.TrainConfig(bucket_boundaries=[50, 100])
     assert training.history_training(sasrec, short) == (sasrec, None)

@@ -86,7 +86,7 @@ MIN_BATCHES_PER_EPOCH = 24
 BUCKET_BOUNDARIES = {"short": (10, 20, 50, 100), "long": (50, 100)}
 
 
-# A model's ``history_training`` (BERT4Rec's learning rate and mask share) is its "short" values when
+# A model's ``history_training`` (BERT4Rec's learning rate, mask share and layers) is its "short" values when
 # the data's mean training window is under this many items (Amazon-like data: 5 on Scientific), its
 # "long" ones otherwise (MovieLens: 89 on ML-100K, 108 on ML-1M).
 SHORT_HISTORY_ITEMS = 20
@@ -98,27 +98,39 @@ def history_training(config, sequences):
     The histories of ``sequences`` are short when their mean training window (each
     history cut to ``max_sequence_length``) is under ``SHORT_HISTORY_ITEMS`` items,
     long otherwise. ``bucket_boundaries`` (every model) takes ``BUCKET_BOUNDARIES[which]``,
-    and each option of the model's ``history_training`` (BERT4Rec's learning rate and
-    mask share) its ``"short"`` or ``"long"`` value. ``note`` is the line the training
-    log prints when the model's own options were settled (else ``None``; the widths alone
-    are recorded in ``train_config.json``, not printed).
+    and each option of the model's ``history_training`` (BERT4Rec's learning rate, mask
+    share and number of layers) its ``"short"`` or ``"long"`` value: a training option
+    when it is ``None``, a model option when ``model_options`` leaves it out. ``note`` is
+    the line the training log prints when the model's own options were settled (else
+    ``None``; the widths alone are recorded in ``train_config.json``, not printed).
     """
     by_length = MODELS[config.model].history_training or {}
-    unset = [name for name in by_length.get("long", ()) if getattr(config, name) is None]
+    unset = [name for name in by_length.get("long", ()) if _unset(config, name)]
     if not unset and config.bucket_boundaries is not None:
         return config, None
     lengths = np.minimum(sequences.lengths, config.max_sequence_length)
     mean = float(np.mean(lengths)) if len(lengths) else 0.0
     which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
-    values = {name: by_length[which][name] for name in unset}
+    settled = {name: by_length[which][name] for name in unset}
     if config.bucket_boundaries is None:
-        values["bucket_boundaries"] = list(BUCKET_BOUNDARIES[which])
+        settled["bucket_boundaries"] = list(BUCKET_BOUNDARIES[which])
     said = ", ".join(
         f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
-        for name, value in values.items()
+        for name, value in settled.items()
     )
     note = f"{config.model}: {which} histories ({mean:.1f} items a window on average): {said}"
+    values = {name: value for name, value in settled.items() if name in _FIELDS}
+    options = {name: value for name, value in settled.items() if name not in _FIELDS}
+    if options:
+        values["model_options"] = {**config.model_options, **options}
     return dataclasses.replace(config, **values), note if unset else None
+
+
+def _unset(config, name):
+    """Whether ``name`` (a training option, or else a model option) is left for the data to settle."""
+    if name in _FIELDS:
+        return getattr(config, name) is None
+    return name not in config.model_options
 
 
 def default_batch_size(num_windows):
