@@ -776,7 +776,7 @@ TRAIN_FLAGS = [
     ("max_sequence_length", int, "items of history the model reads (default 200; Recformer 20)"),
     ("max_tokens", int, "Recformer: tokens per packed input (default 128)"),
     ("hidden_dim", int, "model width (default 64; HSTU 50)"),
-    ("num_layers", int, "transformer blocks (default 2; HSTU 8)"),
+    ("num_layers", int, "transformer blocks (default 2; HSTU 8; BERT4Rec 1 on short histories)"),
     ("num_heads", int, "attention heads (SASRec 1, BERT4Rec 2, HSTU 2)"),
     ("intermediate_dim", int, "feed-forward width"),
     ("dropout", float, "dropout (default 0.1)"),

@@ -16,7 +16,7 @@ TRAINING = {"loss": "softmax", "warmup_epochs": 5.0}
 # 0.0587 at 1e-3 and 0.6 (benchmarks/results/defaults-probes-10min-2.json). One layer on short
 # histories, where one layer of attention already joins every item of a window: seeds 0, 1, 2,
 # best validation NDCG@10 0.0763, 0.0766, 0.0764 against two layers' 0.0759, 0.0750, 0.0744, test
-# 0.0613, 0.0603, 0.0606 against 0.0609, 0.0576, 0.0608, in half the time; dropout 0.2 instead of
+# 0.0613, 0.0603, 0.0606 against 0.0609, 0.0576, 0.0608, in less time; dropout 0.2 instead of
 # 0.1 did not help (test 0.0619, 0.0565, 0.0602; benchmarks/results/defaults-probes-layers-seed-*.json).
 HISTORY_TRAINING = {
     "long": {"learning_rate": 4e-3, "mask_prob": 0.2, "num_layers": 2},
