@@ -1080,14 +1080,16 @@ tfseqrec's BERT4Rec and HSTU were still improving when the budget ran out (their
 is their last), so the table compares what each library reaches in 30 CPU minutes, not
 converged quality; only tfseqrec's SASRec levelled off (98% of its best at 17.7 minutes).
 
-On `sasrec-plus` (SASRec and BERT4Rec so far), tfseqrec's SASRec reaches 0.1850 / 0.3179 in
-30 CPU minutes, level with SASRec+'s published 0.1857 / 0.3159 (3,000 negatives) and ahead
-of RecTools' 0.1412 / 0.2546. tfseqrec's BERT4Rec reaches 0.1660 / 0.2974, above SASRec+'s
-published BERT4Rec (0.1537 / 0.2843) and RecTools' 0.0886 / 0.1722; it levelled off (best
-epoch 102 of 122, 98% of its best at 22.6 minutes), where both of RecTools' models were
-still improving when the budget ran out (their best epoch is their last). HSTU on
-`sasrec-plus`, and the three on `hstu-paper`, are not run yet (about 65 minutes a model:
-`--protocol NAME --models MODEL`).
+On `sasrec-plus`, 30 minutes each, tfseqrec is ahead for all three models too. Its SASRec
+reaches 0.1850 / 0.3179, level with SASRec+'s published 0.1857 / 0.3159 (3,000 negatives),
+against RecTools' 0.1412 / 0.2546. Its BERT4Rec reaches 0.1660 / 0.2974, above SASRec+'s
+published BERT4Rec (0.1537 / 0.2843), against RecTools' 0.0886 / 0.1722; it levelled off
+(best epoch 102 of 122, 98% of its best at 22.6 minutes). Its HSTU reaches 0.1889 / 0.3243,
+against RecTools' 0.1064 / 0.1967; no HSTU figure is published on this protocol. tfseqrec's
+HSTU and RecTools' three were still improving when the budget ran out (their best epoch is
+their last); tfseqrec's HSTU, given 60 minutes, reaches 0.1962 (`ml1m-hstu-seed-0.json`).
+The three on `hstu-paper` are not run yet (about 65 minutes a model: `--protocol hstu-paper
+--models MODEL`).
 """,
             peers_sections(),
         ),
