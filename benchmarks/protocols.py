@@ -89,6 +89,67 @@ class Protocol:
         return {**(overrides or {}), **fixed}
 
 
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """A published ML-1M figure: who reports it, for which model, and its NDCG@10 / HR@10.
+
+    ``PUBLISHED`` holds each once; the protocols' anchors and every table that names a
+    published figure read it from there, so no figure is typed twice.
+    """
+
+    source: str
+    model: str
+    ndcg: float
+    hr: float
+
+    @property
+    def figures(self):
+        """NDCG@10 / HR@10 as the tables print them, four places each."""
+        return f"{self.ndcg:.4f} / {self.hr:.4f}"
+
+    @property
+    def labelled(self):
+        """``"N NDCG@10 / H HR@10"``, four places each."""
+        return f"{self.ndcg:.4f} NDCG@10 / {self.hr:.4f} HR@10"
+
+
+SASREC_PLUS = "SASRec+ (Klenitskiy & Vasilev, RecSys 2023)"
+RECTOOLS_TUTORIAL = "RecTools' HSTU tutorial (MTS AI)"
+HSTU_PAPER = "the HSTU paper (Zhai et al., ICML 2024)"
+
+# Keyed "protocol/model[-variant]": the protocol a figure was measured on, then what it is.
+PUBLISHED = {
+    "sasrec-plus/sasrec": Published(SASREC_PLUS, "SASRec with 3,000 negatives", 0.1857, 0.3159),
+    "sasrec-plus/sasrec-softmax": Published(SASREC_PLUS, "SASRec with the full softmax", 0.1821, 0.3152),
+    "sasrec-plus/bert4rec": Published(SASREC_PLUS, "BERT4Rec", 0.1537, 0.2843),
+    "rectools/hstu": Published(
+        RECTOOLS_TUTORIAL, "HSTU with relative position attention only (no timestamps)", 0.1745, 0.3087
+    ),
+    "rectools/hstu-time": Published(
+        RECTOOLS_TUTORIAL,
+        "HSTU with relative time attention too, from the ratings' timestamps",
+        0.1895,
+        0.3259,
+    ),
+    "rectools/sasrec": Published(RECTOOLS_TUTORIAL, "SASRec", 0.1622, 0.2878),
+    "hstu-paper/hstu": Published(HSTU_PAPER, "HSTU-large", 0.1893, 0.3294),
+    "hstu-paper/sasrec": Published(
+        HSTU_PAPER + "'s reference code",
+        "SASRec with the same loss and epochs (`configs/ml-1m/sasrec-sampled-softmax-n128-final.gin`)",
+        0.1603,
+        0.2853,
+    ),
+}
+
+
+def published(key):
+    """The ``Published`` figure ``key`` names; a ``KeyError`` lists the keys."""
+    if key not in PUBLISHED:
+        raise KeyError(f"no published figure {key!r}; known: {', '.join(PUBLISHED)}")
+    return PUBLISHED[key]
+
+
+_P = PUBLISHED
 PROTOCOLS = {
     "sasrec-plus": Protocol(
         name="sasrec-plus",
@@ -96,9 +157,9 @@ PROTOCOLS = {
         validation="last",
         exclude_seen="history",
         training={},
-        anchor="SASRec+ (Klenitskiy & Vasilev, RecSys 2023), same file and protocol: SASRec 0.1857 "
-        "NDCG@10 / 0.3159 HR@10 with 3,000 negatives (0.1821 / 0.3152 full softmax), BERT4Rec "
-        "0.1537 / 0.2843; no HSTU figure",
+        anchor=f"{SASREC_PLUS}, same file and protocol: SASRec {_P['sasrec-plus/sasrec'].labelled} "
+        f"with 3,000 negatives ({_P['sasrec-plus/sasrec-softmax'].figures} full softmax), BERT4Rec "
+        f"{_P['sasrec-plus/bert4rec'].figures}; no HSTU figure",
     ),
     "rectools": Protocol(
         name="rectools",
@@ -106,10 +167,10 @@ PROTOCOLS = {
         validation="last",
         exclude_seen="history",
         training={},
-        anchor="RecTools' HSTU tutorial (MTS AI) on the raw ratings with a validation item and the "
-        "whole history filtered: HSTU with relative position attention only (no timestamps, as "
-        "here) 0.1745 NDCG@10 / 0.3087 HR@10; with relative time attention too, from the "
-        "ratings' timestamps, 0.1895 / 0.3259; SASRec 0.1622 / 0.2878",
+        anchor=f"{RECTOOLS_TUTORIAL} on the raw ratings with a validation item and the whole history "
+        "filtered: HSTU with relative position attention only (no timestamps, as here) "
+        f"{_P['rectools/hstu'].labelled}; with relative time attention too, from the ratings' "
+        f"timestamps, {_P['rectools/hstu-time'].figures}; SASRec {_P['rectools/sasrec'].figures}",
     ),
     "hstu-paper": Protocol(
         name="hstu-paper",
@@ -123,9 +184,8 @@ PROTOCOLS = {
             "negatives_per_position": True,
             "epochs": 101,
         },
-        anchor="the HSTU paper (Zhai et al., ICML 2024), HSTU-large: 0.1893 NDCG@10 / 0.3294 HR@10 "
-        "(the reference code's 101 epochs); its reference code's SASRec with the same loss and "
-        "epochs (`configs/ml-1m/sasrec-sampled-softmax-n128-final.gin`): 0.1603 / 0.2853",
+        anchor=f"{HSTU_PAPER}, HSTU-large: {_P['hstu-paper/hstu'].labelled} (the reference code's 101 "
+        f"epochs); its reference code's {_P['hstu-paper/sasrec'].model}: {_P['hstu-paper/sasrec'].figures}",
     ),
 }
 

@@ -56,6 +56,16 @@ FRONT_README = os.path.join(ROOT, "README.md")
 BEGIN, END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
 
 
+def fig(key):
+    """``protocols.PUBLISHED[key]`` as the tables print it: NDCG@10 / HR@10, four places each."""
+    return protocols.published(key).figures
+
+
+def lab(key):
+    """``protocols.PUBLISHED[key]`` with its metrics named: ``"N NDCG@10 / H HR@10"``."""
+    return protocols.published(key).labelled
+
+
 @dataclasses.dataclass(frozen=True)
 class Protocol:
     """How a table's numbers were measured, and what published figure they may be set beside."""
@@ -82,14 +92,15 @@ PROTOCOLS = {
         split=LOO,
         ranking="full ranking over all 3,416 items",
         seen="the user's whole history filtered",
-        anchor="SASRec+ (Klenitskiy & Vasilev, RecSys 2023) on the same file and protocol: SASRec "
-        "0.1857 NDCG@10 / 0.3159 HR@10 with 3,000 negatives (0.1821 / 0.3152 full softmax), BERT4Rec "
-        "0.1537 / 0.2843. No HSTU figure: HSTU's rows here are not comparable with the HSTU paper's "
-        "0.1893 / 0.3294 (protocol `hstu-paper`) nor with RecTools' HSTU figures (protocol `rectools`)",
+        anchor=f"{protocols.SASREC_PLUS} on the same file and protocol: SASRec "
+        f"{lab('sasrec-plus/sasrec')} with 3,000 negatives ({fig('sasrec-plus/sasrec-softmax')} full "
+        f"softmax), BERT4Rec {fig('sasrec-plus/bert4rec')}. No HSTU figure: HSTU's rows here are not "
+        f"comparable with the HSTU paper's {fig('hstu-paper/hstu')} (protocol `hstu-paper`) nor with "
+        "RecTools' HSTU figures (protocol `rectools`)",
         summary="`ml-1m/ml-1m.txt` (SASRec's 5-core ML-1M), leave-one-out with a validation split, full "
         "ranking over 3,416 items, the whole history filtered",
-        comparable="SASRec+ (Klenitskiy & Vasilev, RecSys 2023): SASRec 0.1857 NDCG@10 with 3,000 "
-        "negatives, BERT4Rec 0.1537",
+        comparable=f"{protocols.SASREC_PLUS}: SASRec {protocols.published('sasrec-plus/sasrec').ndcg:.4f} "
+        f"NDCG@10 with 3,000 negatives, BERT4Rec {protocols.published('sasrec-plus/bert4rec').ndcg:.4f}",
     ),
     "rectools": Protocol(
         data="`ml-1m/ml-1m_full_sequences.txt.gz`, the raw ML-1M ratings in time order (6,040 users, "
@@ -100,8 +111,8 @@ PROTOCOLS = {
         anchor=protocols.get("rectools").anchor,
         summary="`ml-1m/ml-1m_full_sequences.txt.gz` (the raw ratings), leave-one-out with a validation "
         "split, full ranking over 3,706 items, the whole history filtered",
-        comparable="RecTools' HSTU tutorial: HSTU 0.1745 NDCG@10 / 0.3087 HR@10 with position "
-        "attention only (0.1895 / 0.3259 with time attention, from timestamps this file lacks)",
+        comparable=f"RecTools' HSTU tutorial: HSTU {lab('rectools/hstu')} with position attention only "
+        f"({fig('rectools/hstu-time')} with time attention, from timestamps this file lacks)",
     ),
     "hstu-paper": Protocol(
         data="`ml-1m/ml-1m_full_sequences.txt.gz`, the raw ML-1M ratings in time order (6,040 users, "
@@ -115,8 +126,8 @@ PROTOCOLS = {
         summary="`ml-1m/ml-1m_full_sequences.txt.gz` (the raw ratings), leave-one-out without a "
         "validation split, 128 uniform negatives per position for 101 epochs, full ranking over 3,706 "
         "items, the input window filtered",
-        comparable="the HSTU paper's HSTU-large: 0.1893 NDCG@10 / 0.3294 HR@10; its reference code's "
-        "SASRec: 0.1603 / 0.2853",
+        comparable=f"the HSTU paper's HSTU-large: {lab('hstu-paper/hstu')}; its reference code's "
+        f"SASRec: {fig('hstu-paper/sasrec')}",
     ),
     "scientific": Protocol(
         data="`amazon-scientific-text/Scientific.inter.json` and `Scientific.item.json` (8,317 users, "
@@ -646,9 +657,9 @@ class Section:
 
 
 HSTU_ANCHOR = (
-    "no HSTU figure on this protocol. The HSTU paper's 0.1893 NDCG@10 / 0.3294 HR@10 (HSTU-large) "
+    f"no HSTU figure on this protocol. The HSTU paper's {lab('hstu-paper/hstu')} (HSTU-large) "
     "is on `hstu-paper` (the raw ratings, no validation split, 128 uniform negatives per position, "
-    "the input window filtered) and RecTools' HSTU's 0.1745 / 0.3087 (without timestamps) on "
+    f"the input window filtered) and RecTools' HSTU's {fig('rectools/hstu')} (without timestamps) on "
     "`rectools`: neither compares with these rows"
 )
 
@@ -694,11 +705,11 @@ the spread over seeds is not measured yet.
                     "hstu-paper",
                     ["ml1m-hstu-paper-seed-0"],
                     ml1m_results,
-                    after="""
+                    after=f"""
 Like for like with the HSTU paper: its raw ratings, no validation split, its loss (sampled
 softmax, 128 uniform negatives per position), its 101 epochs and the input window filtered,
 with the model's defaults (the reference's HSTU-large configuration). tfseqrec reaches
-0.1700 / 0.3066, 0.90x the paper's 0.1893 / 0.3294 (0.93x its HR@10): below the anchor, and
+0.1700 / 0.3066, 0.90x the paper's {fig("hstu-paper/hstu")} (0.93x its HR@10): below the anchor, and
 the gap is not explained yet. The same model on `sasrec-plus` (full softmax, early stopping)
 reaches 0.1962, and on one GPU on `rectools` 0.1899, level with RecTools' HSTU with
 timestamps. One seed, alone on the CPU (37 minutes).
@@ -1091,7 +1102,7 @@ ML-100K. These ran at two layers' defaults: to repeat the dropout rows at today'
             ],
         ),
         "A peer library side by side": (
-            """
+            f"""
 `benchmarks/peers/side_by_side.py` trains tfseqrec's model and RecTools' model of the same
 name on the identical split, one after the other on the same CPU with the same budget, and
 ranks both with tfseqrec's evaluation ([peers/README.md](peers/README.md)). Each library
@@ -1104,9 +1115,9 @@ is their last), so the table compares what each library reaches in 30 CPU minute
 converged quality; only tfseqrec's SASRec levelled off (98% of its best at 17.7 minutes).
 
 On `sasrec-plus`, 30 minutes each, tfseqrec is ahead for all three models too. Its SASRec
-reaches 0.1850 / 0.3179, level with SASRec+'s published 0.1857 / 0.3159 (3,000 negatives),
+reaches 0.1850 / 0.3179, level with SASRec+'s published {fig("sasrec-plus/sasrec")} (3,000 negatives),
 against RecTools' 0.1412 / 0.2546. Its BERT4Rec reaches 0.1660 / 0.2974, above SASRec+'s
-published BERT4Rec (0.1537 / 0.2843), against RecTools' 0.0886 / 0.1722; it levelled off
+published BERT4Rec ({fig("sasrec-plus/bert4rec")}), against RecTools' 0.0886 / 0.1722; it levelled off
 (best epoch 102 of 122, 98% of its best at 22.6 minutes). Its HSTU reaches 0.1889 / 0.3243,
 against RecTools' 0.1064 / 0.1967; no HSTU figure is published on this protocol. tfseqrec's
 HSTU and RecTools' three were still improving when the budget ran out (their best epoch is
@@ -1115,10 +1126,10 @@ On `hstu-paper` there is no validation split, so no "minutes to 98%": both libra
 with the protocol's loss (sampled softmax over 128 uniform negatives per position) for its
 101 epochs or the 30 minutes, whichever ends first, and the last epoch is tested. tfseqrec's
 HSTU reaches 0.1692 / 0.3003 after 80 of the 101 epochs, RecTools' 0.1306 / 0.2363 after
-18; both were cut by the budget. The paper's 0.1893 / 0.3294 (HSTU-large, the architecture
+18; both were cut by the budget. The paper's {fig("hstu-paper/hstu")} (HSTU-large, the architecture
 both train) is after all 101 epochs on a GPU, so the row measures what 30 CPU minutes buy,
 not the paper's model. tfseqrec's SASRec runs all 101 epochs in 20 minutes and reaches
-0.1623 / 0.2876, level with the reference code's SASRec on this protocol (0.1603 / 0.2853,
+0.1623 / 0.2876, level with the reference code's SASRec on this protocol ({fig("hstu-paper/sasrec")},
 the same loss and epochs; 50 wide with a cosine score where tfseqrec's default is 64 wide
 with a dot product), against RecTools' 0.1474 / 0.2619 after 29 epochs. BERT4Rec on
 `hstu-paper` is not run yet (about 55 minutes: `--protocol hstu-paper --models bert4rec`).
@@ -1424,8 +1435,8 @@ beforehand take the same 10.4 ms).
                     "sasrec-plus",
                     ["gpu-sasrec-plus"],
                     gpu_tables,
-                    anchor="SASRec+ (Klenitskiy & Vasilev, RecSys 2023): SASRec 0.1857 NDCG@10 / 0.3159 "
-                    "HR@10 with 3,000 negatives, its best reached in 540 s on a GPU; no HSTU figure "
+                    anchor=f"{protocols.SASREC_PLUS}: SASRec {lab('sasrec-plus/sasrec')} "
+                    "with 3,000 negatives, its best reached in 540 s on a GPU; no HSTU figure "
                     "(HSTU's rows compare with this library's SASRec on the same split)",
                     after="""
 HSTU at Adam 4e-3 (probed on ML-100K and Scientific under "Defaults on other data") ends where 2e-3 does on ML-1M: 0.2103
@@ -1437,11 +1448,11 @@ against 0.2125 and 0.2058 (seeds 0 and 1) best validation NDCG@10.
                     "rectools",
                     ["gpu-rectools"],
                     gpu_tables,
-                    after="""
+                    after=f"""
 Trained to convergence, HSTU with the `ml1m` preset reaches 0.1899 / 0.3247 on this protocol
 (0.1939 / 0.3326 at Adam 4e-3): above RecTools' own HSTU on the same ratings without
-timestamps (0.1745 / 0.3087, relative position attention only), and level with its HSTU
-that also reads the ratings' timestamps (0.1895 / 0.3259), which this file does not carry.
+timestamps ({fig("rectools/hstu")}, relative position attention only), and level with its HSTU
+that also reads the ratings' timestamps ({fig("rectools/hstu-time")}), which this file does not carry.
 These RecTools figures are from its HSTU tutorial's ablation on `ratings.dat`; an HSTU-large
 figure of 0.2164 / 0.3642 quoted for RecTools is not in the versions of its notebooks
 available to us (their HSTU-large, 0.1891 / 0.3350, is on the HSTU paper's preprocessed file).
@@ -1521,7 +1532,7 @@ NOT_STORED = [
 # Commands whose tables appear once a run stores their JSON (never measured yet): (what, command).
 NOT_RUN = [
     (
-        "HSTU on the `rectools` protocol, three seeds (RecTools' HSTU: 0.1745 / 0.3087 without timestamps)",
+        f"HSTU on the `rectools` protocol, three seeds (RecTools' HSTU: {fig('rectools/hstu')} without timestamps)",
         "python benchmarks/ml1m.py --model hstu --protocol rectools --minutes 60 --seeds 0 1 2 --json "
         "benchmarks/results/ml1m-hstu-rectools-seeds-0-1-2.json",
     ),
@@ -1640,7 +1651,8 @@ def text_headline(pairs):
 
 
 SASREC_PLUS_SASREC = (
-    "SASRec+ (RecSys 2023): 0.1857 / 0.3159 with 3,000 negatives, 0.1821 / 0.3152 full softmax"
+    f"SASRec+ (RecSys 2023): {fig('sasrec-plus/sasrec')} with 3,000 negatives, "
+    f"{fig('sasrec-plus/sasrec-softmax')} full softmax"
 )
 SCIENTIFIC_ANCHOR = "no anchor (ratios to SASRec on the same split)"
 
@@ -1657,22 +1669,22 @@ HEADLINES = [
     (
         "BERT4Rec",
         "ML-1M",
-        "SASRec+ (RecSys 2023), BERT4Rec: 0.1537 / 0.2843",
+        f"SASRec+ (RecSys 2023), BERT4Rec: {fig('sasrec-plus/bert4rec')}",
         ml1m_headline,
         [("ml1m-bert4rec-seed-0", None), ("ml1m-bert4rec-seeds-1-2", None)],
     ),
     (
         "HSTU",
         "ML-1M",
-        "none on this protocol (the paper's 0.1893 / 0.3294 is on `hstu-paper`, RecTools' 0.1745 / "
-        "0.3087 on `rectools`)",
+        f"none on this protocol (the paper's {fig('hstu-paper/hstu')} is on `hstu-paper`, RecTools' "
+        f"{fig('rectools/hstu')} on `rectools`)",
         ml1m_headline,
         [("ml1m-hstu-seed-0", None)],
     ),
     (
         "HSTU, the paper's 101 epochs",
         "ML-1M",
-        "the HSTU paper, HSTU-large: 0.1893 / 0.3294",
+        f"the HSTU paper, HSTU-large: {fig('hstu-paper/hstu')}",
         ml1m_headline,
         [("ml1m-hstu-paper-seed-0", None)],
     ),

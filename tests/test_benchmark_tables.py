@@ -224,3 +224,24 @@ def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
     # The anchor as benchmarks/protocols.py words it today, not as the record stored it.
     assert f"Comparable with: {tables.protocols.get('rectools').anchor}." in text
     assert "RecTools: 0.2164 / 0.3642" not in text
+
+
+def test_published_figures_are_typed_once_in_protocols():
+    # Every table and anchor reads a published figure from protocols.PUBLISHED: a figure retyped
+    # elsewhere in the benchmark code could drift from it.
+    protocols = _tables().protocols
+    sources = {}
+    for folder in (BENCHMARKS, os.path.join(BENCHMARKS, "peers")):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name)) as f:
+                    sources[os.path.relpath(os.path.join(folder, name), ROOT)] = f.read()
+    for key, published in protocols.PUBLISHED.items():
+        for value in (published.ndcg, published.hr):
+            text = f"{value:.4f}"
+            where = {path: source.count(text) for path, source in sources.items() if text in source}
+            assert where == {"benchmarks/protocols.py": 1}, f"{key}: {text} typed in {where}"
+    assert protocols.published("hstu-paper/hstu").figures == "0.1893 / 0.3294"
+    assert protocols.published("sasrec-plus/bert4rec").labelled == "0.1537 NDCG@10 / 0.2843 HR@10"
+    with pytest.raises(KeyError, match="sasrec-plus/sasrec"):
+        protocols.published("sasrec-plus/hstu")
