@@ -18,7 +18,9 @@ one is set beside the anchor measured the same way, and no other:
   training target), only the items of the model's input window filtered, sampled softmax
   with 128 uniform negatives per position and the reference's fixed 101 epochs: the HSTU
   paper's figure (Zhai et al., ICML 2024; ``configs/ml-1m/hstu-sampled-softmax-n128-large-final.gin``
-  of its reference code).
+  of its reference code). The paper's HSTU also reads the ratings' timestamps (its relative
+  attention bias buckets time gaps); ``ml-1m_full_sequences.txt.gz`` has none, so HSTU runs
+  here with its position bias only: the one choice of the paper's this protocol cannot make.
 
 ``load_split`` builds a protocol's train / validation / test split with the library's own
 readers and ``splits.prepare``, the split ``tfseqrec.training.train`` makes of the same
@@ -185,7 +187,8 @@ PROTOCOLS = {
             "epochs": 101,
         },
         anchor=f"{HSTU_PAPER}, HSTU-large: {_P['hstu-paper/hstu'].labelled} (the reference code's 101 "
-        f"epochs); its reference code's {_P['hstu-paper/sasrec'].model}: {_P['hstu-paper/sasrec'].figures}",
+        "epochs, with a relative time bias from the ratings' timestamps, which the file here lacks); its "
+        f"reference code's {_P['hstu-paper/sasrec'].model}: {_P['hstu-paper/sasrec'].figures}",
     ),
 }
 
