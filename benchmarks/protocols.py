@@ -151,7 +151,6 @@ def published(key):
     return PUBLISHED[key]
 
 
-_P = PUBLISHED
 PROTOCOLS = {
     "sasrec-plus": Protocol(
         name="sasrec-plus",
@@ -159,9 +158,9 @@ PROTOCOLS = {
         validation="last",
         exclude_seen="history",
         training={},
-        anchor=f"{SASREC_PLUS}, same file and protocol: SASRec {_P['sasrec-plus/sasrec'].labelled} "
-        f"with 3,000 negatives ({_P['sasrec-plus/sasrec-softmax'].figures} full softmax), BERT4Rec "
-        f"{_P['sasrec-plus/bert4rec'].figures}; no HSTU figure",
+        anchor=f"{SASREC_PLUS}, same file and protocol: SASRec {published('sasrec-plus/sasrec').labelled} "
+        f"with 3,000 negatives ({published('sasrec-plus/sasrec-softmax').figures} full softmax), BERT4Rec "
+        f"{published('sasrec-plus/bert4rec').figures}; no HSTU figure",
     ),
     "rectools": Protocol(
         name="rectools",
@@ -171,8 +170,8 @@ PROTOCOLS = {
         training={},
         anchor=f"{RECTOOLS_TUTORIAL} on the raw ratings with a validation item and the whole history "
         "filtered: HSTU with relative position attention only (no timestamps, as here) "
-        f"{_P['rectools/hstu'].labelled}; with relative time attention too, from the ratings' "
-        f"timestamps, {_P['rectools/hstu-time'].figures}; SASRec {_P['rectools/sasrec'].figures}",
+        f"{published('rectools/hstu').labelled}; with relative time attention too, from the ratings' "
+        f"timestamps, {published('rectools/hstu-time').figures}; SASRec {published('rectools/sasrec').figures}",
     ),
     "hstu-paper": Protocol(
         name="hstu-paper",
@@ -186,9 +185,9 @@ PROTOCOLS = {
             "negatives_per_position": True,
             "epochs": 101,
         },
-        anchor=f"{HSTU_PAPER}, HSTU-large: {_P['hstu-paper/hstu'].labelled} (the reference code's 101 "
+        anchor=f"{HSTU_PAPER}, HSTU-large: {published('hstu-paper/hstu').labelled} (the reference code's 101 "
         "epochs, with a relative time bias from the ratings' timestamps, which the file here lacks); its "
-        f"reference code's {_P['hstu-paper/sasrec'].model}: {_P['hstu-paper/sasrec'].figures}",
+        f"reference code's {published('hstu-paper/sasrec').model}: {published('hstu-paper/sasrec').figures}",
     ),
 }
 
