@@ -1,10 +1,12 @@
 """What the benchmark scripts say about the machine and the code they ran on, written once.
 
-``PEAK_GFLOPS`` is the fp32 rate a large dense matmul reaches on this project's
-2-core CPU: 130-190 GFLOP/s by the machine's notes, and the low end is the one used,
-so a share of it is a share of what the CPU surely gives. It is the bound that
-training FLOP/s, evaluation users/s and serving GFLOP/s are compared with. On another
-machine, measure its own and edit it here.
+``matmul_gflops()`` measures the fp32 rate a large dense matmul reaches on the host a
+run is on; the scripts store it with each result, and a share of the CPU's peak is a
+share of that run's own host's rate. Hosts behind the same 2-core CPU notes differ by
+up to 3x (130-190 GFLOP/s in the machine notes, over 400 on later hosts), so a rate
+assumed once is not comparable across days. ``PEAK_GFLOPS`` (130, the notes' low end)
+is only the rate that results stored before hosts were measured are read against, and
+the tables mark those shares as assumed.
 
 The scripts run as ``python benchmarks/NAME.py``, which puts this folder first on
 ``sys.path``; they import this module as ``machine``.
@@ -17,6 +19,25 @@ import subprocess
 import time
 
 PEAK_GFLOPS = 130.0
+
+
+def matmul_gflops(size=4096, repeats=3):
+    """The fp32 GFLOP/s of a ``size`` x ``size`` TensorFlow matmul on this host now.
+
+    The best of ``repeats`` after one warm-up: the rate the CPU gives when nothing else
+    runs, with TensorFlow's own threads, as training and evaluation use them.
+    """
+    import tensorflow as tf
+
+    a = tf.random.stateless_normal((size, size), seed=(0, 1))
+    b = tf.random.stateless_normal((size, size), seed=(0, 2))
+    tf.matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tf.matmul(a, b).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
 
 
 def peak_rss_gib():
