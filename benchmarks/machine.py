@@ -40,6 +40,35 @@ def matmul_gflops(size=4096, repeats=3):
     return 2 * size**3 / best / 1e9
 
 
+def host_rate(record):
+    """``(GFLOP/s, measured)``: the host rate a stored result's shares are of.
+
+    Its host's measured rate (``host_matmul_gflops``), or for a result stored before
+    hosts were measured the assumed ``PEAK_GFLOPS`` it was computed with.
+    """
+    rate = record.get("host_matmul_gflops")
+    return (rate, True) if rate is not None else (record.get("peak_gflops", PEAK_GFLOPS), False)
+
+
+def assumed_mark(record):
+    """The footnote mark (``ASSUMED_NOTE``) after a share of an assumed host rate, else nothing."""
+    return "" if host_rate(record)[1] else "\\*"
+
+
+def share(gflops, record):
+    """``gflops`` as a share of ``record``'s host rate: "36% of 466", or "36% of 130\\*" where assumed."""
+    rate, _ = host_rate(record)
+    return f"{100 * gflops / rate:.0f}% of {rate:.0f}{assumed_mark(record)}"
+
+
+# The footnote of a table with an assumed host rate (``share``'s ``\*``).
+ASSUMED_NOTE = (
+    f"\\* Stored before runs measured their host: the share is of an assumed {PEAK_GFLOPS:.0f} GFLOP/s "
+    "(the machine notes' low end), not of that host's own rate, and hosts differ by several times "
+    "(benchmarks/machine.py)."
+)
+
+
 def peak_rss_gib():
     """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

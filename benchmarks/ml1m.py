@@ -320,26 +320,11 @@ def speed_table(runs):
             f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
             f"{_minutes(r['minutes_to_98pct_of_best'])} | {r['train_wall_seconds']:.0f} | "
             f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
-            f"{r['train_gflops']:.1f} | {matmul_share(r)} |"
+            f"{r['train_gflops']:.1f} | {machine.share(r['train_gflops'], r)} |"
         )
-    if any("host_matmul_gflops" not in r for r in runs):
-        lines += ["", ASSUMED_HOST_NOTE]
+    if not all(machine.host_rate(r)[1] for r in runs):
+        lines += ["", machine.ASSUMED_NOTE]
     return "\n".join(lines)
-
-
-ASSUMED_HOST_NOTE = (
-    f"\\* Stored before runs measured their host: the share is of an assumed "
-    f"{machine.PEAK_GFLOPS:.0f} GFLOP/s (the machine notes' low end), not of that host's own rate, "
-    f"and hosts differ by several times (benchmarks/machine.py)."
-)
-
-
-def matmul_share(run):
-    """``run``'s training GFLOP/s as a share of its host's fp32 matmul rate (``*``: of the assumed one)."""
-    host = run.get("host_matmul_gflops")
-    if host is None:
-        return f"{100 * run['train_gflops'] / machine.PEAK_GFLOPS:.0f}% of {machine.PEAK_GFLOPS:.0f}\\*"
-    return f"{100 * run['train_gflops'] / host:.0f}% of {host:.0f}"
 
 
 def _minutes(value):

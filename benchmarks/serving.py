@@ -9,8 +9,8 @@ the ``serve`` tag, the signature run by tensor name, as the C++ server does) and
 
 FLOPs per request are an analytic count of the matmuls the signature runs (the
 transformer over the whole window, the output head, and scores over the catalogue at
-the last position); GFLOP/s is that times users per second, against the ~130 GFLOP/s
-a large fp32 matmul reaches on this CPU. Client-side proto encoding and the network
+the last position); GFLOP/s is that times users per second, against the rate a large
+fp32 matmul reaches on the run's host (``machine.matmul_gflops``). Client-side proto encoding and the network
 are not included (a real server adds them).
 
 The JSON of ``--json`` holds the figures of both rows with the run's command, the commit
@@ -80,19 +80,23 @@ def time_calls(fn, args_list, warmup=20):
 
 def print_tables(result):
     """The table of a result (``main``'s, or a stored ``--json``): a row at batch 1, a row at the batch size."""
-    peak = result["peak_gflops"]
-    print(f"| batch | p50 (ms) | p99 (ms) | users/s | MFLOP/request | GFLOP/s | % of {peak:.0f} GFLOP/s |")
+    print(
+        "| batch | p50 (ms) | p99 (ms) | users/s | MFLOP/request | GFLOP/s | share of the host's fp32 matmul GFLOP/s |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     p50, p99, mflop = result["p50_ms_batch1"], result["p99_ms_batch1"], result["mflop_per_request"]
     print(
         f"| 1 | {p50:.2f} | {p99:.2f} | {1e3 / p50:,.0f} | {mflop:.1f} | {result['gflops_batch1']:.1f} | "
-        f"{100 * result['gflops_batch1'] / peak:.0f}% |"
+        f"{machine.share(result['gflops_batch1'], result)} |"
     )
     print(
         f"| {result['batch_size']} | {result['p50_ms_batch']:.1f} | {result['p99_ms_batch']:.1f} | "
         f"{result['users_per_s_batch']:,.0f} | {mflop:.1f} | "
-        f"{result['gflops_batch']:.1f} | {100 * result['gflops_batch'] / peak:.0f}% |"
+        f"{result['gflops_batch']:.1f} | {machine.share(result['gflops_batch'], result)} |"
     )
+    if not machine.host_rate(result)[1]:
+        print()
+        print(machine.ASSUMED_NOTE)
     print()
     print(
         "targets: p50 <= 5 ms at batch 1:",
@@ -166,7 +170,7 @@ def main(argv=None):
         "mflop_per_request": flops / 1e6,
         "gflops_batch1": flops / float(np.percentile(latency, 50)) / 1e9,
         "gflops_batch": flops * users_per_second / 1e9,
-        "peak_gflops": machine.PEAK_GFLOPS,
+        "host_matmul_gflops": machine.matmul_gflops(),
         "tensorflow": tf.__version__,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),

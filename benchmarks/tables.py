@@ -30,6 +30,7 @@ import json
 import os
 import shlex
 import sys
+import textwrap
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -530,9 +531,73 @@ def peers_sections():
         os.path.basename(p)[: -len(".json")] for p in glob.glob(os.path.join(RESULTS, "peers-*.json"))
     )
     return [
-        Section(f"tfseqrec and RecTools on `{protocol_of(s)}`", protocol_of(s), [s], peers_tables)
+        Section(
+            f"tfseqrec and RecTools on `{protocol_of(s)}`",
+            protocol_of(s),
+            [s],
+            peers_tables,
+            after=peers_after,
+        )
         for s in stems
     ]
+
+
+MODEL_NAMES = {"sasrec": "SASRec", "bert4rec": "BERT4Rec", "hstu": "HSTU"}
+
+
+def _progress(side, fixed_epochs):
+    """How far one library's run got in the budget, from its stored epochs and curve."""
+    if side["best_val_ndcg@10"] is None:  # no validation split: a fixed epoch count, the last one tested
+        if fixed_epochs and side["epochs"] < fixed_epochs:
+            return f"{side['epochs']} of the {fixed_epochs} epochs before the budget ran out"
+        return f"all {side['epochs']} epochs in {side['minutes_to_best']:.0f} minutes"
+    if side["best_epoch"] == side["epochs"]:
+        return f"still improving when the budget ran out, at epoch {side['epochs']}"
+    return (
+        f"levelled off: best epoch {side['best_epoch']} of {side['epochs']}, 98% of its best at "
+        f"{side['minutes_to_98pct_of_best']:.1f} minutes"
+    )
+
+
+def peers_after(stems):
+    """The paragraph under a side-by-side table, every figure read from its stored record."""
+    (stem,) = stems
+    record = load(stem)
+    protocol = record["protocol"]["name"]
+    fixed_epochs = record["protocol"]["training"].get("epochs")
+    sentences, behind = [], []
+    for model, sides in record["models"].items():
+        ours = next(side for side in sides if side["library"] == "tfseqrec")
+        others = [side for side in sides if side is not ours]
+        name = MODEL_NAMES.get(model, model)
+        sentence = (
+            f"{name}: tfseqrec {ours['test']['ndcg@10']:.4f} / {ours['test']['hr@10']:.4f} "
+            f"({_progress(ours, fixed_epochs)})"
+        )
+        for theirs in others:
+            if ours["test"]["ndcg@10"] <= theirs["test"]["ndcg@10"]:
+                behind.append(name)
+            sentence += (
+                f" against {theirs['library']}'s {theirs['test']['ndcg@10']:.4f} / "
+                f"{theirs['test']['hr@10']:.4f} ({_progress(theirs, fixed_epochs)})"
+            )
+        if not others:
+            sentence += ", the peer not run"
+        key = f"{protocol}/{model}"
+        if key in protocols.PUBLISHED:
+            p = protocols.published(key)
+            sentence += (
+                f"; {ours['test']['ndcg@10'] / p.ndcg:.2f}x the {p.figures} of {p.model} in {p.source}."
+            )
+        else:
+            sentence += f"; no {name} figure is published on this protocol."
+        sentences.append(sentence)
+    lead = (
+        f"tfseqrec is ahead for every model run on both sides, {record['minutes']:g} minutes each."
+        if not behind
+        else f"tfseqrec is behind or level for {_listed(behind)}, {record['minutes']:g} minutes each."
+    )
+    return textwrap.fill(" ".join([lead, *sentences]), width=92)
 
 
 def scale_tables(stems):
@@ -632,7 +697,7 @@ class Section:
     stems: list
     table: object  # stems -> markdown
     prose: str = ""
-    after: str = ""
+    after: object = ""  # text, or a function of the stems that writes it from the stored runs
     anchor: str = None  # instead of the protocol's
 
     def render(self):
@@ -651,21 +716,103 @@ class Section:
             self.prose.strip(),
             f"```bash\n{commands}\n```",
             self.table(self.stems),
-            self.after.strip(),
+            (self.after(self.stems) if callable(self.after) else self.after).strip(),
         ]
         return "\n\n".join(p for p in parts if p)
 
 
-SASREC_SEEDS_AFTER = f"""
-The mean over three seeds, 0.1864 / 0.3188, is level with SASRec+'s published
-{fig("sasrec-plus/sasrec")} (3,000 negatives) and above its full softmax
-({fig("sasrec-plus/sasrec-softmax")}); no seed reached 0.19 (0.1836-0.1887). Seeds 1 and 2 stopped
-early (patience) after 27 and 25 minutes. 98% of each seed's best validation NDCG@10 came
-after 11.5-14.2 minutes. These runs had a faster host than the project's earlier ones: a
-large fp32 matmul ran at about 450 GFLOP/s on it against the 130-190 of the machine notes, so
-an epoch took 12 s where the 10-minute ablation below took 23 s, and the share of 130 GFLOP/s
-in the table overstates how much of this host the training used (about a quarter).
-"""
+def relation(values, published):
+    """How the mean of ``values`` stands to a published NDCG@10: within one standard deviation
+    of the seeds is "level with", else "above" or "below"."""
+    mean, sd = np.mean(values), np.std(values, ddof=1)
+    return "level with" if abs(mean - published) <= sd else ("above" if mean > published else "below")
+
+
+def _listed(words):
+    """ "a", "a and b", "a, b and c"."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def seeds_after(compared, target, host=""):
+    """The paragraph under an ML-1M seeds table, its figures read from the stored runs.
+
+    ``compared``: ``(published key, wording)`` pairs the mean NDCG@10 is set against;
+    ``target``: the NDCG@10 the issue asks of every seed; ``host``: a sentence on the
+    runs' host. Returns ``after`` for a ``Section``: a function of the section's stems.
+    """
+
+    def after(stems):
+        runs = ml1m_runs(stems)
+        ndcg = [ml1m.filtered(r)["ndcg@10"] for r in runs]
+        hr = [ml1m.filtered(r)["hr@10"] for r in runs]
+        against = [
+            f"{relation(ndcg, protocols.published(key).ndcg)} {wording.format(fig=fig(key))}"
+            for key, wording in compared
+        ]
+        reached = [str(r["seed"]) for r, v in zip(runs, ndcg) if v >= target]
+        reach = f"seeds {_listed(reached)} reached {target:g}" if reached else f"no seed reached {target:g}"
+        # Stopped early: more than two epochs of the budget were left (patience ended the run).
+        early = [
+            r
+            for r in runs
+            if r["train_wall_seconds"] < 60 * r["config"]["max_train_minutes"] - 2 * r["epoch_seconds_median"]
+        ]
+        stopped = ""
+        if early:
+            seeds = _listed([str(r["seed"]) for r in early])
+            minutes = _listed([f"{r['train_wall_seconds'] / 60:.0f}" for r in early])
+            stopped = f" Seed{'s' if len(early) > 1 else ''} {seeds} stopped early (patience) after {minutes} minutes."
+        near = [r["minutes_to_98pct_of_best"] for r in runs]
+        return textwrap.fill(
+            f"The mean over {len(runs)} seeds, {np.mean(ndcg):.4f} / {np.mean(hr):.4f}, is "
+            f"{_listed(against)}; {reach} ({min(ndcg):.4f}-{max(ndcg):.4f}).{stopped} 98% of each "
+            f"seed's best validation NDCG@10 came after {min(near):.1f}-{max(near):.1f} minutes. {host}".strip(),
+            width=92,
+        )
+
+    return after
+
+
+SASREC_SEEDS_AFTER = seeds_after(
+    [
+        ("sasrec-plus/sasrec", "SASRec+'s published {fig} (3,000 negatives)"),
+        ("sasrec-plus/sasrec-softmax", "its full softmax ({fig})"),
+    ],
+    target=0.19,
+    host="These runs had a faster host than the project's earlier ones: a large fp32 matmul ran at "
+    "about 450 GFLOP/s on it, measured after the runs, against the 130-190 of the machine notes, so an "
+    "epoch took 12 s where the 10-minute ablation below took 23 s, and the table's share of the "
+    "assumed 130 GFLOP/s overstates how much of this host the training used (about a quarter).",
+)
+
+
+def hstu_paper_after(stems):
+    """The paragraph under HSTU on ``hstu-paper``, its figures read from the stored runs."""
+    (run,) = ml1m_runs(stems)
+    test = ml1m.filtered(run)
+    paper = protocols.published("hstu-paper/hstu")
+    (sasrec_plus,) = load("ml1m-hstu-seed-0")
+    gpu = next(r for record in load("gpu-rectools") for r in record["runs"] if r["model"] == "hstu")
+    minutes = run["train_wall_seconds"] / 60
+    return textwrap.fill(
+        "Like for like with the HSTU paper: its raw ratings, no validation split, its loss (sampled "
+        "softmax, 128 uniform negatives per position), its 101 epochs and the input window filtered, "
+        "with the model's defaults (the reference's HSTU-large configuration). tfseqrec reaches "
+        f"{test['ndcg@10']:.4f} / {test['hr@10']:.4f}, {test['ndcg@10'] / paper.ndcg:.2f}x the paper's "
+        f"{paper.figures} ({test['hr@10'] / paper.hr:.2f}x its HR@10). The likeliest cause of the gap "
+        "is data the shared file lacks: the paper's HSTU-large also reads the ratings' timestamps (the "
+        "reference code's relative attention bias buckets the time gap between items, and is on by "
+        "default), while `ml-1m_full_sequences.txt.gz` keeps the ratings' order but not their times, so "
+        "this run has the position bias only. RecTools' HSTU tutorial measures that omission on the same "
+        f"ratings: {fig('rectools/hstu')} without the time bias against {fig('rectools/hstu-time')} with "
+        f"it, {TIME_BIAS_RATIO:.2f}x. The raw `ratings.dat` is not in the shared data, so the cause is "
+        "not tested here. Smaller differences remain: Adam at 2e-3 with beta_2 0.999 (the reference's "
+        "AdamW: 1e-3, beta_2 0.98, no weight decay). The same model on `sasrec-plus` (full softmax, early "
+        f"stopping) reaches {ml1m.filtered(sasrec_plus)['ndcg@10']:.4f}, and on one GPU on `rectools` "
+        f"{gpu['test']['ndcg@10']:.4f}. One seed, alone on the CPU ({minutes:.0f} minutes).",
+        width=92,
+    )
+
 
 # What RecTools' HSTU tutorial loses on the raw ratings without the time bias: NDCG@10 without / with.
 TIME_BIAS_RATIO = protocols.published("rectools/hstu").ndcg / protocols.published("rectools/hstu-time").ndcg
@@ -693,7 +840,10 @@ model read, as on `hstu-paper`);
 the sampled columns rank the true item against 100 sampled negatives, as the SASRec paper
 (0.5905, 100 uniform) and the BERT4Rec paper (0.4818, 100 popularity-sampled) did, and are
 not comparable with full ranking. FLOP/s counts the matmuls of training (3x the forward
-pass) against the ~130 GFLOP/s a large fp32 matmul reaches on this CPU. s/epoch is training
+pass) against the rate a large fp32 matmul reached on the run's own host, measured before
+and after it: hosts behind this 2-core CPU differ by several times (`benchmarks/machine.py`),
+and runs stored before hosts were measured are read against an assumed 130 GFLOP/s, marked
+`*`. s/epoch is training
 alone: a CPU shared with other work during a run raises it ([`results/README.md`](results/README.md)
 says what ran beside each run), and the ablations compare variants after the same number of
 epochs for that reason.
@@ -731,22 +881,7 @@ the spread over seeds is not measured yet.
                     "hstu-paper",
                     ["ml1m-hstu-paper-seed-0"],
                     ml1m_results,
-                    after=f"""
-Like for like with the HSTU paper: its raw ratings, no validation split, its loss (sampled
-softmax, 128 uniform negatives per position), its 101 epochs and the input window filtered,
-with the model's defaults (the reference's HSTU-large configuration). tfseqrec reaches
-0.1700 / 0.3066, 0.90x the paper's {fig("hstu-paper/hstu")} (0.93x its HR@10): below the anchor.
-The likeliest cause is data the shared file lacks: the paper's HSTU-large also reads the
-ratings' timestamps (the reference code's relative attention bias buckets the time gap
-between items, and is on by default), while `ml-1m_full_sequences.txt.gz` keeps the ratings'
-order but not their times, so this run has the position bias only. RecTools' HSTU tutorial
-measures that omission on the same ratings: {fig("rectools/hstu")} without the time bias against
-{fig("rectools/hstu-time")} with it, {TIME_BIAS_RATIO:.2f}x, about this gap. The raw `ratings.dat` is not in the shared
-data, so the cause is not tested here. Smaller differences remain: Adam at 2e-3 with
-beta_2 0.999 (the reference's AdamW: 1e-3, beta_2 0.98, no weight decay). The same model on
-`sasrec-plus` (full softmax, early stopping) reaches 0.1962, and on one GPU on `rectools`
-0.1899, level with RecTools' HSTU with timestamps. One seed, alone on the CPU (37 minutes).
-""",
+                    after=hstu_paper_after,
                 ),
                 Section(
                     "BERT4Rec, defaults, three seeds, 60 minutes",
@@ -1135,39 +1270,25 @@ ML-100K. These ran at two layers' defaults: to repeat the dropout rows at today'
             ],
         ),
         "A peer library side by side": (
-            f"""
+            """
 `benchmarks/peers/side_by_side.py` trains tfseqrec's model and RecTools' model of the same
 name on the identical split, one after the other on the same CPU with the same budget, and
 ranks both with tfseqrec's evaluation ([peers/README.md](peers/README.md)). Each library
 trains its own architecture with its own settings; "min to 98% of best" is the fit time
 until its validation NDCG@10 first came within 2% of its own best.
 
-On `rectools`, 30 minutes each, tfseqrec is ahead for all three models. RecTools' three and
-tfseqrec's BERT4Rec and HSTU were still improving when the budget ran out (their best epoch
-is their last), so the table compares what each library reaches in 30 CPU minutes, not
-converged quality; only tfseqrec's SASRec levelled off (98% of its best at 17.7 minutes).
-
-On `sasrec-plus`, 30 minutes each, tfseqrec is ahead for all three models too. Its SASRec
-reaches 0.1850 / 0.3179, level with SASRec+'s published {fig("sasrec-plus/sasrec")} (3,000 negatives),
-against RecTools' 0.1412 / 0.2546. Its BERT4Rec reaches 0.1660 / 0.2974, above SASRec+'s
-published BERT4Rec ({fig("sasrec-plus/bert4rec")}), against RecTools' 0.0886 / 0.1722; it levelled off
-(best epoch 102 of 122, 98% of its best at 22.6 minutes). Its HSTU reaches 0.1889 / 0.3243,
-against RecTools' 0.1064 / 0.1967; no HSTU figure is published on this protocol. tfseqrec's
-HSTU and RecTools' three were still improving when the budget ran out (their best epoch is
-their last); tfseqrec's HSTU, given 60 minutes, reaches 0.1962 (`ml1m-hstu-seed-0.json`).
+The paragraph under each table is written from its stored record: each library's test
+NDCG@10 / HR@10 and how far it got in the budget ("still improving" when its best epoch was
+its last: the table then compares what each library reaches in the budget, not converged
+quality), and tfseqrec's ratio to the published figure of the same model on that protocol.
 On `hstu-paper` there is no validation split, so no "minutes to 98%": both libraries train
-with the protocol's loss (sampled softmax over 128 uniform negatives per position) for its
-101 epochs or the 30 minutes, whichever ends first, and the last epoch is tested. tfseqrec's
-HSTU reaches 0.1692 / 0.3003 after 80 of the 101 epochs, RecTools' 0.1306 / 0.2363 after
-18; both were cut by the budget. The paper's {fig("hstu-paper/hstu")} (HSTU-large, the architecture
-both train) is after all 101 epochs on a GPU, so the row measures what 30 CPU minutes buy,
-not the paper's model. tfseqrec's SASRec runs all 101 epochs in 20 minutes and reaches
-0.1623 / 0.2876, level with the reference code's SASRec on this protocol ({fig("hstu-paper/sasrec")},
-the same loss and epochs; 50 wide with a cosine score where tfseqrec's default is 64 wide
-with a dot product), against RecTools' 0.1474 / 0.2619 after 29 epochs. tfseqrec's BERT4Rec
-(the Cloze task, the protocol's sampled softmax over its masked positions) runs all
-101 epochs in 19 minutes and reaches 0.1470 / 0.2742, against RecTools' 0.1013 / 0.1919
-after 21 epochs; no BERT4Rec figure is published on this protocol.
+with the protocol's loss (sampled softmax over 128 uniform negatives per position; for
+BERT4Rec over its masked positions) for its 101 epochs or the budget, whichever ends first,
+and the last epoch is tested. The paper's HSTU-large figure is after all 101 epochs on a
+GPU, so that row measures what 30 CPU minutes buy, not the paper's model. The reference
+code's SASRec on that protocol is 50 wide with a cosine score, where tfseqrec's default is 64
+wide with a dot product. tfseqrec's HSTU given 60 minutes on `sasrec-plus` is under "HSTU,
+defaults, 60 minutes" above.
 """,
             peers_sections(),
         ),
@@ -1405,7 +1526,8 @@ From 100,000 items with a sampled loss the library trains with `RowSparseAdam` (
 rows a batch read move), a different optimizer from dense Adam (`--no-sparse-item-updates`).
 Evaluation ranks the catalogue in blocks of 4,096 items and counts, never keeps, each
 block's scores, so its memory does not grow with the catalogue; the matmul bound is
-`2 * hidden * items` FLOP a user at ~130 GFLOP/s.
+`2 * hidden * items` FLOP a user at the rate a large fp32 matmul reaches on the run's host
+(an assumed 130 GFLOP/s, marked `*`, for runs stored before hosts were measured).
 """,
                 ),
             ],
@@ -1419,8 +1541,9 @@ the signature by tensor name as the C++ server does, on real ML-1M histories of 
 single requests one after another at batch 1 (p50 / p99 latency), and batches of 256 users
 (users per second). FLOPs per request are an analytic count of the signature's matmuls (the
 transformer over the window, the output head, scores over the catalogue at the last
-position); GFLOP/s is that times the requests served per second, against the ~130 GFLOP/s a
-large fp32 matmul reaches on this CPU. Client-side proto encoding and the network are not
+position); GFLOP/s is that times the requests served per second, against the rate a large
+fp32 matmul reaches on the run's host (an assumed 130 GFLOP/s, marked `*`, for runs stored
+before hosts were measured). Client-side proto encoding and the network are not
 included: a real server adds them.
 """,
             [
