@@ -144,23 +144,27 @@ def changed_options(row):
     return text or "defaults"
 
 
-def table(rows):
-    """Markdown: a row per dataset, model and options, NDCG@10 against SASRec's with its defaults
-    on the same dataset."""
+def ratios(rows):
+    """Each row's NDCG@10 against SASRec's with its defaults on the same dataset (``None`` without one)."""
     sasrec = {
         r["dataset"]: r["test"]["ndcg@10"]
         for r in rows
         if r["model"] == "sasrec" and changed_options(r) == "defaults"
     }
+    return [r["test"]["ndcg@10"] / sasrec[r["dataset"]] if sasrec.get(r["dataset"]) else None for r in rows]
+
+
+def table(rows):
+    """Markdown: a row per dataset, model and options, NDCG@10 against SASRec's with its defaults
+    on the same dataset (``ratios``)."""
     lines = [
         "| dataset | protocol | model | options | NDCG@10 | HR@10 | MRR | NDCG@10 / SASRec | "
         "epochs (best) | minutes to 98% of best validation | train minutes |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r, ratio in zip(rows, ratios(rows)):
         test = r["test"]
-        base = sasrec.get(r["dataset"])
-        ratio = f"{test['ndcg@10'] / base:.2f}" if base else ""
+        ratio = "" if ratio is None else f"{ratio:.2f}"
         epochs = f"{r['epochs']} ({r['best_epoch']})" if "epochs" in r else ""
         options = changed_options(r) if "config" in r else ""
         to_98 = r.get("minutes_to_98pct_of_best")
@@ -173,17 +177,17 @@ def table(rows):
     return "\n".join(lines)
 
 
-def seeds_table(runs):
-    """Markdown: each dataset and model's test NDCG@10 over the seeds of ``runs``, against SASRec's.
+def seed_ratios(runs):
+    """``{(dataset, model): (NDCG@10 by seed, mean / SASRec's mean, lowest seed's ratio)}``.
 
     ``runs``: stored records of ``defaults.py`` with the defaults (no ``--config``), each of
     one seed, in the order they ran: a later run of a seed replaces that seed's rows of the
-    datasets and models it ran (a model rerun after its defaults changed). A row gives each
-    seed's NDCG@10, their mean ± sd, the ratio of the mean to SASRec's mean on the dataset,
-    and the lowest of the seeds' own ratios (seed by seed, each model against SASRec of the
-    same seed): the 0.8x the defaults should reach must hold for the mean and for every seed.
+    datasets and models it ran (a model rerun after its defaults changed). The ratio is
+    the model's mean NDCG@10 over the seeds SASRec also ran on the dataset, against
+    SASRec's mean over them; the lowest is the smallest of the seeds' own ratios (seed by
+    seed, each model against SASRec of the same seed). Both are ``None`` for SASRec, and
+    where SASRec has no seed in common with the model.
     """
-    seeds = list(dict.fromkeys(run["args"]["seed"] for run in runs))
     ndcg = {}  # (dataset, model) -> {seed: NDCG@10}
     for run in runs:
         seed = run["args"]["seed"]
@@ -191,21 +195,36 @@ def seeds_table(runs):
             if "config" in r and changed_options(r) != "defaults":
                 raise ValueError(f"seed {seed}: a probe row ({changed_options(r)}) is not the defaults")
             ndcg.setdefault((r["dataset"], r["model"]), {})[seed] = r["test"]["ndcg@10"]
+    result = {}
+    for (dataset, model), by_seed in ndcg.items():
+        base = ndcg.get((dataset, "sasrec"), {})
+        common = [s for s in by_seed if s in base]
+        ratio = lowest = None
+        if common and model != "sasrec":
+            ratio = np.mean([by_seed[s] for s in common]) / np.mean([base[s] for s in common])
+            lowest = min(by_seed[s] / base[s] for s in common)
+        result[(dataset, model)] = (by_seed, ratio, lowest)
+    return result
+
+
+def seeds_table(runs):
+    """Markdown: each dataset and model's test NDCG@10 over the seeds of ``runs``, against SASRec's.
+
+    A row gives each seed's NDCG@10, their mean ± sd, the ratio of the mean to SASRec's
+    mean on the dataset, and the lowest of the seeds' own ratios (``seed_ratios``): the
+    0.8x the defaults should reach must hold for the mean and for every seed.
+    """
+    seeds = list(dict.fromkeys(run["args"]["seed"] for run in runs))
     header = " | ".join(f"seed {s}" for s in seeds)
     lines = [
         f"| dataset | model | {header} | mean ± sd | mean / SASRec's mean | lowest seed's / SASRec |",
         "|---|---|" + "---|" * len(seeds) + "---|---|---|",
     ]
-    for (dataset, model), by_seed in ndcg.items():
-        base = ndcg.get((dataset, "sasrec"), {})
+    for (dataset, model), (by_seed, ratio, lowest) in seed_ratios(runs).items():
         values = np.array([by_seed[s] for s in seeds if s in by_seed])
         cells = " | ".join(f"{by_seed[s]:.4f}" if s in by_seed else "" for s in seeds)
         sd = values.std(ddof=1) if len(values) > 1 else 0.0
-        common = [s for s in seeds if s in by_seed and s in base]
-        ratio = lowest = ""
-        if common and model != "sasrec":
-            ratio = f"{np.mean([by_seed[s] for s in common]) / np.mean([base[s] for s in common]):.2f}"
-            lowest = f"{min(by_seed[s] / base[s] for s in common):.2f}"
+        ratio, lowest = ("" if v is None else f"{v:.2f}" for v in (ratio, lowest))
         lines.append(
             f"| {dataset} | {model} | {cells} | {values.mean():.4f} ± {sd:.4f} | {ratio} | {lowest} |"
         )

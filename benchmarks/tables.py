@@ -505,6 +505,21 @@ Scientific, 0.76x on ML-100K with `u.item`'s titles and genres.
 """
 
 
+# The stored runs of the defaults, seed by seed, in the order they ran (``defaults.seed_ratios``).
+DEFAULTS_SEEDS = [
+    "defaults",
+    "defaults-seed-1",
+    "defaults-seed-2",
+    "defaults-rate-seed-0",
+    "defaults-rate-seed-1",
+    "defaults-rate-seed-2",
+    "defaults-hstu-seed-2",
+    "defaults-layers-seed-0",
+    "defaults-layers-seed-1",
+    "defaults-layers-seed-2",
+]
+
+
 def defaults_seeds_tables(stems):
     """``defaults.py --report``'s seeds table of the stored runs, in the order they ran (``seeds_table``)."""
     runs = [load(s) for s in stems]
@@ -525,11 +540,16 @@ def peers_tables(stems):
     return "\n\n".join(side_by_side.table(load(s)) for s in stems)
 
 
-def peers_sections():
-    """A section per stored ``peers-*.json`` (one protocol each); none until a run stores one."""
-    stems = sorted(
+def peers_stems():
+    """The stored ``peers-*.json`` records, by name."""
+    return sorted(
         os.path.basename(p)[: -len(".json")] for p in glob.glob(os.path.join(RESULTS, "peers-*.json"))
     )
+
+
+def peers_sections():
+    """A section per stored ``peers-*.json`` (one protocol each); none until a run stores one."""
+    stems = peers_stems()
     return [
         Section(
             f"tfseqrec and RecTools on `{protocol_of(s)}`",
@@ -1042,18 +1062,7 @@ tuned, is in the tables above.
                 Section(
                     "The defaults over seeds",
                     "defaults",
-                    [
-                        "defaults",
-                        "defaults-seed-1",
-                        "defaults-seed-2",
-                        "defaults-rate-seed-0",
-                        "defaults-rate-seed-1",
-                        "defaults-rate-seed-2",
-                        "defaults-hstu-seed-2",
-                        "defaults-layers-seed-0",
-                        "defaults-layers-seed-1",
-                        "defaults-layers-seed-2",
-                    ],
+                    DEFAULTS_SEEDS,
                     defaults_seeds_tables,
                     prose="""
 The table above is seed 0; seeds 1 and 2 are the same command with `--seed N` (UniSRec at
@@ -1908,13 +1917,135 @@ def results_table():
     return "\n".join(lines)
 
 
+PROTOCOL_ORDER = ["sasrec-plus", "rectools", "hstu-paper"]
+
+
+def _peer_cell(side, fixed_epochs):
+    """A library's test NDCG@10 / HR@10, then its minutes to 98% of its best validation NDCG@10,
+    or without a validation split the epochs it finished and its minutes."""
+    test = f"{side['test']['ndcg@10']:.4f} / {side['test']['hr@10']:.4f}"
+    if side["best_val_ndcg@10"] is None:
+        return f"{test} ({side['epochs']} of {fixed_epochs} epochs, {side['minutes_to_best']:.0f} min)"
+    return f"{test} ({side['minutes_to_98pct_of_best']:.1f} min)"
+
+
+def peers_summary():
+    """Markdown: a row a model and protocol of the stored side-by-side records, with the anchor."""
+    records = {protocol_of(stem): load(stem) for stem in peers_stems()}
+    lines = [
+        "| model | protocol | tfseqrec | RecTools 0.19 | published on the protocol |",
+        "|---|---|---|---|---|",
+    ]
+    for protocol in [p for p in PROTOCOL_ORDER if p in records] + sorted(set(records) - set(PROTOCOL_ORDER)):
+        record = records[protocol]
+        fixed = record["protocol"]["training"].get("epochs")
+        for model in MODEL_NAMES:
+            sides = {side["library"] == "tfseqrec": side for side in record["models"].get(model, [])}
+            if not sides:
+                continue
+            key = f"{protocol}/{model}"
+            anchor = "none"
+            if key in protocols.PUBLISHED:
+                anchor = f"{fig(key)}, {protocols.published(key).source}"
+            cells = [_peer_cell(sides[mine], fixed) if mine in sides else "not run" for mine in (True, False)]
+            lines.append(f"| {MODEL_NAMES[model]} | `{protocol}` | {cells[0]} | {cells[1]} | {anchor} |")
+    return "\n".join(lines)
+
+
+def results_notes():
+    """The front page's notes under the results table, every figure read from a stored run."""
+    (sasrec_minutes, hstu_paper, peers, gpu, seeds, unisrec) = (
+        [r["minutes_to_98pct_of_best"] for r in load("ml1m-sasrec-seeds-0-1-2")],
+        load("ml1m-hstu-paper-seed-0")[0],
+        [load(stem) for stem in peers_stems()],
+        {stem: load(stem) for stem in ("gpu-sasrec-plus", "gpu-rectools")},
+        defaults.seed_ratios([load(stem) for stem in DEFAULTS_SEEDS]),
+        load("defaults-unisrec")["rows"],
+    )
+
+    def gpu_test(stem, model):
+        """The test figures of the first run of ``model`` with the preset's options in ``stem``."""
+        run = next(
+            r
+            for record in gpu[stem]
+            if not record.get("config")
+            for r in record["runs"]
+            if r["model"] == model
+        )
+        return f"{run['test']['ndcg@10']:.4f} / {run['test']['hr@10']:.4f}"
+
+    unisrec_ratio = {
+        r["dataset"]: ratio for r, ratio in zip(unisrec, defaults.ratios(unisrec)) if r["model"] == "unisrec"
+    }
+    paper = protocols.published("hstu-paper/hstu")
+    minutes = {record["minutes"] for record in peers}
+    bullets = [
+        "**ML-1M, protocol `sasrec-plus`** (SASRec's 5-core `ml-1m.txt`, leave-one-out with a "
+        "validation item, full ranking, the whole history filtered), the protocol of SASRec+ (Klenitskiy "
+        "& Vasilev, RecSys 2023), whose figures the column 'comparable with' gives. SASRec's three 30-minute seeds "
+        f"came within 98% of their best validation NDCG@10 after {min(sasrec_minutes):.1f}-"
+        f"{max(sasrec_minutes):.1f} minutes. No HSTU figure is published on this protocol; "
+        "`benchmarks/ml1m.py --protocol NAME` runs each protocol ([protocols](benchmarks/README.md#protocols)).",
+        "**ML-1M, protocol `hstu-paper`** (the HSTU paper's: the raw ratings, no validation item, 128 "
+        "uniform negatives per position, 101 epochs, the input window filtered): HSTU with its defaults "
+        "(the reference's HSTU-large) reaches "
+        f"{ml1m.filtered(hstu_paper)['ndcg@10'] / paper.ndcg:.2f}x the paper's NDCG@10. The likeliest "
+        "cause: the paper's HSTU also reads the ratings' timestamps (a relative time bias), which the "
+        "shared file lacks; RecTools' HSTU tutorial loses about as much without them on the same ratings "
+        f"({TIME_BIAS_RATIO:.2f}x).",
+        "**On one GPU** (an H200, Keras 3's JAX backend) the models train to convergence in about a "
+        f"minute of `fit`: SASRec {gpu_test('gpu-sasrec-plus', 'sasrec')} and HSTU "
+        f"{gpu_test('gpu-sasrec-plus', 'hstu')} on `sasrec-plus`, HSTU {gpu_test('gpu-rectools', 'hstu')} "
+        "on `rectools` ([on a GPU](benchmarks/README.md#on-a-gpu-keras-3s-jax-backend)).",
+        "**Defaults on other data** (tuned on ML-1M, run as a new user runs them, 10 CPU minutes each): "
+        "over three seeds, HSTU reaches "
+        f"{seeds[('ml-100k', 'hstu')][1]:.2f}x SASRec's test NDCG@10 on ML-100K and "
+        f"{seeds[('scientific', 'hstu')][1]:.2f}x on Amazon Scientific; BERT4Rec "
+        f"{seeds[('ml-100k', 'bert4rec')][1]:.2f}x on ML-100K (every seed "
+        f"{seeds[('ml-100k', 'bert4rec')][2]:.2f}x or more, its learning rate scaled with the batch the "
+        f"data settle) and {seeds[('scientific', 'bert4rec')][1]:.2f}x on Scientific (one layer on its "
+        "short histories), against the 0.8x the defaults aim for. UniSRec with ids, reading the item "
+        f"text, reaches {unisrec_ratio['scientific']:.2f}x SASRec on Scientific and "
+        f"{unisrec_ratio['ml-1m']:.2f}x on ML-1M with its titles and genres ([defaults on other "
+        "data](benchmarks/README.md#defaults-on-other-data)).",
+    ]
+    return "\n".join(
+        [
+            "What the rows compare with, and what else is measured:",
+            "",
+            *(
+                textwrap.fill(
+                    b, width=92, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False
+                )
+                for b in bullets
+            ),
+            "",
+            textwrap.fill(
+                f"**Beside RecTools 0.19**: the same split, {_listed([f'{m:g}' for m in sorted(minutes)])} CPU "
+                "minutes each, one after the other, both ranked by tfseqrec's evaluation, each library its own "
+                "model and defaults ([side by side](benchmarks/README.md#a-peer-library-side-by-side)). Test "
+                "NDCG@10 / HR@10, and in brackets the minutes to 98% of each one's best validation NDCG@10 (on "
+                "`hstu-paper`, which has no validation split, the epochs each finished and its minutes). "
+                "RecTools' HSTU figure on `rectools` is without the ratings' timestamps, which the file here "
+                f"lacks ({fig('rectools/hstu-time')} with them).",
+                width=92,
+                break_on_hyphens=False,
+            ),
+            "",
+            peers_summary(),
+        ]
+    )
+
+
 def front_readme(current):
-    """``current`` (README.md's text) with the lines between the markers replaced by the results table."""
+    """``current`` (README.md's text) with the lines between the markers replaced by the results
+    table and the notes under it."""
     lines = current.split("\n")
     if lines.count(BEGIN) != 1 or lines.count(END) != 1 or lines.index(BEGIN) > lines.index(END):
         raise ValueError(f"needs one line {BEGIN} and, after it, one line {END}")
     begin, end = lines.index(BEGIN), lines.index(END)
-    return "\n".join(lines[: begin + 1] + results_table().split("\n") + lines[end:])
+    generated = results_table() + "\n\n" + results_notes()
+    return "\n".join(lines[: begin + 1] + generated.split("\n") + lines[end:])
 
 
 def outputs():

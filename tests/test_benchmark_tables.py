@@ -245,6 +245,13 @@ def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
         "the peer not run; 1.20x the 0.1745 / 0.3087 of HSTU with relative position attention only (no "
         "timestamps) in RecTools' HSTU tutorial (MTS AI)."
     )
+    # The front page's protocol table: a row a model, the peer's cell "not run" where it did not.
+    assert tables.peers_summary().split("\n")[2:] == [
+        "| SASRec | `rectools` | 0.2000 / 0.4000 (12.0 min) | 0.1900 / 0.3800 (12.0 min) | "
+        "0.1622 / 0.2878, RecTools' HSTU tutorial (MTS AI) |",
+        "| HSTU | `rectools` | 0.2100 / 0.4200 (12.0 min) | not run | 0.1745 / 0.3087, RecTools' HSTU "
+        "tutorial (MTS AI) |",
+    ]
 
 
 def test_published_figures_are_typed_once_in_protocols():
