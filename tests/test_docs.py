@@ -9,6 +9,7 @@ real command line, in document order with its Python blocks, in one scratch dire
 import builtins
 import doctest
 import importlib
+import importlib.util
 import pathlib
 import re
 import shlex
@@ -148,6 +149,25 @@ def test_user_docs_carry_no_commit_hashes_or_dates(page):
     hashes = re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", text)
     dates = re.findall(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d(?:-\d\d:\d\d)? UTC\b", text)
     assert not hashes and not dates, (hashes, dates)
+
+
+def _published_figures():
+    """The published figures of ``benchmarks/protocols.py``, four places each, as pages print them."""
+    spec = importlib.util.spec_from_file_location("protocols", REPO / "benchmarks" / "protocols.py")
+    protocols = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(protocols)
+    return {f"{v:.4f}" for p in protocols.PUBLISHED.values() for v in (p.ndcg, p.hr)}
+
+
+# The changelog records what each release measured then; it is history, not a claim of today.
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if p.name != "CHANGELOG.md"], ids=lambda p: str(p.relative_to(REPO))
+)
+def test_user_docs_quote_no_measured_figure_by_hand(page):
+    # A measured NDCG@10 or HR@10 typed into a page goes stale when its run is redone: the
+    # pages point at the generated tables instead, and quote only published figures.
+    figures = set(re.findall(r"(?<![\d.])0\.\d{4}(?!\d)", _user_text(page)))
+    assert figures <= _published_figures(), sorted(figures - _published_figures())
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
