@@ -753,11 +753,11 @@ def _listed(words):
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def seeds_after(compared, target, host=""):
+def seeds_after(compared, target=None, host=""):
     """The paragraph under an ML-1M seeds table, its figures read from the stored runs.
 
     ``compared``: ``(published key, wording)`` pairs the mean NDCG@10 is set against;
-    ``target``: the NDCG@10 the issue asks of every seed; ``host``: a sentence on the
+    ``target``: an NDCG@10 asked of every seed, or ``None``; ``host``: a sentence on the
     runs' host. Returns ``after`` for a ``Section``: a function of the section's stems.
     """
 
@@ -769,8 +769,13 @@ def seeds_after(compared, target, host=""):
             f"{relation(ndcg, protocols.published(key).ndcg)} {wording.format(fig=fig(key))}"
             for key, wording in compared
         ]
-        reached = [str(r["seed"]) for r, v in zip(runs, ndcg) if v >= target]
-        reach = f"seeds {_listed(reached)} reached {target:g}" if reached else f"no seed reached {target:g}"
+        reach = ""
+        if target is not None:
+            reached = [str(r["seed"]) for r, v in zip(runs, ndcg) if v >= target]
+            reach = (
+                f"seeds {_listed(reached)} reached {target:g}" if reached else f"no seed reached {target:g}"
+            )
+            reach = f"; {reach}"
         # Stopped early: more than two epochs of the budget were left (patience ended the run).
         early = [
             r
@@ -785,7 +790,7 @@ def seeds_after(compared, target, host=""):
         near = [r["minutes_to_98pct_of_best"] for r in runs]
         return textwrap.fill(
             f"The mean over {len(runs)} seeds, {np.mean(ndcg):.4f} / {np.mean(hr):.4f}, is "
-            f"{_listed(against)}; {reach} ({min(ndcg):.4f}-{max(ndcg):.4f}).{stopped} 98% of each "
+            f"{_listed(against)}{reach} ({min(ndcg):.4f}-{max(ndcg):.4f} over the seeds).{stopped} 98% of each "
             f"seed's best validation NDCG@10 came after {min(near):.1f}-{max(near):.1f} minutes. {host}".strip(),
             width=92,
         )

@@ -299,7 +299,12 @@ def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     # Mean 0.19, sample sd 0.01: SASRec+'s 0.1857 is within one sd, so "level with".
     assert " ".join(after(["seeds"]).split()) == (
         "The mean over 3 seeds, 0.1900 / 0.3200, is level with SASRec+'s 0.1857 / 0.3159; seeds 0 "
-        "and 2 reached 0.19 (0.1800-0.2000). Seed 1 stopped early (patience) after 25 minutes. 98% of "
+        "and 2 reached 0.19 (0.1800-0.2000 over the seeds). Seed 1 stopped early (patience) after 25 minutes. 98% of "
         "each seed's best validation NDCG@10 came after 10.0-12.5 minutes."
+    )
+    # Without a target the sentence has no "reached".
+    untargeted = tables.seeds_after([("sasrec-plus/sasrec", "SASRec+'s {fig}")])(["seeds"])
+    assert "is level with SASRec+'s 0.1857 / 0.3159 (0.1800-0.2000 over the seeds)." in " ".join(
+        untargeted.split()
     )
     assert tables.relation([0.19, 0.2], 0.1) == "above" and tables.relation([0.19, 0.2], 0.3) == "below"
