@@ -1301,8 +1301,8 @@ BERT4Rec over its masked positions) for its 101 epochs or the budget, whichever 
 and the last epoch is tested. The paper's HSTU-large figure is after all 101 epochs on a
 GPU, so that row measures what 30 CPU minutes buy, not the paper's model. The reference
 code's SASRec on that protocol is 50 wide with a cosine score, where tfseqrec's default is 64
-wide with a dot product. tfseqrec's HSTU given 60 minutes on `sasrec-plus` is under "HSTU,
-defaults, 60 minutes" above.
+wide with a dot product. tfseqrec's HSTU given 60 minutes on `sasrec-plus` is under
+[HSTU, defaults, 60 minutes](#hstu-defaults-60-minutes).
 """,
             peers_sections(),
         ),
