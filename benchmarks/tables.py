@@ -834,13 +834,20 @@ SASREC_SEEDS_AFTER = seeds_after(
 )
 
 
+def gpu_preset_run(stem, model):
+    """The first run of ``model`` in ``gpu.py``'s stored ``stem`` with the preset's own options."""
+    return next(
+        r for record in load(stem) if not record.get("config") for r in record["runs"] if r["model"] == model
+    )
+
+
 def hstu_paper_after(stems):
     """The paragraph under HSTU on ``hstu-paper``, its figures read from the stored runs."""
     (run,) = ml1m_runs(stems)
     test = ml1m.filtered(run)
     paper = protocols.published("hstu-paper/hstu")
     (sasrec_plus,) = load("ml1m-hstu-seed-0")
-    gpu = next(r for record in load("gpu-rectools") for r in record["runs"] if r["model"] == "hstu")
+    gpu = gpu_preset_run("gpu-rectools", "hstu")
     minutes = run["train_wall_seconds"] / 60
     return textwrap.fill(
         "Like for like with the HSTU paper: its raw ratings, no validation split, its loss (sampled "
@@ -1982,25 +1989,15 @@ def peers_summary():
 
 def results_notes():
     """The front page's notes under the results table, every figure read from a stored run."""
-    (sasrec_minutes, hstu_paper, peers, gpu, seeds, unisrec) = (
-        [r["minutes_to_98pct_of_best"] for r in load("ml1m-sasrec-seeds-0-1-2")],
-        load("ml1m-hstu-paper-seed-0")[0],
-        [load(stem) for stem in peers_stems()],
-        {stem: load(stem) for stem in ("gpu-sasrec-plus", "gpu-rectools")},
-        defaults.seed_ratios([load(stem) for stem in DEFAULTS_SEEDS]),
-        load("defaults-unisrec")["rows"],
-    )
+    sasrec_minutes = [r["minutes_to_98pct_of_best"] for r in load("ml1m-sasrec-seeds-0-1-2")]
+    (hstu_paper,) = load("ml1m-hstu-paper-seed-0")
+    peers = [load(stem) for stem in peers_stems()]
+    seeds = defaults.seed_ratios([load(stem) for stem in DEFAULTS_SEEDS])
+    unisrec = load("defaults-unisrec")["rows"]
 
     def gpu_test(stem, model):
-        """The test figures of the first run of ``model`` with the preset's options in ``stem``."""
-        run = next(
-            r
-            for record in gpu[stem]
-            if not record.get("config")
-            for r in record["runs"]
-            if r["model"] == model
-        )
-        return f"{run['test']['ndcg@10']:.4f} / {run['test']['hr@10']:.4f}"
+        test = gpu_preset_run(stem, model)["test"]
+        return f"{test['ndcg@10']:.4f} / {test['hr@10']:.4f}"
 
     unisrec_ratio = {
         r["dataset"]: ratio for r, ratio in zip(unisrec, defaults.ratios(unisrec)) if r["model"] == "unisrec"
