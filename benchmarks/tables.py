@@ -788,10 +788,8 @@ def seeds_after(compared, target=None, host=""):
         runs = ml1m_runs(stems)
         ndcg = [ml1m.filtered(r)["ndcg@10"] for r in runs]
         hr = [ml1m.filtered(r)["hr@10"] for r in runs]
-        against = [
-            f"{relation(ndcg, protocols.published(key).ndcg)} {wording.format(fig=fig(key))}"
-            for key, wording in compared
-        ]
+        near = [r["minutes_to_98pct_of_best"] for r in runs]
+        published = [(protocols.published(key), wording.format(fig=fig(key))) for key, wording in compared]
         reach = ""
         if target is not None:
             reached = [str(r["seed"]) for r, v in zip(runs, ndcg) if v >= target]
@@ -799,6 +797,17 @@ def seeds_after(compared, target=None, host=""):
                 f"seeds {_listed(reached)} reached {target:g}" if reached else f"no seed reached {target:g}"
             )
             reach = f"; {reach}"
+        if len(runs) > 1:
+            standing = _listed([f"{relation(ndcg, p.ndcg)} {wording}" for p, wording in published])
+            lead = (
+                f"The mean over {len(runs)} seeds, {np.mean(ndcg):.4f} / {np.mean(hr):.4f}, is {standing}"
+                f"{reach} ({min(ndcg):.4f}-{max(ndcg):.4f} over the seeds)."
+            )
+            quality = f"98% of each seed's best validation NDCG@10 came after {min(near):.1f}-{max(near):.1f} minutes."
+        else:  # one seed so far: no spread to stand within
+            standing = _listed([f"{ndcg[0] / p.ndcg:.2f}x {wording}" for p, wording in published])
+            lead = f"One seed so far: {ndcg[0]:.4f} / {hr[0]:.4f}, {standing}{reach}."
+            quality = f"98% of its best validation NDCG@10 came after {near[0]:.1f} minutes."
         # Stopped early: more than two epochs of the budget were left (patience ended the run).
         early = [
             r
@@ -810,13 +819,7 @@ def seeds_after(compared, target=None, host=""):
             seeds = _listed([str(r["seed"]) for r in early])
             minutes = _listed([f"{r['train_wall_seconds'] / 60:.0f}" for r in early])
             stopped = f" Seed{'s' if len(early) > 1 else ''} {seeds} stopped early (patience) after {minutes} minutes."
-        near = [r["minutes_to_98pct_of_best"] for r in runs]
-        return textwrap.fill(
-            f"The mean over {len(runs)} seeds, {np.mean(ndcg):.4f} / {np.mean(hr):.4f}, is "
-            f"{_listed(against)}{reach} ({min(ndcg):.4f}-{max(ndcg):.4f} over the seeds).{stopped} 98% of each "
-            f"seed's best validation NDCG@10 came after {min(near):.1f}-{max(near):.1f} minutes. {host}".strip(),
-            width=92,
-        )
+        return textwrap.fill(f"{lead}{stopped} {quality} {host}".strip(), width=92)
 
     return after
 

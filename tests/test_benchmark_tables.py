@@ -307,4 +307,11 @@ def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     assert "is level with SASRec+'s 0.1857 / 0.3159 (0.1800-0.2000 over the seeds)." in " ".join(
         untargeted.split()
     )
+    # One seed: its ratio to the published figure (0.2 / 0.1857), no spread.
+    _stored(tmp_path, monkeypatch, tables, {"seed": runs[:1]})
+    one = tables.seeds_after([("sasrec-plus/sasrec", "SASRec+'s {fig}")])(["seed"])
+    assert " ".join(one.split()) == (
+        "One seed so far: 0.2000 / 0.3300, 1.08x SASRec+'s 0.1857 / 0.3159. 98% of its best "
+        "validation NDCG@10 came after 10.0 minutes."
+    )
     assert tables.relation([0.19, 0.2], 0.1) == "above" and tables.relation([0.19, 0.2], 0.3) == "below"
