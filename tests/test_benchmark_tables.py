@@ -279,6 +279,8 @@ def _seed_run(seed, ndcg, hr, wall_seconds, near_minutes):
     return {
         "model": "sasrec",
         "seed": seed,
+        "epochs": 10,
+        "best_epoch": 8,
         "config": {"max_train_minutes": 30.0},
         "train_wall_seconds": wall_seconds,
         "epoch_seconds_median": 12.0,
@@ -312,6 +314,6 @@ def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     one = tables.seeds_after([("sasrec-plus/sasrec", "SASRec+'s {fig}")])(["seed"])
     assert " ".join(one.split()) == (
         "One seed so far: 0.2000 / 0.3300, 1.08x SASRec+'s 0.1857 / 0.3159. 98% of its best "
-        "validation NDCG@10 came after 10.0 minutes."
+        "validation NDCG@10 came after 10.0 minutes; its best epoch was 8 of 10."
     )
     assert tables.relation([0.19, 0.2], 0.1) == "above" and tables.relation([0.19, 0.2], 0.3) == "below"
