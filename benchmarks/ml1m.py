@@ -108,9 +108,6 @@ ABLATIONS = {
             "negatives_per_position": False,
         },
         "SASRec's size (64 wide, 2 layers)": {"hidden_dim": 64, "num_layers": 2},
-        # HSTU's epoch is bound by elementwise passes over [batch, heads, n, n] attention
-        # (15% of the host's matmul rate): XLA fuses them.
-        "XLA": {"jit_compile": True},
     },
 }
 
