@@ -69,6 +69,11 @@ ASSUMED_NOTE = (
 )
 
 
+def assumed_note(records):
+    """``ASSUMED_NOTE`` when a share of any of ``records`` is of an assumed host rate, else ``""``."""
+    return ASSUMED_NOTE if any(assumed_mark(r) for r in records) else ""
+
+
 def peak_rss_gib():
     """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

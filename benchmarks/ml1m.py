@@ -322,8 +322,9 @@ def speed_table(runs):
             f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
             f"{r['train_gflops']:.1f} | {machine.share(r['train_gflops'], r)} |"
         )
-    if not all(machine.host_rate(r)[1] for r in runs):
-        lines += ["", machine.ASSUMED_NOTE]
+    note = machine.assumed_note(runs)
+    if note:
+        lines += ["", note]
     return "\n".join(lines)
 
 

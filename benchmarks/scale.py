@@ -34,7 +34,7 @@ import tempfile
 import time
 
 import machine  # benchmarks/machine.py
-from machine import ASSUMED_NOTE, assumed_mark, matmul_gflops, peak_rss_gib
+from machine import assumed_mark, assumed_note, matmul_gflops, peak_rss_gib
 
 STAGES = ("generate", "prepare", "train", "evaluate", "serve")
 HIDDEN = 32
@@ -282,9 +282,10 @@ def print_tables(rows):
             f"{e['ndcg@10']:.4f} | {s['export_s']:.1f} | {s['saved_model_mib']:.0f} | "
             f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f} | {s['peak_rss_gib']:.2f} |"
         )
-    if any(assumed_mark(r["evaluate"]) for r in rows):
+    note = assumed_note([r["evaluate"] for r in rows])
+    if note:
         print()
-        print(ASSUMED_NOTE)
+        print(note)
 
 
 def main():

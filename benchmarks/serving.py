@@ -10,8 +10,8 @@ the ``serve`` tag, the signature run by tensor name, as the C++ server does) and
 FLOPs per request are an analytic count of the matmuls the signature runs (the
 transformer over the whole window, the output head, and scores over the catalogue at
 the last position); GFLOP/s is that times users per second, against the rate a large
-fp32 matmul reaches on the run's host (``machine.matmul_gflops``). Client-side proto encoding and the network
-are not included (a real server adds them).
+fp32 matmul reaches on the run's host (``machine.matmul_gflops``). Client-side proto
+encoding and the network are not included (a real server adds them).
 
 The JSON of ``--json`` holds the figures of both rows with the run's command, the commit
 of the library code, start and end times and the environment (``benchmarks/machine.py``);
@@ -94,9 +94,10 @@ def print_tables(result):
         f"{result['users_per_s_batch']:,.0f} | {mflop:.1f} | "
         f"{result['gflops_batch']:.1f} | {machine.share(result['gflops_batch'], result)} |"
     )
-    if not machine.host_rate(result)[1]:
+    note = machine.assumed_note([result])
+    if note:
         print()
-        print(machine.ASSUMED_NOTE)
+        print(note)
     print()
     print(
         "targets: p50 <= 5 ms at batch 1:",

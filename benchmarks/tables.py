@@ -49,12 +49,19 @@ import text  # noqa: E402
 import time_bias  # noqa: E402
 import transfer  # noqa: E402
 
+from tfseqrec import kinds  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 BENCHMARKS_README = os.path.join(HERE, "README.md")
 FRONT_README = os.path.join(ROOT, "README.md")
 BEGIN, END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
+
+
+def _figures(metrics):
+    """A result's NDCG@10 / HR@10 as the tables print them, four places each (``Published.figures``'s twin)."""
+    return f"{metrics['ndcg@10']:.4f} / {metrics['hr@10']:.4f}"
 
 
 def fig(key):
@@ -449,7 +456,7 @@ def best_so_far_table(stems, epochs=(10, 20, 40, 60, 80, 100)):
         lines.append(
             f"| {r['variant']} | "
             + " | ".join(f"{val[e - 1]:.4f}" for e in epochs)
-            + f" | {r['best_val_ndcg@10']:.4f} ({r['best_epoch']}) | {full['ndcg@10']:.4f} / {full['hr@10']:.4f} |"
+            + f" | {r['best_val_ndcg@10']:.4f} ({r['best_epoch']}) | {_figures(full)} |"
         )
     return "\n".join(lines)
 
@@ -585,9 +592,6 @@ def peers_sections():
     ]
 
 
-MODEL_NAMES = {"sasrec": "SASRec", "bert4rec": "BERT4Rec", "hstu": "HSTU"}
-
-
 def _progress(side, fixed_epochs):
     """How far one library's run got in the budget, from its stored epochs and curve."""
     if side["best_val_ndcg@10"] is None:  # no validation split: a fixed epoch count, the last one tested
@@ -612,18 +616,12 @@ def peers_after(stems):
     for model, sides in record["models"].items():
         ours = next(side for side in sides if side["library"] == "tfseqrec")
         others = [side for side in sides if side is not ours]
-        name = MODEL_NAMES.get(model, model)
-        sentence = (
-            f"{name}: tfseqrec {ours['test']['ndcg@10']:.4f} / {ours['test']['hr@10']:.4f} "
-            f"({_progress(ours, fixed_epochs)})"
-        )
+        name = kinds.get(model).model_class
+        sentence = f"{name}: tfseqrec {_figures(ours['test'])} ({_progress(ours, fixed_epochs)})"
         for theirs in others:
             if ours["test"]["ndcg@10"] <= theirs["test"]["ndcg@10"]:
                 behind.append(name)
-            sentence += (
-                f" against {theirs['library']}'s {theirs['test']['ndcg@10']:.4f} / "
-                f"{theirs['test']['hr@10']:.4f} ({_progress(theirs, fixed_epochs)})"
-            )
+            sentence += f" against {theirs['library']}'s {_figures(theirs['test'])} ({_progress(theirs, fixed_epochs)})"
         if not others:
             sentence += ", the peer not run"
         key = f"{protocol}/{model}"
@@ -806,7 +804,7 @@ def seeds_after(compared, target=None, host=""):
             quality = f"98% of each seed's best validation NDCG@10 came after {min(near):.1f}-{max(near):.1f} minutes."
         else:  # one seed so far: no spread to stand within
             standing = _listed([f"{ndcg[0] / p.ndcg:.2f}x {wording}" for p, wording in published])
-            lead = f"One seed so far: {ndcg[0]:.4f} / {hr[0]:.4f}, {standing}{reach}."
+            lead = f"One seed so far: {_figures(ml1m.filtered(runs[0]))}, {standing}{reach}."
             quality = (
                 f"98% of its best validation NDCG@10 came after {near[0]:.1f} minutes; its best epoch "
                 f"was {runs[0]['best_epoch']} of {runs[0]['epochs']}."
@@ -867,7 +865,7 @@ def hstu_paper_after(stems):
         "Like for like with the HSTU paper: its raw ratings, no validation split, its loss (sampled "
         "softmax, 128 uniform negatives per position), its 101 epochs and the input window filtered, "
         "with the model's defaults (the reference's HSTU-large configuration). tfseqrec reaches "
-        f"{test['ndcg@10']:.4f} / {test['hr@10']:.4f}, {test['ndcg@10'] / paper.ndcg:.2f}x the paper's "
+        f"{_figures(test)}, {test['ndcg@10'] / paper.ndcg:.2f}x the paper's "
         f"{paper.figures} ({test['hr@10'] / paper.hr:.2f}x its HR@10). The likeliest cause of the gap "
         "is data the shared file lacks: the paper's HSTU-large also reads the ratings' timestamps (the "
         "reference code's relative attention bias buckets the time gap between items, and is on by "
@@ -1985,13 +1983,10 @@ def results_table():
     return "\n".join(lines)
 
 
-PROTOCOL_ORDER = ["sasrec-plus", "rectools", "hstu-paper"]
-
-
 def _peer_cell(side, fixed_epochs):
     """A library's test NDCG@10 / HR@10, then its minutes to 98% of its best validation NDCG@10,
     or without a validation split the epochs it finished and its minutes."""
-    test = f"{side['test']['ndcg@10']:.4f} / {side['test']['hr@10']:.4f}"
+    test = _figures(side["test"])
     if side["best_val_ndcg@10"] is None:
         return f"{test} ({side['epochs']} of {fixed_epochs} epochs, {side['minutes_to_best']:.0f} min)"
     return f"{test} ({side['minutes_to_98pct_of_best']:.1f} min)"
@@ -2004,19 +1999,19 @@ def peers_summary():
         "| model | protocol | tfseqrec | RecTools 0.19 | published on the protocol |",
         "|---|---|---|---|---|",
     ]
-    for protocol in [p for p in PROTOCOL_ORDER if p in records] + sorted(set(records) - set(PROTOCOL_ORDER)):
+    for protocol in [p for p in protocols.PROTOCOLS if p in records]:
         record = records[protocol]
         fixed = record["protocol"]["training"].get("epochs")
-        for model in MODEL_NAMES:
-            sides = {side["library"] == "tfseqrec": side for side in record["models"].get(model, [])}
-            if not sides:
-                continue
+        for model in [m for m in kinds.KINDS if m in record["models"]]:
+            sides = {side["library"] == "tfseqrec": side for side in record["models"][model]}
             key = f"{protocol}/{model}"
             anchor = "none"
             if key in protocols.PUBLISHED:
                 anchor = f"{fig(key)}, {protocols.published(key).source}"
             cells = [_peer_cell(sides[mine], fixed) if mine in sides else "not run" for mine in (True, False)]
-            lines.append(f"| {MODEL_NAMES[model]} | `{protocol}` | {cells[0]} | {cells[1]} | {anchor} |")
+            lines.append(
+                f"| {kinds.get(model).model_class} | `{protocol}` | {cells[0]} | {cells[1]} | {anchor} |"
+            )
     return "\n".join(lines)
 
 
@@ -2029,8 +2024,7 @@ def results_notes():
     unisrec = load("defaults-unisrec")["rows"]
 
     def gpu_test(stem, model):
-        test = gpu_preset_run(stem, model)["test"]
-        return f"{test['ndcg@10']:.4f} / {test['hr@10']:.4f}"
+        return _figures(gpu_preset_run(stem, model)["test"])
 
     unisrec_ratio = {
         r["dataset"]: ratio for r, ratio in zip(unisrec, defaults.ratios(unisrec)) if r["model"] == "unisrec"

@@ -8,6 +8,7 @@ real command line, in document order with its Python blocks, in one scratch dire
 
 import builtins
 import doctest
+import functools
 import importlib
 import importlib.util
 import pathlib
@@ -151,6 +152,7 @@ def test_user_docs_carry_no_commit_hashes_or_dates(page):
     assert not hashes and not dates, (hashes, dates)
 
 
+@functools.cache
 def _published_figures():
     """The published figures of ``benchmarks/protocols.py``, four places each, as pages print them."""
     spec = importlib.util.spec_from_file_location("protocols", REPO / "benchmarks" / "protocols.py")
