@@ -144,6 +144,33 @@ PUBLISHED = {
 }
 
 
+# Figures the benchmark notes quote from elsewhere that no protocol here is an anchor for: each
+# typed once, with who reports it. benchmarks/tables.py refuses a hand-written note that quotes
+# a four-place figure found neither in its runs nor here nor in ``PUBLISHED``.
+QUOTED = {
+    "sasrec-paper/sampled": (
+        "the SASRec paper (Kang & McAuley, ICDM 2018): NDCG@10 against 100 uniform negatives",
+        0.5905,
+    ),
+    "bert4rec-paper/sampled": (
+        "the BERT4Rec paper (Sun et al., CIKM 2019): NDCG@10 against 100 popularity-sampled negatives",
+        0.4818,
+    ),
+    "rectools/hstu-large-quoted": ("an HSTU-large NDCG@10 quoted for RecTools, not in its notebooks", 0.2164),
+    "rectools/hstu-large-quoted-hr": ("the HR@10 quoted with it", 0.3642),
+    "hstu-paper-file/rectools-hstu-large": (
+        "RecTools' HSTU-large NDCG@10 on the HSTU paper's preprocessed ML-1M",
+        0.1891,
+    ),
+    "hstu-paper-file/rectools-hstu-large-hr": ("its HR@10", 0.3350),
+}
+
+
+def quoted(key):
+    """A ``QUOTED`` figure, four places, as the notes print it."""
+    return f"{QUOTED[key][1]:.4f}"
+
+
 def published(key):
     """The ``Published`` figure ``key`` names; a ``KeyError`` lists the keys."""
     if key not in PUBLISHED:

@@ -26,8 +26,10 @@ import contextlib
 import dataclasses
 import glob
 import io
+import itertools
 import json
 import os
+import re
 import shlex
 import sys
 import textwrap
@@ -274,6 +276,42 @@ def is_stored(stem):
 def load(stem):
     with open(os.path.join(RESULTS, f"{stem}.json")) as f:
         return json.load(f)
+
+
+FIGURE = re.compile(r"(?<![\d.])0\.\d{4}(?!\d)")  # a metric as the notes print it, four places
+
+
+def stored_figures(stems):
+    """Every number the stored runs ``stems`` hold, at four places as the tables print them."""
+    found = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, float):
+            found.add(f"{value:.4f}")
+
+    for stem in stems:
+        walk(load(stem))
+    return found
+
+
+def unbacked_figures(text, stems=()):
+    """The four-place figures of hand-written ``text`` that no run of ``stems`` holds, that
+    ``protocols`` neither publishes nor quotes, and that are not the mean of two or three backed
+    figures of the text: a typo, or a run the text quotes without naming it."""
+    known = {f"{v:.4f}" for p in protocols.PUBLISHED.values() for v in (p.ndcg, p.hr)}
+    known |= {f"{value:.4f}" for _, value in protocols.QUOTED.values()}
+    figures = set(FIGURE.findall(text))
+    if not figures - known:
+        return []
+    known |= stored_figures(stems)
+    backed = sorted(float(f) for f in figures & known)
+    means = {f"{np.mean(group):.4f}" for size in (2, 3) for group in itertools.combinations(backed, size)}
+    return sorted(figures - known - means)
 
 
 def protocol_of(stem):
@@ -740,6 +778,7 @@ class Section:
     prose: str = ""
     after: object = ""  # text, or a function of the stems that writes it from the stored runs
     anchor: str = None  # instead of the protocol's
+    cites: tuple = ()  # other stored runs whose figures the hand-written text quotes
 
     def render(self):
         for stem in self.stems:
@@ -748,12 +787,21 @@ class Section:
                     f"benchmarks/results/{stem}.json is on protocol {protocol_of(stem)!r}, its section "
                     f"{self.heading!r} on {self.protocol!r}"
                 )
+        hand = self.prose + ("" if callable(self.after) else self.after)
+        unbacked = unbacked_figures(hand, [*self.stems, *self.cites])
+        if unbacked:
+            raise ValueError(
+                f"section {self.heading!r} quotes {', '.join(unbacked)}, which neither its runs nor "
+                "the runs it cites hold, nor protocols.PUBLISHED or QUOTED: correct the figure, or "
+                "name the run that holds it in cites"
+            )
         links = ", ".join(f"[`{s}.json`](results/{s}.json)" for s in self.stems)
+        cited = ", ".join(f"[`{s}.json`](results/{s}.json)" for s in self.cites)
         commands = "\n".join(command(s) for s in self.stems)
         parts = [
             f"### {self.heading}",
             protocol_line(self.protocol, self.anchor),
-            f"Stored: {links}.",
+            f"Stored: {links}." + (f" The notes also quote {cited}." if cited else ""),
             self.prose.strip(),
             f"```bash\n{commands}\n```",
             self.table(self.stems),
@@ -896,7 +944,7 @@ def sections():
     """Every table of benchmarks/README.md under its part's heading, with the prose written for it."""
     return {
         "ML-1M: SASRec, BERT4Rec, HSTU": (
-            """
+            f"""
 `benchmarks/ml1m.py` trains a model with the library's defaults on the protocol `--protocol`
 names (default `sasrec-plus`; `benchmarks/protocols.py`) for at most a budget of `fit`
 minutes on this project's 2-core CPU, keeps the best epoch by validation NDCG@10 (the last
@@ -905,7 +953,7 @@ choice is made on validation NDCG@10; test is only reported. "seen filtered" say
 the user's history was removed from the candidates ("input window": only the items the
 model read, as on `hstu-paper`);
 the sampled columns rank the true item against 100 sampled negatives, as the SASRec paper
-(0.5905, 100 uniform) and the BERT4Rec paper (0.4818, 100 popularity-sampled) did, and are
+({protocols.quoted("sasrec-paper/sampled")}, 100 uniform) and the BERT4Rec paper ({protocols.quoted("bert4rec-paper/sampled")}, 100 popularity-sampled) did, and are
 not comparable with full ranking. FLOP/s counts the matmuls of training (3x the forward
 pass) against the rate a large fp32 matmul reached on the run's own host, measured before
 and after it: hosts behind this 2-core CPU differ by several times (`benchmarks/machine.py`),
@@ -1141,6 +1189,7 @@ the seeds' own ratios (each model against SASRec of the same seed).
                     "defaults",
                     ["defaults-unisrec"],
                     defaults_tables,
+                    cites=("ml1m-ablation-sasrec-1",),
                     after="""
 UniSRec with ids as its docs' command runs it (`use_id_embeddings`, the rest the defaults),
 reading each dataset's item text: Scientific's `Scientific.item.json` attributes, ML-1M's
@@ -1210,11 +1259,12 @@ rule's code, which keeps 128 there).
                     "defaults",
                     ["defaults-probes-5min"],
                     defaults_tables,
+                    cites=("defaults-probes-4min",),
                     after="""
 More dropout slows BERT4Rec on Scientific (0.0492 at 0.3, 0.0298 at 0.5, against the
 defaults' 0.0536 in 4 minutes). Adam at 1e-3 instead of 4e-3 gives 0.0549 and was still
 improving at the budget's end (best epoch 30 of 30); a longer run, and ML-1M, would decide
-whether it is a better default (0.8x SASRec is 0.0612).
+whether it is a better default (the aim is 0.8x SASRec's 0.0765 in 4 minutes).
 """,
                 ),
                 Section(
@@ -1222,6 +1272,7 @@ whether it is a better default (0.8x SASRec is 0.0612).
                     "defaults",
                     ["defaults-probes-10min"],
                     defaults_tables,
+                    cites=("defaults-previous",),
                     after="""
 At the defaults' budget, Adam 1e-3 brings BERT4Rec on Scientific to 0.0574, 0.75x SASRec's
 0.0765 (the defaults' 4e-3: 0.0532, 0.70x), best at epoch 53 of 60: closer to 0.8x, not
@@ -1234,6 +1285,7 @@ shows it does not hurt.
                     "defaults",
                     ["defaults-probes-5min-2"],
                     defaults_tables,
+                    cites=("defaults-probes-4min",),
                     after="""
 At 4e-3, a larger mask share alone is no lead in 5 minutes (0.0523 at 0.6, 0.0552 at 0.4;
 the defaults 0.0536 in 4 minutes). They ran at the defaults before the next table's runs
@@ -1255,7 +1307,7 @@ against 0.0580 at the old 4e-3 and 0.2 with the same widths and 0.0532 with neit
 runs chose today's defaults: batch widths 10, 20, 50, 100 for every model, and for BERT4Rec
 Adam 1e-3 and a mask share of 0.4 where the mean training window is under 20 items
 (`training.history_training`), 4e-3 and 0.2 elsewhere, as on ML-1M (where 1e-3 learns too
-slowly: best validation NDCG@10 in 10 minutes 0.0807 against 0.1177). To repeat a row at
+slowly in 10 minutes: a probe whose figures are not stored yet, listed at the end). To repeat a row at
 today's code, give its `--config` the options it left at the defaults of then:
 `"bucket_boundaries": [50, 100]`, `"learning_rate": 4e-3`, `"mask_prob": 0.2`.
 """,
@@ -1306,6 +1358,7 @@ rates are unchanged.
                         "defaults-probes-scientific-seed-2",
                     ],
                     defaults_tables,
+                    cites=("defaults", "defaults-seed-1", "defaults-seed-2"),
                     after="""
 Two levers for BERT4Rec's 0.79x on Scientific, against its defaults' 0.0609, 0.0576 and
 0.0608 over seeds 0, 1 and 2. A hidden width of 128 instead of 64 gains at seed 1 (0.0596)
@@ -1322,6 +1375,7 @@ Batches of 64 instead of 128 (seed 1): 0.0574, no gain. Neither becomes a defaul
                         "defaults-probes-layers-seed-2",
                     ],
                     defaults_tables,
+                    cites=("defaults", "defaults-seed-1", "defaults-seed-2"),
                     after="""
 Two more levers against the two-layer defaults' 0.0609, 0.0576 and 0.0608 (best validation
 NDCG@10 0.0759, 0.0750, 0.0744). One layer instead of two: 0.0613, 0.0603 and 0.0606, mean
@@ -1680,8 +1734,8 @@ Trained to convergence, HSTU with the `ml1m` preset reaches 0.1899 / 0.3247 on t
 timestamps ({fig("rectools/hstu")}, relative position attention only), and level with its HSTU
 that also reads the ratings' timestamps ({fig("rectools/hstu-time")}), which this file does not carry.
 These RecTools figures are from its HSTU tutorial's ablation on `ratings.dat`; an HSTU-large
-figure of 0.2164 / 0.3642 quoted for RecTools is not in the versions of its notebooks
-available to us (their HSTU-large, 0.1891 / 0.3350, is on the HSTU paper's preprocessed file).
+figure of {protocols.quoted("rectools/hstu-large-quoted")} / {protocols.quoted("rectools/hstu-large-quoted-hr")} quoted for RecTools is not in the versions of its notebooks
+available to us (their HSTU-large, {protocols.quoted("hstu-paper-file/rectools-hstu-large")} / {protocols.quoted("hstu-paper-file/rectools-hstu-large-hr")}, is on the HSTU paper's preprocessed file).
 """,
                 ),
             ],
@@ -1820,6 +1874,10 @@ def benchmarks_readme():
     used = set()
     pending = {json_stem(cmd) for _, cmd in NOT_STORED}
     for heading, (intro, items) in sections().items():
+        if unbacked_figures(intro):
+            raise ValueError(
+                f"the intro of {heading!r} quotes {unbacked_figures(intro)}: quote a published figure"
+            )
         shown = []
         for section in items:
             missing = [s for s in section.stems if not is_stored(s)]

@@ -275,6 +275,43 @@ def test_published_figures_are_typed_once_in_protocols():
         protocols.published("sasrec-plus/hstu")
 
 
+def test_quoted_figures_are_typed_once_in_protocols():
+    protocols = _tables().protocols
+    with open(os.path.join(BENCHMARKS, "tables.py")) as f:
+        source = f.read()
+    for key, (_, value) in protocols.QUOTED.items():
+        assert f"{value:.4f}" not in source, f"{key}: {value:.4f} typed in benchmarks/tables.py"
+    assert protocols.quoted("sasrec-paper/sampled") == "0.5905"
+
+
+def test_a_hand_written_note_quotes_only_figures_its_runs_hold(tmp_path, monkeypatch):
+    tables = _tables()
+    own = {"model": "sasrec", "results": {"ndcg@10": 0.18871, "hr@10": 0.3210}}
+    other = {"model": "sasrec", "results": {"ndcg@10": 0.1711}}
+    _stored(tmp_path, monkeypatch, tables, {"own": own, "other": other})
+    # 0.1887 and 0.3210 are the run's (0.18871 at four places); 0.2549 is their mean (by hand:
+    # (0.1887 + 0.3210) / 2 = 0.25485, printed 0.2549 as the tables print it); 0.1857 is
+    # SASRec+'s published figure and 0.5905 the SASRec paper's, quoted in protocols.
+    text = "0.1887 / 0.3210, mean 0.2549; SASRec+ 0.1857; the paper's sampled 0.5905"
+    assert tables.unbacked_figures(text, ["own"]) == []
+    # A typo, and a figure of another run the note does not cite, are both refused.
+    assert tables.unbacked_figures(text + "; typo 0.1897; other 0.1711", ["own"]) == ["0.1711", "0.1897"]
+    assert tables.unbacked_figures("other 0.1711", ["own", "other"]) == []
+
+    section = tables.Section("Probe", "sasrec-plus", ["own"], lambda stems: "", after="beside 0.1711")
+    monkeypatch.setattr(tables, "protocol_of", lambda stem: "sasrec-plus")
+    monkeypatch.setattr(tables, "command", lambda stem: f"python benchmarks/ml1m.py --json {stem}.json")
+    with pytest.raises(ValueError, match=r"section 'Probe' quotes 0\.1711, which neither its runs"):
+        section.render()
+    cited = tables.Section(
+        "Probe", "sasrec-plus", ["own"], lambda stems: "", after="beside 0.1711", cites=("other",)
+    )
+    assert (
+        "Stored: [`own.json`](results/own.json). The notes also quote [`other.json`](results/other.json)."
+        in (cited.render())
+    )
+
+
 def _seed_run(seed, ndcg, hr, wall_seconds, near_minutes):
     return {
         "model": "sasrec",
