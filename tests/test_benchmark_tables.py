@@ -326,6 +326,31 @@ def _seed_run(seed, ndcg, hr, wall_seconds, near_minutes):
     }
 
 
+def test_probes_table_and_paragraph_by_hand(tmp_path, monkeypatch):
+    tables = _tables()
+
+    def run(seed, ndcg, near, **options):
+        return {
+            **_seed_run(seed, ndcg, 2 * ndcg, 600.0, near),
+            "config": {"model": "sasrec", "max_train_minutes": 30.0, "seed": seed, **options},
+            "best_val_ndcg@10": ndcg + 0.01,
+            "minutes_to_best": near + 1,
+        }
+
+    defaults = [run(0, 0.18, 10.0), run(1, 0.20, 12.0)]
+    probe = [run(0, 0.19, 9.0, learning_rate=0.004, learning_rate_schedule="cosine")]
+    _stored(tmp_path, monkeypatch, tables, {"defaults": defaults, "probe": probe})
+    table = tables.ml1m_probes_table(["defaults", "probe"]).split("\n")
+    # Row: options, seed, test NDCG@10 / HR@10, best validation (+0.01), epochs (best), minutes
+    # to 98% and to best, 600 s of training = 10.0 minutes, 12.0 s an epoch.
+    assert table[2] == "| defaults | 0 | 0.1800 | 0.3600 | 0.1900 | 10 (8) | 10.0 | 11.0 | 10.0 | 12.0 |"
+    assert table[4].startswith("| learning_rate=0.004, learning_rate_schedule=cosine | 0 | 0.1900 | 0.3800 |")
+    # The defaults' mean by hand: (0.18 + 0.20) / 2 = 0.19, HR (0.36 + 0.40) / 2 = 0.38.
+    after = " ".join(tables.ml1m_probes_after(["defaults", "probe"]).split())
+    assert "defaults: 0.1900 / 0.3800 (the mean of 2 seeds), 98% of best after 10.0-12.0 minutes;" in after
+    assert "learning_rate_schedule=cosine: 0.1900 / 0.3800 (one seed), 98% of best after 9.0 minutes." in after
+
+
 def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     tables = _tables()
     runs = [
