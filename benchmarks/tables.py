@@ -482,7 +482,9 @@ def ml1m_ablation(stems):
 def _options(run):
     """``"learning_rate=0.004, epochs=100"``: the options an ML-1M run's ``--config`` set; "defaults" if none."""
     own = {k: v for k, v in run["config"].items() if k not in ("model", "max_train_minutes", "seed")}
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in own.items()) or "defaults"
+    return (
+        ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in own.items()) or "defaults"
+    )
 
 
 def ml1m_probes_after(stems):

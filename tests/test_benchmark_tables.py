@@ -348,7 +348,9 @@ def test_probes_table_and_paragraph_by_hand(tmp_path, monkeypatch):
     # The defaults' mean by hand: (0.18 + 0.20) / 2 = 0.19, HR (0.36 + 0.40) / 2 = 0.38.
     after = " ".join(tables.ml1m_probes_after(["defaults", "probe"]).split())
     assert "defaults: 0.1900 / 0.3800 (the mean of 2 seeds), 98% of best after 10.0-12.0 minutes;" in after
-    assert "learning_rate_schedule=cosine: 0.1900 / 0.3800 (one seed), 98% of best after 9.0 minutes." in after
+    assert (
+        "learning_rate_schedule=cosine: 0.1900 / 0.3800 (one seed), 98% of best after 9.0 minutes." in after
+    )
 
 
 def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
