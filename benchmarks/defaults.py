@@ -140,7 +140,12 @@ def changed_options(row):
         for k, v in row.get("config", {}).items()
         if k not in RUN_OPTIONS and not (k in own and own[k] == v)
     }
-    text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in changed.items())
+    return options_text(changed)
+
+
+def options_text(options):
+    """``"batch_size=32, learning_rate=0.004"``: options as the tables print them; "defaults" when none."""
+    text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items())
     return text or "defaults"
 
 

@@ -318,7 +318,7 @@ def speed_table(runs):
     for r in runs:
         lines.append(
             f"| {r['model']} | {r['seed']} | {r['epochs']} ({r['best_epoch']}) | {r['minutes_to_best']:.1f} | "
-            f"{_minutes(r['minutes_to_98pct_of_best'])} | {r['train_wall_seconds']:.0f} | "
+            f"{minutes_cell(r['minutes_to_98pct_of_best'])} | {r['train_wall_seconds']:.0f} | "
             f"{r['epoch_seconds_median']:.1f} | {r['peak_rss_gib']:.2f} | {r['train_gflop_per_epoch']:.0f} | "
             f"{r['train_gflops']:.1f} | {machine.share(r['train_gflops'], r)} |"
         )
@@ -328,7 +328,7 @@ def speed_table(runs):
     return "\n".join(lines)
 
 
-def _minutes(value):
+def minutes_cell(value):
     """One decimal, or empty where nothing was measured (no validation split)."""
     return "" if value is None else f"{value:.1f}"
 

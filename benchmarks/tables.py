@@ -481,9 +481,8 @@ def ml1m_ablation(stems):
 
 def _options(run):
     """``"learning_rate=0.004, epochs=100"``: the options an ML-1M run's ``--config`` set; "defaults" if none."""
-    own = {k: v for k, v in run["config"].items() if k not in ("model", "max_train_minutes", "seed")}
-    return (
-        ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in own.items()) or "defaults"
+    return defaults.options_text(
+        {k: v for k, v in run["config"].items() if k not in ("model", "max_train_minutes", "seed")}
     )
 
 
@@ -523,7 +522,7 @@ def ml1m_probes_table(stems):
         lines.append(
             f"| {_options(r)} | {r['seed']} | {test['ndcg@10']:.4f} | {test['hr@10']:.4f} | "
             f"{r['best_val_ndcg@10']:.4f} | {r['epochs']} ({r['best_epoch']}) | "
-            f"{r['minutes_to_98pct_of_best']:.1f} | {r['minutes_to_best']:.1f} | "
+            f"{ml1m.minutes_cell(r['minutes_to_98pct_of_best'])} | {r['minutes_to_best']:.1f} | "
             f"{r['train_wall_seconds'] / 60:.1f} | {r['epoch_seconds_median']:.1f} |"
         )
     return "\n".join(lines)
