@@ -1111,7 +1111,12 @@ the ablation's s/epoch for the cosine row came from the CPU, not the schedule.
                 Section(
                     "Probes: SASRec's learning rate and its decay, 30 minutes",
                     "sasrec-plus",
-                    ["ml1m-sasrec-seeds-0-1-2", "ml1m-sasrec-lr-4e-3", "ml1m-sasrec-lr-4e-3-cosine"],
+                    [
+                        "ml1m-sasrec-seeds-0-1-2",
+                        "ml1m-sasrec-lr-4e-3",
+                        "ml1m-sasrec-lr-4e-3-cosine",
+                        "ml1m-sasrec-lr-4e-3-cosine-seeds-1-2",
+                    ],
                     ml1m_probes_table,
                     prose="""
 Two probes for the time to a good SASRec on ML-1M, against the three 30-minute seeds of the
