@@ -32,6 +32,7 @@ The scripts run as ``python benchmarks/NAME.py``, which puts this folder first o
 
 import dataclasses
 import os
+import re
 
 from tfseqrec.data import readers, splits
 
@@ -169,6 +170,15 @@ QUOTED = {
 def quoted(key):
     """A ``QUOTED`` figure, four places, as the notes print it."""
     return f"{QUOTED[key][1]:.4f}"
+
+
+# An NDCG@10 or HR@10 as the pages and notes print it: four places.
+FIGURE = re.compile(r"(?<![\d.])0\.\d{4}(?!\d)")
+
+
+def published_figures():
+    """Every ``PUBLISHED`` NDCG@10 and HR@10 as the pages print them, four places each."""
+    return {f"{v:.4f}" for p in PUBLISHED.values() for v in (p.ndcg, p.hr)}
 
 
 def published(key):

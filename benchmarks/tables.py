@@ -29,7 +29,6 @@ import io
 import itertools
 import json
 import os
-import re
 import shlex
 import sys
 import textwrap
@@ -278,9 +277,6 @@ def load(stem):
         return json.load(f)
 
 
-FIGURE = re.compile(r"(?<![\d.])0\.\d{4}(?!\d)")  # a metric as the notes print it, four places
-
-
 def stored_figures(stems):
     """Every number the stored runs ``stems`` hold, at four places as the tables print them."""
     found = set()
@@ -303,9 +299,8 @@ def unbacked_figures(text, stems=()):
     """The four-place figures of hand-written ``text`` that no run of ``stems`` holds, that
     ``protocols`` neither publishes nor quotes, and that are not the mean of two or three backed
     figures of the text: a typo, or a run the text quotes without naming it."""
-    known = {f"{v:.4f}" for p in protocols.PUBLISHED.values() for v in (p.ndcg, p.hr)}
-    known |= {f"{value:.4f}" for _, value in protocols.QUOTED.values()}
-    figures = set(FIGURE.findall(text))
+    known = protocols.published_figures() | {protocols.quoted(key) for key in protocols.QUOTED}
+    figures = set(protocols.FIGURE.findall(text))
     if not figures - known:
         return []
     known |= stored_figures(stems)
@@ -344,6 +339,10 @@ def _flag(name, value):
     return f"--{name.replace('_', '-')} {quoted}"
 
 
+# The keys of an ml1m.py run's config that are the run's own (model, budget, seed), not options it set.
+ML1M_RUN_OPTIONS = ("model", "max_train_minutes", "seed")
+
+
 def ml1m_command(stem, runs):
     """``benchmarks/ml1m.py``'s command for a file of runs: one model and budget, its seeds and variants."""
     (model,) = {r["model"] for r in runs}
@@ -356,7 +355,7 @@ def ml1m_command(stem, runs):
     for r in runs:
         overrides = ml1m.ABLATIONS[model][r["variant"]] if "variant" in r else {}
         for key, value in r["config"].items():
-            if key in ("model", "max_train_minutes", "seed") or fixed.get(key, object()) == value:
+            if key in ML1M_RUN_OPTIONS or fixed.get(key, object()) == value:
                 continue
             if overrides.get(key, object()) != value:
                 extra[key] = value
@@ -481,9 +480,7 @@ def ml1m_ablation(stems):
 
 def _options(run):
     """``"learning_rate=0.004, epochs=100"``: the options an ML-1M run's ``--config`` set; "defaults" if none."""
-    return defaults.options_text(
-        {k: v for k, v in run["config"].items() if k not in ("model", "max_train_minutes", "seed")}
-    )
+    return defaults.options_text({k: v for k, v in run["config"].items() if k not in ML1M_RUN_OPTIONS})
 
 
 def ml1m_probes_after(stems):
