@@ -495,9 +495,17 @@ def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_r
     data = synthetic.write_csv(synthetic.generate(6000, 40, 800, seed=1), tmp_path / "log.csv")
     bert4rec = kinds.get("bert4rec")
     config = {"model": "bert4rec", "epochs": 1, "hidden_dim": 8, "num_heads": 1, "max_sequence_length": 8}
-    bert4rec.train(data, tmp_path / "auto", config, verbose=2)
+    _, split, _ = bert4rec.train(data, tmp_path / "auto", config, verbose=2)
     out = capsys.readouterr().out
     assert "batch size 32: 800 training windows would make 7 batches of 128" in out
+    # Every training item is a Cloze target; a window holds a user's newest 8 (NumPy oracle).
+    total = int(split.train.lengths.sum())
+    outside = total - int(np.minimum(split.train.lengths, 8).sum())
+    assert 0 < outside < total
+    assert (
+        f"bert4rec: {outside:,} of {total:,} training targets ({outside / total:.0%}) are outside the "
+        "training windows (each user's newest 8 items) and are not trained on; --window-stride 8" in out
+    )
     # Windows of 8 are short histories: 1e-3 at batches of 128, times sqrt(32/128) = 1/2.
     assert "bert4rec: learning rate 0.0005: 0.001 at batches of 128, times sqrt(32/128)" in out
     recorded = json.load(open(tmp_path / "auto" / "train_config.json"))["config"]
@@ -506,8 +514,9 @@ def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_r
     assert recorded["model_options"]["num_layers"] == 1
     model, _, _ = tfseqrec.load(str(tmp_path / "auto"))
     assert model.backbone.num_layers == 1
-    bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128}, verbose=2)
-    assert "batch size" not in capsys.readouterr().out
+    bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128, "window_stride": 8}, verbose=2)
+    out = capsys.readouterr().out
+    assert "batch size" not in out and "training targets" not in out  # windows 8 apart hold them all
     recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
     assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 1e-3)
     # A learning rate given is kept at the batch the data settle.

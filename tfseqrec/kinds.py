@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from tfseqrec import export, models
-from tfseqrec.data import pipeline, readers, splits, text, vocab
+from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.export.module import (
     Recommender,
     TextRecommender,
@@ -319,6 +319,21 @@ class IdModelKind(ModelKind):
             sequences, config.max_sequence_length + 1, config.window_stride, min_length=2
         )
         return (windows[:, :-1] != vocab.PAD_ID).sum(axis=1)
+
+    def targets_outside_windows(self, config, sequences):
+        """``(outside, total)``: the training targets of ``sequences`` that no training window of
+        ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them."""
+        if self.cloze:
+            return numpy_pipeline.targets_outside_windows(
+                sequences, config.max_sequence_length, config.window_stride
+            )
+        return numpy_pipeline.targets_outside_windows(
+            sequences,
+            config.max_sequence_length + 1,
+            config.window_stride,
+            min_length=2,
+            first_is_target=False,
+        )
 
     def train(
         self,

@@ -54,6 +54,21 @@ def test_windows_by_hand():
     assert len(y) == 4
 
 
+def test_targets_outside_the_windows_by_hand():
+    # Next-item windows of 3 inputs (4 items): a sequence's first item is never a target, so the
+    # lengths 7, 2, 1, 6, 3 give 6 + 1 + 0 + 5 + 2 = 14 targets; the newest windows leave out
+    # user 0's 4, 5, 6 and user 3's 5, 7.
+    causal = {"min_length": 2, "first_is_target": False}
+    assert numpy_pipeline.targets_outside_windows(SEQUENCES, 4, **causal) == (5, 14)
+    # Windows ending 2 items apart (user 0: at 9, 7, 5) cover every target.
+    assert numpy_pipeline.targets_outside_windows(SEQUENCES, 4, stride=2, **causal) == (0, 14)
+    # A stride wider than a window leaves gaps: user 0's windows [6, 7, 8, 9] and [3, 4] train on
+    # 7, 8, 9 and 4, not 5 and 6; user 3 has one window (its second would hold one item).
+    assert numpy_pipeline.targets_outside_windows(SEQUENCES, 4, stride=5, **causal) == (4, 14)
+    # Cloze windows of 3: every item a target, 19 in all; 4 of user 0's and 3 of user 3's left out.
+    assert numpy_pipeline.targets_outside_windows(SEQUENCES, 3) == (7, 19)
+
+
 def test_batches_reshuffle_every_epoch_and_drop_the_remainder():
     batches = numpy_pipeline.causal_batches(SEQUENCES, 3, 2, seed=0, drop_remainder=True)
     assert len(batches) == 2  # 4 windows

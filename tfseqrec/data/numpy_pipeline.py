@@ -90,6 +90,34 @@ def _window_bounds(sequences, width, stride, min_length):
     return starts, ends, rows
 
 
+def targets_outside_windows(sequences, width, stride=None, min_length=1, first_is_target=True):
+    """``(outside, total)``: training targets of ``sequences`` that no window of ``sliding_windows``
+    trains on, and all of them.
+
+    Each item of a sequence is a target, but with ``first_is_target=False`` (next-item
+    training, where a sequence's first item has nothing before it to predict it from, nor has
+    a window's first item) neither a sequence's nor a window's first item is. With
+    ``stride=None`` a long history keeps only its newest ``width`` items, so its earlier
+    items are never trained on; a stride up to ``width`` covers them all.
+
+    >>> from tfseqrec.data import splits
+    >>> seqs = splits.Sequences.from_list([0, 1], [[3, 4, 5, 6, 7], [8, 9]])
+    >>> targets_outside_windows(seqs, 3, first_is_target=False)  # 4 and 5 are cut off
+    (2, 5)
+    >>> targets_outside_windows(seqs, 3, stride=2, first_is_target=False)
+    (0, 5)
+    """
+    starts, ends, rows = _window_bounds(sequences, width, stride, min_length)
+    skip = 0 if first_is_target else 1
+    # Covered positions of the flat values: +1 where a window's targets start, -1 where they end.
+    change = np.zeros(len(sequences.values) + 1, np.int64)
+    np.add.at(change, starts + skip, 1)
+    np.add.at(change, np.maximum(ends, starts + skip), -1)
+    covered = int((np.cumsum(change)[:-1] > 0).sum())
+    total = int(np.maximum(sequences.lengths - skip, 0).sum())
+    return total - covered, total
+
+
 def padding_mask(ids):
     """1 where ``ids`` holds an item, 0 where padded: int32, the shape of ``ids``."""
     return (ids != vocab.PAD_ID).astype(np.int32)

@@ -247,6 +247,7 @@ def _run_config(kind, config, split, num_items, verbose):
     if note and verbose:
         print(note, flush=True)
     per_window = kind.targets_per_window(config, split.train)
+    _note_outside_windows(kind, config, split.train, verbose)
     config = _with_batch_size(config, len(per_window), verbose, scale_learning_rate=rate_by_data)
     _note_sparse_updates(config, num_items, verbose)
     return config, per_window
@@ -332,6 +333,24 @@ def _with_batch_size(config, windows, verbose, scale_learning_rate=False):
                 flush=True,
             )
     return dataclasses.replace(config, **values)
+
+
+def _note_outside_windows(kind, config, train, verbose):
+    """The training log's line when some training targets lie outside every training window:
+    without ``window_stride``, the items of a history before its newest ``max_sequence_length``."""
+    outside, total = kind.targets_outside_windows(config, train)
+    if outside and verbose:
+        windows = (
+            f"each user's newest {config.max_sequence_length} items"
+            if config.window_stride is None
+            else f"windows {config.window_stride} items apart"
+        )
+        print(
+            f"{config.model}: {outside:,} of {total:,} training targets ({outside / total:.0%}) are "
+            f"outside the training windows ({windows}) and are not trained on; "
+            f"--window-stride {config.max_sequence_length} trains on them too",
+            flush=True,
+        )
 
 
 def _with_time_bias(kind, config, train, verbose):
