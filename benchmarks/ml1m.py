@@ -236,7 +236,8 @@ def test_results(model, split, vocabulary, protocol, seed, sampled):
 
 
 def time_to_quality(history, timer):
-    """Epochs, the best one by validation NDCG@10 and the minutes to it and to 98% of it.
+    """Epochs, the best one by validation NDCG@10 and the minutes to it and to 98% of it; the
+    validation NDCG@10 and the minutes of `fit` at the end of every epoch.
 
     Without a validation split (``validation="none"``) the last epoch is the model, and
     the validation fields are ``None``.
@@ -248,6 +249,7 @@ def time_to_quality(history, timer):
             "best_epoch": epochs,
             "best_val_ndcg@10": None,
             "val_ndcg@10": [],
+            "minutes_at_epoch": [t / 60 for t in timer.elapsed],
             "minutes_to_best": timer.elapsed[-1] / 60,
             "minutes_to_98pct_of_best": None,
         }
@@ -259,6 +261,7 @@ def time_to_quality(history, timer):
         "best_epoch": best + 1,
         "best_val_ndcg@10": float(val[best]),
         "val_ndcg@10": val.tolist(),
+        "minutes_at_epoch": [t / 60 for t in timer.elapsed],
         "minutes_to_best": timer.elapsed[best] / 60,
         "minutes_to_98pct_of_best": timer.elapsed[near] / 60,
     }

@@ -308,6 +308,7 @@ def test_ml1m_time_to_quality_with_and_without_validation():
     got = ml1m.time_to_quality(history, timer)
     assert (got["epochs"], got["best_epoch"], got["best_val_ndcg@10"]) == (4, 3, 0.2)
     assert (got["minutes_to_best"], got["minutes_to_98pct_of_best"]) == (3.0, 2.0)
+    assert got["minutes_at_epoch"] == [1.0, 2.0, 3.0, 4.0]
     # No validation split (hstu-paper): the last epoch is the model, nothing measured on validation.
     got = ml1m.time_to_quality(types.SimpleNamespace(history={"loss": [4, 3, 2, 1]}), timer)
     assert (got["epochs"], got["best_epoch"], got["minutes_to_best"]) == (4, 4, 4.0)

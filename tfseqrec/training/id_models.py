@@ -345,8 +345,9 @@ def _note_outside_windows(kind, config, train, verbose):
             if config.window_stride is None
             else f"windows {config.window_stride} items apart"
         )
+        share = f"{outside / total:.0%}" if outside >= total / 100 else "under 1%"
         print(
-            f"{config.model}: {outside:,} of {total:,} training targets ({outside / total:.0%}) are "
+            f"{config.model}: {outside:,} of {total:,} training targets ({share}) are "
             f"outside the training windows ({windows}) and are not trained on; "
             f"--window-stride {config.max_sequence_length} trains on them too",
             flush=True,
