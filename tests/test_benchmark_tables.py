@@ -353,6 +353,32 @@ def test_probes_table_and_paragraph_by_hand(tmp_path, monkeypatch):
     )
 
 
+def test_window_stride_paragraph_weighs_the_gain_against_the_defaults_spread(tmp_path, monkeypatch):
+    tables = _tables()
+
+    def run(seed, ndcg, **options):
+        return {
+            **_seed_run(seed, ndcg, 2 * ndcg, 1800.0, 10.0),
+            "config": {"model": "sasrec", "max_train_minutes": 30.0, "seed": seed, **options},
+            "best_val_ndcg@10": ndcg + 0.01,
+            "minutes_to_best": 20.0,
+        }
+
+    first, rest = tables.SASREC_STRIDE_STEMS
+    stored = {"defaults": [run(0, 0.18), run(1, 0.20)], first: [run(0, 0.21, window_stride=200)]}
+    _stored(tmp_path, monkeypatch, tables, {**stored, rest: [run(1, 0.22, window_stride=200)]})
+    after = " ".join(tables.sasrec_stride_after(["defaults", first, rest]).split())
+    # By hand: the stride's mean 0.215 against the defaults' 0.19 gains 0.025; their spread is 0.02.
+    assert (
+        "The stride gains 0.0250 test NDCG@10 on the mean, more than the defaults' spread over seeds (0.0200)."
+        in after
+    )
+    assert "With `window_stride: 200`, the mean over 2 seeds, 0.2150 / 0.4300," in after
+    _stored(tmp_path, monkeypatch, tables, {**stored, rest: [run(1, 0.17, window_stride=200)]})
+    after = " ".join(tables.sasrec_stride_after(["defaults", first, rest]).split())
+    assert "gains 0.0000 test NDCG@10 on the mean, no more than the defaults' spread" in after
+
+
 def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     tables = _tables()
     runs = [
