@@ -1165,7 +1165,7 @@ does: a history longer than that is never trained on before its last 200 items. 
 26% of the users have longer histories, and 334,061 of the 981,491 next-item training targets
 (34%) lie before the window (the training log says so). `window_stride: 200` also trains on
 each long history's earlier windows, 200 items apart, so every training target is in one:
-an epoch has 69 batches instead of 48. Validation and test are unchanged (the newest 200
+an epoch has 69 batches instead of 49. Validation and test are unchanged (the newest 200
 items of each history). Against the three seeds of the defaults (the first command), the same
 30 minutes of `fit` and early stopping; under the table, each option's figures.
 """,
