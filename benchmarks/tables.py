@@ -1081,6 +1081,24 @@ whose HSTU reads no timestamps here either (the shared file has none).
                     after=HSTU_RECTOOLS_SEEDS_AFTER,
                 ),
                 Section(
+                    "Probe: HSTU on `rectools` on every window, 60 minutes",
+                    "rectools",
+                    [
+                        "ml1m-hstu-rectools-seed-0",
+                        "ml1m-hstu-rectools-seed-1",
+                        "ml1m-hstu-rectools-seed-2",
+                        "ml1m-hstu-rectools-window-stride-200",
+                    ],
+                    ml1m_probes_table,
+                    prose="""
+HSTU, like SASRec, trains each user on their newest 200 items by default; on the raw
+ratings, too, a third of the training targets lie before that window. One seed with
+`window_stride: 200` (every training target in a window; an epoch has more batches) against
+the three seeds of the defaults above, the same 60 minutes of `fit` and early stopping.
+""",
+                    after=ml1m_probes_after,
+                ),
+                Section(
                     "HSTU on `hstu-paper`, the paper's 101 epochs",
                     "hstu-paper",
                     ["ml1m-hstu-paper-seed-0"],
