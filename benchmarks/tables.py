@@ -2212,13 +2212,14 @@ def peers_summary():
 
 def results_notes():
     """The front page's notes under the results table, every figure read from a stored run."""
-    sasrec_minutes = [r["minutes_to_98pct_of_best"] for r in load("ml1m-sasrec-seeds-0-1-2")]
+    sasrec_runs = load("ml1m-sasrec-seeds-0-1-2")
+    sasrec_minutes = [r["minutes_to_98pct_of_best"] for r in sasrec_runs]
     stride_runs = [r for stem in SASREC_STRIDE_STEMS for r in load(stem)]
     stride_minutes = [r["minutes_to_98pct_of_best"] for r in stride_runs]
     stride_best = (
         "higher"
         if np.mean([r["best_val_ndcg@10"] for r in stride_runs])
-        > np.mean([r["best_val_ndcg@10"] for r in load("ml1m-sasrec-seeds-0-1-2")])
+        > np.mean([r["best_val_ndcg@10"] for r in sasrec_runs])
         else "no higher"
     )
     (hstu_paper,) = load("ml1m-hstu-paper-seed-0")

@@ -306,33 +306,29 @@ class IdModelKind(ModelKind):
             timestamps=bool(config.time_buckets),
         )
 
+    def _windows(self, config):
+        """The training windows' ``sliding_windows`` arguments: Cloze windows of ``N`` items, or
+        next-item windows of ``N + 1`` (inputs and the targets one item later) holding two or more."""
+        if self.cloze:
+            return {"width": config.max_sequence_length, "stride": config.window_stride, "min_length": 1}
+        return {"width": config.max_sequence_length + 1, "stride": config.window_stride, "min_length": 2}
+
     def targets_per_window(self, config, sequences):
         """Expected training targets of each window of ``sequences`` (the loss normaliser's input)."""
-
+        windows, _ = pipeline.sliding_windows(sequences, **self._windows(config))
         if self.cloze:
-            windows, _ = pipeline.sliding_windows(sequences, config.max_sequence_length, config.window_stride)
             items = (windows != vocab.PAD_ID).sum(axis=1)
             # mask_prob of the items, at least one; or only the last item.
             p = config.last_item_only_prob
             return (1 - p) * np.maximum(config.mask_prob * items, 1) + p
-        windows, _ = pipeline.sliding_windows(
-            sequences, config.max_sequence_length + 1, config.window_stride, min_length=2
-        )
         return (windows[:, :-1] != vocab.PAD_ID).sum(axis=1)
 
     def targets_outside_windows(self, config, sequences):
         """``(outside, total)``: the training targets of ``sequences`` that no training window of
-        ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them."""
-        if self.cloze:
-            return numpy_pipeline.targets_outside_windows(
-                sequences, config.max_sequence_length, config.window_stride
-            )
+        ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them. A next-item
+        window's first item is input only."""
         return numpy_pipeline.targets_outside_windows(
-            sequences,
-            config.max_sequence_length + 1,
-            config.window_stride,
-            min_length=2,
-            first_is_target=False,
+            sequences, **self._windows(config), first_is_target=self.cloze
         )
 
     def train(

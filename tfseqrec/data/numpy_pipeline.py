@@ -107,7 +107,7 @@ def targets_outside_windows(sequences, width, stride=None, min_length=1, first_i
     >>> targets_outside_windows(seqs, 3, stride=2, first_is_target=False)
     (0, 5)
     """
-    starts, ends, rows = _window_bounds(sequences, width, stride, min_length)
+    starts, ends, _ = _window_bounds(sequences, width, stride, min_length)
     skip = 0 if first_is_target else 1
     # Covered positions of the flat values: +1 where a window's targets start, -1 where they end.
     change = np.zeros(len(sequences.values) + 1, np.int64)

@@ -338,8 +338,10 @@ def _with_batch_size(config, windows, verbose, scale_learning_rate=False):
 def _note_outside_windows(kind, config, train, verbose):
     """The training log's line when some training targets lie outside every training window:
     without ``window_stride``, the items of a history before its newest ``max_sequence_length``."""
+    if not verbose:
+        return
     outside, total = kind.targets_outside_windows(config, train)
-    if outside and verbose:
+    if outside:
         windows = (
             f"each user's newest {config.max_sequence_length} items"
             if config.window_stride is None
