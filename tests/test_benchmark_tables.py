@@ -379,6 +379,34 @@ def test_window_stride_paragraph_weighs_the_gain_against_the_defaults_spread(tmp
     assert "gains 0.0000 test NDCG@10 on the mean, no more than the defaults' spread" in after
 
 
+def test_defaults_stride_paragraph_by_hand(tmp_path, monkeypatch):
+    tables = _tables()
+
+    def run(seed, **ndcg):
+        rows = [
+            {"dataset": "ml-100k", "model": m, "test": {"ndcg@10": v}, "best_val_ndcg@10": v + 0.01}
+            for m, v in ndcg.items()
+        ]
+        return {"args": {"seed": seed}, "rows": rows}
+
+    defaults = {"d0": run(0, sasrec=0.20, hstu=0.18), "d1": run(1, sasrec=0.22, hstu=0.18)}
+    monkeypatch.setattr(tables, "DEFAULTS_SEEDS", list(defaults))
+    _stored(tmp_path, monkeypatch, tables, {**defaults, "s0": run(0, sasrec=0.17, hstu=0.19)})
+    _stored(tmp_path, monkeypatch, tables, {"s1": run(1, sasrec=0.19, hstu=0.19)})
+    after = " ".join(tables.defaults_stride_after(["s0", "s1"]).split())
+    # By hand: SASRec's mean 0.18 against 0.21 falls 0.03, more than the defaults' spread 0.02;
+    # HSTU's 0.19 is above its defaults' 0.18.
+    assert (
+        "SASRec 0.1700 and 0.1900 (mean 0.1800) against the defaults' 0.2000 and 0.2200 (mean 0.2100, "
+        "spread 0.0200); best validation 0.1900 against 0.2200 on the mean;" in after
+    )
+    assert "HSTU 0.1900 and 0.1900 (mean 0.1900) against the defaults' 0.1800 and 0.1800" in after
+    assert "The stride falls by more than the defaults' spread for SASRec:" in after
+    _stored(tmp_path, monkeypatch, tables, {"s1": run(1, sasrec=0.23, hstu=0.19)})
+    after = " ".join(tables.defaults_stride_after(["s0", "s1"]).split())
+    assert "(mean 0.2000)" in after and "No model falls by more than the defaults' spread" in after
+
+
 def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     tables = _tables()
     runs = [
