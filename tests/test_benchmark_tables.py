@@ -407,6 +407,54 @@ def test_defaults_stride_paragraph_by_hand(tmp_path, monkeypatch):
     assert "(mean 0.2000)" in after and "No model falls by more than the defaults' spread" in after
 
 
+def test_bert4rec_stride_paragraph_by_hand(tmp_path, monkeypatch):
+    tables = _tables()
+    run = {
+        "seed": 0,
+        "config": {"model": "bert4rec", "max_train_minutes": 30.0, "seed": 0, "window_stride": 200},
+        "results": {"full_exclude_seen=True": {"ndcg@10": 0.15, "hr@10": 0.28}},
+        "epochs": 3,
+        "best_epoch": 3,
+        "best_val_ndcg@10": 0.16,
+        "minutes_at_epoch": [0.5, 1.0, 1.5],  # 30 s an epoch
+    }
+    side = {
+        "library": "tfseqrec",
+        "config": {"model": "bert4rec", "max_train_minutes": 30.0, "seed": 0},
+        "test": {"ndcg@10": 0.17, "hr@10": 0.30},
+        "epochs": 4,
+        "best_epoch": 2,
+        "best_val_ndcg@10": 0.18,
+        "elapsed_seconds": [20.0, 40.0, 60.0, 80.0],  # 20 s an epoch
+    }
+    peers = {"models": {"bert4rec": [side, {**side, "library": "rectools"}]}}
+    first, rest = tables.BERT4REC_SEED_STEMS
+    seeds = {first: [run], rest: [{**run, "results": {"full_exclude_seen=True": {"ndcg@10": 0.175}}}]}
+    _stored(tmp_path, monkeypatch, tables, {"stride": [run], "peers-sasrec-plus": peers, **seeds})
+    after = " ".join(tables.bert4rec_stride_after(["stride"]).split())
+    # By hand: 0.15 - 0.17 = -0.02, within the headline seeds' spread, 0.175 - 0.15 = 0.025.
+    assert (
+        "One seed: the stride's -0.0200 is within the spread of BERT4Rec's three 60-minute seeds (0.0250)"
+        in after
+    )
+    assert after.startswith(
+        "With `window_stride: 200`, seed 0: test NDCG@10 / HR@10 0.1500 / 0.2800 after 3 epochs (best 3, "
+        "best validation 0.1600, 30.0 s an epoch with its validation), against the defaults' 0.1700 / "
+        "0.3000 after 4 epochs (best 2, best validation 0.1800, 20.0 s an epoch) in the same 30 minutes"
+    )
+    _stored(
+        tmp_path,
+        monkeypatch,
+        tables,
+        {rest: [{**run, "results": {"full_exclude_seen=True": {"ndcg@10": 0.16}}}]},
+    )
+    after = " ".join(tables.bert4rec_stride_after(["stride"]).split())
+    assert "the stride's -0.0200 is beyond the spread of BERT4Rec's three 60-minute seeds (0.0100)" in after
+    _stored(tmp_path, monkeypatch, tables, {"stride": [{**run, "seed": 1}]})
+    with pytest.raises(ValueError, match="differ in seed or budget"):
+        tables.bert4rec_stride_after(["stride"])
+
+
 def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
     tables = _tables()
     runs = [
