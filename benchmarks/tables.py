@@ -1038,7 +1038,8 @@ def bert4rec_stride_after(stems):
     text += (
         f" One seed: the stride's {gain:+.4f} is "
         + ("within" if abs(gain) <= spread else "beyond")
-        + f" the spread of BERT4Rec's three 60-minute seeds ({spread:.4f}), from fewer, longer epochs."
+        + f" the spread of BERT4Rec's three 60-minute seeds ({spread:.4f})"
+        + (", from fewer, longer epochs." if run["epochs"] < side["epochs"] else ".")
     )
     return textwrap.fill(text, width=92, break_long_words=False, break_on_hyphens=False)
 
