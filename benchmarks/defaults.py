@@ -182,6 +182,17 @@ def table(rows):
     return "\n".join(lines)
 
 
+def by_seed(runs, metric=lambda row: row["test"]["ndcg@10"]):
+    """``{(dataset, model): {seed: metric(row)}}`` of stored ``defaults.py`` records, each of one
+    seed, in the order they ran: a later run of a seed replaces that seed's rows of the
+    datasets and models it ran."""
+    values = {}
+    for run in runs:
+        for r in run["rows"]:
+            values.setdefault((r["dataset"], r["model"]), {})[run["args"]["seed"]] = metric(r)
+    return values
+
+
 def seed_ratios(runs):
     """``{(dataset, model): (NDCG@10 by seed, mean / SASRec's mean, lowest seed's ratio)}``.
 
@@ -193,22 +204,22 @@ def seed_ratios(runs):
     seed, each model against SASRec of the same seed). Both are ``None`` for SASRec, and
     where SASRec has no seed in common with the model.
     """
-    ndcg = {}  # (dataset, model) -> {seed: NDCG@10}
     for run in runs:
-        seed = run["args"]["seed"]
         for r in run["rows"]:
             if "config" in r and changed_options(r) != "defaults":
-                raise ValueError(f"seed {seed}: a probe row ({changed_options(r)}) is not the defaults")
-            ndcg.setdefault((r["dataset"], r["model"]), {})[seed] = r["test"]["ndcg@10"]
+                raise ValueError(
+                    f"seed {run['args']['seed']}: a probe row ({changed_options(r)}) is not the defaults"
+                )
+    ndcg = by_seed(runs)  # (dataset, model) -> {seed: NDCG@10}
     result = {}
-    for (dataset, model), by_seed in ndcg.items():
+    for (dataset, model), mine in ndcg.items():
         base = ndcg.get((dataset, "sasrec"), {})
-        common = [s for s in by_seed if s in base]
+        common = [s for s in mine if s in base]
         ratio = lowest = None
         if common and model != "sasrec":
-            ratio = np.mean([by_seed[s] for s in common]) / np.mean([base[s] for s in common])
-            lowest = min(by_seed[s] / base[s] for s in common)
-        result[(dataset, model)] = (by_seed, ratio, lowest)
+            ratio = np.mean([mine[s] for s in common]) / np.mean([base[s] for s in common])
+            lowest = min(mine[s] / base[s] for s in common)
+        result[(dataset, model)] = (mine, ratio, lowest)
     return result
 
 

@@ -641,32 +641,34 @@ DEFAULTS_STRIDE_STEMS = [f"defaults-probes-window-stride-seed-{seed}" for seed i
 def defaults_stride_after(stems):
     """The paragraph under the window-stride probes on ML-100K: each model's test and best
     validation NDCG@10 over the seeds with the stride, against the defaults' seeds
-    (``DEFAULTS_SEEDS``, ``defaults.seed_ratios``), and whether the stride may be a default."""
-    now = defaults.seed_ratios([load(s) for s in DEFAULTS_SEEDS])
-    stride, stride_val, base_val = {}, {}, {}
-    for run in map(load, stems):
-        for r in run["rows"]:
-            if r["model"] != "popularity":
-                stride.setdefault(r["model"], {})[run["args"]["seed"]] = r["test"]["ndcg@10"]
-                stride_val.setdefault(r["model"], []).append(r["best_val_ndcg@10"])
-    for run in map(load, DEFAULTS_SEEDS):  # a later run of a seed replaces its rows, as in seed_ratios
-        for r in run["rows"]:
-            if r["dataset"] == "ml-100k" and r["model"] in stride:
-                base_val.setdefault(r["model"], {})[run["args"]["seed"]] = r["best_val_ndcg@10"]
+    (``DEFAULTS_SEEDS``, each collected by ``defaults.by_seed``), and whether the stride may be a
+    default."""
+
+    def best_val(row):
+        return row["best_val_ndcg@10"]
+
+    def trained(stem):
+        """The stored run without popularity's rows (no validation; the same with or without the stride)."""
+        run = load(stem)
+        return {**run, "rows": [r for r in run["rows"] if r["model"] != "popularity"]}
+
+    probes, base_runs = list(map(trained, stems)), list(map(trained, DEFAULTS_SEEDS))
+    stride, stride_val = defaults.by_seed(probes), defaults.by_seed(probes, best_val)
+    base, base_val = defaults.by_seed(base_runs), defaults.by_seed(base_runs, best_val)
     names = {"sasrec": "SASRec", "bert4rec": "BERT4Rec", "hstu": "HSTU"}
     sentences, worse = [], []
-    for model, by_seed in stride.items():
-        base = now[("ml-100k", model)][0]
+    for key, by_seed in stride.items():
+        model, theirs_by_seed = names[key[1]], base[key]
         seeds = sorted(by_seed)
-        mine, theirs = np.mean([by_seed[s] for s in seeds]), np.mean([base[s] for s in seeds])
-        spread = np.ptp([base[s] for s in seeds])
+        mine, theirs = np.mean([by_seed[s] for s in seeds]), np.mean([theirs_by_seed[s] for s in seeds])
+        spread = np.ptp([theirs_by_seed[s] for s in seeds])
         if theirs - mine > spread:
-            worse.append(names[model])
+            worse.append(model)
         sentences.append(
-            f"{names[model]} {_listed([f'{by_seed[s]:.4f}' for s in seeds])} (mean {mine:.4f}) against "
-            f"the defaults' {_listed([f'{base[s]:.4f}' for s in seeds])} (mean {theirs:.4f}, spread "
-            f"{spread:.4f}); best validation {np.mean(stride_val[model]):.4f} against "
-            f"{np.mean([base_val[model][s] for s in seeds]):.4f} on the mean"
+            f"{model} {_listed([f'{by_seed[s]:.4f}' for s in seeds])} (mean {mine:.4f}) against "
+            f"the defaults' {_listed([f'{theirs_by_seed[s]:.4f}' for s in seeds])} (mean {theirs:.4f}, "
+            f"spread {spread:.4f}); best validation {np.mean([stride_val[key][s] for s in seeds]):.4f} "
+            f"against {np.mean([base_val[key][s] for s in seeds]):.4f} on the mean"
         )
     verdict = (
         f"The stride falls by more than the defaults' spread for {_listed(worse)}: what it gains on "
