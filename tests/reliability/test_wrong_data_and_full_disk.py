@@ -136,7 +136,8 @@ def test_full_disk_during_train_keeps_the_previous_model(sasrec, tmp_path, capsy
         )
         line = _one_error_line(err)
         # stdout holds the training log (here the line on targets outside the windows), never the error
-        assert code == 1 and "no space" not in out and "no space left on the device" in line
+        assert code == 1 and "no space left on the device" in line
+        assert all(log.startswith("sasrec: ") for log in out.splitlines()), out
         assert "the model already in" in line and "untouched" in line
         assert file_tree(previous) == before and sorted(os.listdir(disk)) == ["model"]  # no model.partial
 
