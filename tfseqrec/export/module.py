@@ -42,6 +42,21 @@ def _integer_id(raw):
     return bool(_INTEGER.match(raw)) and int(raw) < 2**63
 
 
+def signature(*specs):
+    """Marks a method as a signature taking ``specs`` (``tf.TensorSpec``s, in order).
+
+    The method stays a plain method (eager when called directly); ``signatures()`` traces
+    it once. A ``tf.function`` attribute would be traced twice per export: ``tf.saved_model.save``
+    traces every function it finds on the module again in its own context.
+    """
+
+    def mark(method):
+        method.input_signature = list(specs)
+        return method
+
+    return mark
+
+
 class Recommender(tf.Module):
     """A scoring model and its vocabulary as a TF Serving module.
 
@@ -200,24 +215,22 @@ class Recommender(tf.Module):
 
     # --- signatures ------------------------------------------------------------------
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="history")])
+    @signature(tf.TensorSpec([None, None], tf.string, name="history"))
     def serving_default(self, history):
         return self._recommend_raw(history, self.k)
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.string, name="history"),
-            tf.TensorSpec([None], tf.int32, name="k"),
-        ]
+    @signature(
+        tf.TensorSpec([None, None], tf.string, name="history"),
+        tf.TensorSpec([None], tf.int32, name="k"),
     )
     def recommend_top_k(self, history, k):
         return self._recommend_raw(history, _max_or_zero(k))
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64, name="history")])
+    @signature(tf.TensorSpec([None, None], tf.int64, name="history"))
     def recommend_ids(self, history):
         return self._recommend_ints(history)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    @signature(tf.TensorSpec([None], tf.string, name="examples"))
     def predict_examples(self, examples):
         features = tf.io.parse_example(
             examples, {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items")}
@@ -225,11 +238,9 @@ class Recommender(tf.Module):
         out = self._recommend_raw(features["items"].to_tensor(default_value=""), self.k)
         return {"user_id": features["user_id"], **out}
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.string, name="history"),
-            tf.TensorSpec([None], tf.string, name="target"),
-        ]
+    @signature(
+        tf.TensorSpec([None, None], tf.string, name="history"),
+        tf.TensorSpec([None], tf.string, name="target"),
     )
     def rank_targets(self, history, target):
         return self._rank_raw(history, target)
@@ -239,10 +250,14 @@ class Recommender(tf.Module):
         return [name for name in SIGNATURES if name != "recommend_ids" or self.integer_ids]
 
     def signatures(self):
-        """The concrete functions to save, by signature name."""
-        return self._collect(
-            {name: getattr(self, name).get_concrete_function() for name in self.signature_names()}
-        )
+        """The concrete functions to save, by signature name: each method traced once, here."""
+        functions = {}
+        for name in self.signature_names():
+            method = getattr(self, name)
+            functions[name] = tf.function(
+                method, input_signature=method.input_signature
+            ).get_concrete_function()
+        return self._collect(functions)
 
     def _collect(self, functions):
         # The variables the signatures read, saved as this module's own.
@@ -334,35 +349,29 @@ class TimedRecommender(Recommender):
         with tf.control_dependencies([check]):
             return tf.identity(_batch_of_rows(timestamps))
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.string, name="history"),
-            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
-        ]
+    @signature(
+        tf.TensorSpec([None, None], tf.string, name="history"),
+        tf.TensorSpec([None, None], tf.int64, name="timestamps"),
     )
     def serving_default(self, history, timestamps):
         return self._recommend_raw(history, self.k, self._checked_times(history, timestamps))
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.string, name="history"),
-            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
-            tf.TensorSpec([None], tf.int32, name="k"),
-        ]
+    @signature(
+        tf.TensorSpec([None, None], tf.string, name="history"),
+        tf.TensorSpec([None, None], tf.int64, name="timestamps"),
+        tf.TensorSpec([None], tf.int32, name="k"),
     )
     def recommend_top_k(self, history, timestamps, k):
         return self._recommend_raw(history, _max_or_zero(k), self._checked_times(history, timestamps))
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.int64, name="history"),
-            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
-        ]
+    @signature(
+        tf.TensorSpec([None, None], tf.int64, name="history"),
+        tf.TensorSpec([None, None], tf.int64, name="timestamps"),
     )
     def recommend_ids(self, history, timestamps):
         return self._recommend_ints(history, self._checked_times(history, timestamps))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    @signature(tf.TensorSpec([None], tf.string, name="examples"))
     def predict_examples(self, examples):
         spec = {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items", "timestamps")}
         features = tf.io.parse_example(examples, spec)
@@ -377,12 +386,10 @@ class TimedRecommender(Recommender):
         times = times.to_tensor(default_value=0, shape=tf.shape(history, out_type=tf.int64))
         return {"user_id": features["user_id"], **self._recommend_raw(history, self.k, times)}
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.string, name="history"),
-            tf.TensorSpec([None, None], tf.int64, name="timestamps"),
-            tf.TensorSpec([None], tf.string, name="target"),
-        ]
+    @signature(
+        tf.TensorSpec([None, None], tf.string, name="history"),
+        tf.TensorSpec([None, None], tf.int64, name="timestamps"),
+        tf.TensorSpec([None], tf.string, name="target"),
     )
     def rank_targets(self, history, timestamps, target):
         return self._rank_raw(history, target, self._checked_times(history, timestamps))
@@ -488,7 +495,7 @@ class TextRecommender(Recommender):
         packed = pack_inputs(self.model.model.backbone, nested[0], nested[1], self.model.cls_id, max_tokens)
         return packed, nested[0]
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.string, name="history_text")])
+    @signature(tf.TensorSpec([None, None, None], tf.string, name="history_text"))
     def recommend_texts(self, history_text):
         model = self.model.model
         inputs, items = self._item_inputs(history_text, model.max_tokens)
@@ -498,7 +505,7 @@ class TextRecommender(Recommender):
         top = ranking.top_k(scores, self.k)
         return {"item_ids": self.to_raw.lookup(tf.cast(top.indices, tf.int64)), "scores": top.values}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
+    @signature(tf.TensorSpec([None, None], tf.string, name="item_text"))
     def encode_items(self, item_text):
         model = self.model.model
         inputs, _ = self._item_inputs(item_text[:, None, :], model.max_tokens)
@@ -558,7 +565,7 @@ class UniSRecTextRecommender(Recommender):
         width = tf.minimum(shape[1], self.max_sequence_length)
         return vectors[:, shape[1] - width :], present[:, shape[1] - width :]
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.string, name="history_text")])
+    @signature(tf.TensorSpec([None, None, None], tf.string, name="history_text"))
     def recommend_texts(self, history_text):
         vectors, present = self._history_vectors(history_text)
         empty = tf.logical_not(tf.reduce_any(present, axis=1))
@@ -570,7 +577,7 @@ class UniSRecTextRecommender(Recommender):
         top = ranking.top_k(scores, self.k)
         return {"item_ids": self.to_raw.lookup(tf.cast(top.indices, tf.int64)), "scores": top.values}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="item_text")])
+    @signature(tf.TensorSpec([None, None], tf.string, name="item_text"))
     def encode_items(self, item_text):
         vectors = self.encoder.encode_text(_fit_attributes(item_text[:, None, :], self.num_attributes)[:, 0])
         return {"embeddings": tf.cast(self.model.text_item_vectors(vectors), tf.float32)}
