@@ -350,3 +350,27 @@ def test_served_blocks_equal_the_whole_score_matrix(kind, monkeypatch, tmp_path)
     np.testing.assert_array_equal(
         tf.function(served.rank)(ids, targets), ranking.rank_targets(scores, targets, history)
     )
+
+
+def test_an_export_traces_each_signature_once(tmp_path, monkeypatch):
+    # tf.saved_model.save traces again, in its own context, every tf.function it finds on
+    # the module; the signatures are plain methods, traced once by signatures().
+    from tfseqrec.export import module
+    from tfseqrec.models import SASRec
+
+    traced = []
+    recommend_raw = module.Recommender._recommend_raw
+
+    def counted(self, history, k, times=None):
+        traced.append(k)  # Python runs here only while a graph is traced
+        return recommend_raw(self, history, k, times)
+
+    monkeypatch.setattr(module.Recommender, "_recommend_raw", counted)
+    vocabulary = vocab.ItemVocabulary(["a", "b", "c", "d"], [4, 3, 2, 1])
+    model = SASRec(num_items=4, max_sequence_length=5, hidden_dim=8)
+    path, _ = tfseqrec.export_model(model, vocabulary, tmp_path / "served", k=2, warmup=False)
+    # serving_default, recommend_top_k and predict_examples (no recommend_ids: the ids are not integers)
+    assert len(traced) == 3
+    assert sorted(tf.saved_model.load(path).signatures) == sorted(
+        export.SIGNATURES[:1] + export.SIGNATURES[2:]
+    )
