@@ -1243,6 +1243,7 @@ the ablation's s/epoch for the cosine row came from the CPU, not the schedule.
                     [
                         "ml1m-sasrec-seeds-0-1-2",
                         "ml1m-sasrec-lr-4e-3",
+                        "ml1m-sasrec-lr-4e-3-seeds-1-2",
                         "ml1m-sasrec-lr-4e-3-cosine",
                         "ml1m-sasrec-lr-4e-3-cosine-seeds-1-2",
                     ],
