@@ -371,6 +371,5 @@ def test_an_export_traces_each_signature_once(tmp_path, monkeypatch):
     path, _ = tfseqrec.export_model(model, vocabulary, tmp_path / "served", k=2, warmup=False)
     # serving_default, recommend_top_k and predict_examples (no recommend_ids: the ids are not integers)
     assert len(traced) == 3
-    assert sorted(tf.saved_model.load(path).signatures) == sorted(
-        export.SIGNATURES[:1] + export.SIGNATURES[2:]
-    )
+    names = [name for name in export.SIGNATURES if name != "recommend_ids"]
+    assert sorted(tf.saved_model.load(path).signatures) == sorted(names)
