@@ -1901,6 +1901,11 @@ Evaluation ranks the catalogue in blocks of 4,096 items and counts, never keeps,
 block's scores, so its memory does not grow with the catalogue; the matmul bound is
 `2 * hidden * items` FLOP a user at the rate a large fp32 matmul reaches on the run's host
 (an assumed 130 GFLOP/s, marked `*`, for runs stored before hosts were measured).
+
+Stale: the export (s) and SavedModel (MiB) columns were measured when an export traced each
+signature twice (`tf.saved_model.save` traced the module's `tf.function`s again); exports now
+trace each once (CHANGELOG), so a rerun of the command above gives shorter exports and
+SavedModels no larger. The serving latencies run the same graphs and still hold.
 """,
                 ),
             ],
