@@ -324,3 +324,70 @@ def test_sasrec_bce_training_excludes_history_items():
     # A weight-0 target is no item of the sequence.
     _, seen = model._history(x, np.asarray([[4, 5, 6, 8]]), np.asarray([[True, True, True, False]]))
     np.testing.assert_array_equal(np.asarray(seen), [[True, True, True, True, False, False]])
+
+
+def _softmax_oracle(hidden, table, bias, positives, weight, rows, seen):
+    """NumPy: ``sum_n w_n CE_n`` and its gradients, by hand.
+
+    Position ``n`` keeps the items its sequence has not seen, and its positive; the
+    gradient of ``w_n CE_n`` for the logits is ``w_n (softmax - one_hot)`` over those.
+    """
+    logits = hidden @ table.T + bias
+    d_logits = np.zeros_like(logits)
+    total = 0.0
+    for n, positive in enumerate(positives):
+        keep = ~seen[rows[n]]
+        keep[positive] = True
+        z = np.exp(logits[n, keep] - logits[n, keep].max())
+        softmax = np.zeros(len(table))
+        softmax[keep] = z / z.sum()
+        total += weight[n] * -np.log(softmax[positive])
+        d_logits[n] = weight[n] * (softmax - np.eye(len(table))[positive])
+    return total, d_logits @ table, d_logits.T @ hidden, d_logits.sum(axis=0)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="a TensorFlow kernel")
+@pytest.mark.parametrize("block", [3, 4, 32])
+def test_blockwise_softmax_and_its_gradient_against_numpy(block):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(2)
+    hidden, table, bias = rng.normal(size=(7, 3)), rng.normal(size=(6, 3)), rng.normal(size=6)
+    positives = np.array([0, 5, 2, 2, 4, 1, 3])
+    rows = np.array([0, 0, 1, 1, 1, 0, 1])
+    seen = np.zeros((2, 6), bool)
+    seen[0, [1, 3, 5]] = True  # row 0's positive 0 is not seen: it is a candidate once
+    seen[1, [2, 4]] = True
+    weight = np.array([1.0, 0.5, 0.0, 2.0, 1.0, 1.0, 1.0])  # a weight 0 drops a position
+    expected = _softmax_oracle(hidden, table, bias, positives, weight, rows, seen)
+    no_history = _softmax_oracle(hidden, table, bias, positives, weight, rows, np.zeros_like(seen))
+    variables = [tf.constant(_f32(x)) for x in (hidden, table, bias)]
+    for history, want in (((rows, seen), expected), (None, no_history)):
+        with tf.GradientTape() as tape:
+            tape.watch(variables)
+            total = losses.softmax_cross_entropy_sum(
+                *variables[:2], positives, _f32(weight), variables[2], history, block=block
+            )
+        np.testing.assert_allclose(float(total), want[0], rtol=1e-5)
+        for got, grad in zip(tape.gradient(total, variables), want[1:]):
+            np.testing.assert_allclose(np.asarray(got), grad, rtol=1e-4, atol=1e-6)
+    # Without a bias, and the table's gradient flows through a transform before it.
+    with tf.GradientTape() as tape:
+        tape.watch(variables)
+        total = losses.softmax_cross_entropy_sum(variables[0], 2.0 * variables[1], positives, _f32(weight))
+    want = _softmax_oracle(hidden, 2.0 * table, np.zeros(6), positives, weight, rows, np.zeros_like(seen))
+    np.testing.assert_allclose(float(total), want[0], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(tape.gradient(total, variables[1])), 2.0 * want[2], rtol=1e-4)
+
+
+@pytest.mark.parametrize("reduction", ["sum_over_batch_size", "sum", "mean_with_sample_weight", "none"])
+def test_full_softmax_from_embeddings_reduces_as_keras_does(reduction):
+    # Oracle: the Keras loss over the logits (`call` and Keras's own reduction).
+    rng = np.random.default_rng(3)
+    hidden, table = _f32(rng.normal(size=(5, 4))), _f32(rng.normal(size=(9, 4)))
+    positives, weight = np.array([0, 8, 3, 3, 1]), _f32([1.0, 0.0, 2.0, 1.0, 0.5])
+    loss = losses.FullSoftmaxCrossEntropy(reduction=reduction)
+    for sample_weight in (None, weight):
+        want = loss(positives, hidden @ table.T, sample_weight=sample_weight)
+        got = loss.from_embeddings(hidden, positives, table, sample_weight=sample_weight)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
