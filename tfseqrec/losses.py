@@ -267,9 +267,9 @@ def softmax_cross_entropy_sum(hidden, table, positives, weight, bias=None, histo
     ``[N, num_items]`` logits are never whole in memory: each block's stay in the CPU's
     cache from the matmul to the gradient, where TensorFlow's fused
     ``sparse_softmax_cross_entropy_with_logits`` over the whole matrix reads and writes
-    it in memory several times. On ML-1M's SASRec batches (about 13,700 positions by
-    3,416 items), forward and backward took about 0.1 s a batch against 0.2 s, most of
-    an epoch's time before (the epochs of ``benchmarks/ml1m.py``).
+    it in memory several times. On ML-1M, SASRec's and HSTU's epochs run about 1.4x as
+    fast as with that op (``benchmarks/README.md``, "The full softmax a block of
+    positions at a time").
 
     The gradient is ``softmax - one_hot`` for the logits, so the backward pass only
     scales what the forward pass computed by the incoming scalar gradient.
