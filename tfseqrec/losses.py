@@ -272,7 +272,9 @@ def softmax_cross_entropy_sum(hidden, table, positives, weight, bias=None, histo
     positions at a time").
 
     The gradient is ``softmax - one_hot`` for the logits, so the backward pass only
-    scales what the forward pass computed by the incoming scalar gradient.
+    scales what the forward pass computed by the incoming scalar gradient. The forward
+    pass computes it whether or not a gradient is asked for: on validation batches (a
+    position a user) that is little.
 
     Args:
         hidden: float ``[N, d]``.
@@ -317,9 +319,9 @@ def softmax_cross_entropy_sum(hidden, table, positives, weight, bias=None, histo
             if history is not None:
                 # The sequence's items leave the softmax, its positive among them; the
                 # positive comes back as one more term of each row's sum.
-                rows_ = tf.slice(rows, [start], [block])
-                logits = tf.where(tf.gather(seen, rows_), tf.constant(-1e9, logits.dtype), logits)
-                returned = tf.gather_nd(seen, tf.stack([rows_, target], axis=1))
+                sequence = tf.slice(rows, [start], [block])
+                logits = tf.where(tf.gather(seen, sequence), tf.constant(-1e9, logits.dtype), logits)
+                returned = tf.gather_nd(seen, tf.stack([sequence, target], axis=1))
                 top = tf.maximum(tf.reduce_max(logits, axis=1), positive)
             else:
                 top = tf.reduce_max(logits, axis=1)
