@@ -291,82 +291,18 @@ def softmax_cross_entropy_sum(hidden, table, positives, weight, bias=None, histo
     num_items = table.shape[0] or tf.shape(table)[0]
     if block is None:
         block = 256 if table.shape[0] is None else max(32, _BLOCK_LOGITS // max(num_items, 1) // 8 * 8)
-    positives = tf.cast(positives, tf.int32)
-    weight = tf.cast(weight, tf.float32)
-    n = tf.shape(positives)[0]
-    blocks = (n + block - 1) // block
-    pad = blocks * block - n
-    positives = tf.pad(positives, [[0, pad]])
-    weight = tf.pad(weight, [[0, pad]])  # padding weighs 0
-    if history is not None:
-        rows, seen = tf.cast(history[0], tf.int32), tf.cast(history[1], tf.bool)
-        rows = tf.pad(rows, [[0, pad]])
     dtypes = (hidden.dtype, table.dtype, None if bias is None else bias.dtype)
-
-    def loss_and_grads(hidden, table, bias):
-        dim = hidden.shape[-1]
-        hidden = tf.pad(hidden, [[0, pad], [0, 0]])
-
-        def body(i, total, d_table, d_bias, d_hidden, kept_positive):
-            start = i * block
-            h = tf.slice(hidden, [start, 0], [block, dim])
-            target = tf.slice(positives, [start], [block])
-            w = tf.slice(weight, [start], [block])
-            logits = tf.matmul(h, table, transpose_b=True)
-            if bias is not None:
-                logits += bias
-            positive = tf.gather(logits, target, axis=1, batch_dims=1)
-            if history is not None:
-                # The sequence's items leave the softmax, its positive among them; the
-                # positive comes back as one more term of each row's sum.
-                sequence = tf.slice(rows, [start], [block])
-                logits = tf.where(tf.gather(seen, sequence), tf.constant(-1e9, logits.dtype), logits)
-                returned = tf.gather_nd(seen, tf.stack([sequence, target], axis=1))
-                top = tf.maximum(tf.reduce_max(logits, axis=1), positive)
-            else:
-                top = tf.reduce_max(logits, axis=1)
-            exp = tf.exp(logits - top[:, None])
-            total_exp = tf.reduce_sum(exp, axis=1)
-            if history is not None:
-                positive_exp = tf.where(returned, tf.exp(positive - top), 0.0)
-                total_exp += positive_exp
-                kept_positive = kept_positive.write(i, w * positive_exp / total_exp)
-            total += tf.reduce_sum(w * (top + tf.math.log(total_exp) - positive))
-            # d total / d logits = w * softmax, less w at the positive (after the loop).
-            grad = exp * (w / total_exp)[:, None]
-            d_table += tf.matmul(grad, h, transpose_a=True)
-            if bias is not None:
-                d_bias += tf.reduce_sum(grad, axis=0)
-            d_hidden = d_hidden.write(i, tf.matmul(grad, table))
-            return i + 1, total, d_table, d_bias, d_hidden, kept_positive
-
-        arrays = [
-            tf.TensorArray(tf.float32, size=blocks, element_shape=shape) for shape in ([block, dim], [block])
-        ]
-        _, total, d_table, d_bias, d_hidden, kept_positive = tf.while_loop(
-            lambda i, *_: i < blocks,
-            body,
-            (
-                tf.constant(0),
-                tf.constant(0.0),
-                tf.zeros_like(table),
-                tf.zeros([num_items], tf.float32),
-                *arrays,
-            ),
-        )
-        # The positive's column: its softmax share (where it came back), less its weight.
-        correction = weight - kept_positive.concat() if history is not None else weight
-        d_hidden = d_hidden.concat() - correction[:, None] * tf.gather(table, positives)
-        d_table -= tf.math.unsorted_segment_sum(correction[:, None] * hidden, positives, num_items)
-        d_bias -= tf.math.unsorted_segment_sum(correction, positives, num_items)
-        return total, (d_hidden[:n], d_table, d_bias)
 
     @tf.custom_gradient
     def summed(hidden, table, *bias):
-        total, grads = loss_and_grads(
+        total, grads = _blockwise_softmax(
             tf.cast(hidden, tf.float32),
             tf.cast(table, tf.float32),
             tf.cast(bias[0], tf.float32) if bias else None,
+            tf.cast(positives, tf.int32),
+            tf.cast(weight, tf.float32),
+            history,
+            block,
         )
 
         def grad(upstream):
@@ -376,6 +312,79 @@ def softmax_cross_entropy_sum(hidden, table, positives, weight, bias=None, histo
 
     args = (tf.convert_to_tensor(hidden), tf.convert_to_tensor(table))
     return summed(*args, *(() if bias is None else (tf.convert_to_tensor(bias),)))
+
+
+def _blockwise_softmax(hidden, table, bias, positives, weight, history, block):
+    """``softmax_cross_entropy_sum``'s loop: ``(total, (d_hidden, d_table, d_bias))``."""
+    num_items = table.shape[0] or tf.shape(table)[0]
+    n, dim = tf.shape(positives)[0], hidden.shape[-1]
+    blocks = (n + block - 1) // block
+    pad = blocks * block - n
+    positives, weight = tf.pad(positives, [[0, pad]]), tf.pad(weight, [[0, pad]])  # padding weighs 0
+    hidden = tf.pad(hidden, [[0, pad], [0, 0]])
+    if history is not None:
+        rows, seen = tf.pad(tf.cast(history[0], tf.int32), [[0, pad]]), tf.cast(history[1], tf.bool)
+
+    def body(i, total, d_table, d_bias, d_hidden, kept_positive):
+        start = i * block
+        h = tf.slice(hidden, [start, 0], [block, dim])
+        blocked = None if history is None else tf.gather(seen, tf.slice(rows, [start], [block]))
+        loss, table_part, bias_part, hidden_part, share = _softmax_block(
+            h, tf.slice(positives, [start], [block]), tf.slice(weight, [start], [block]), table, bias, blocked
+        )
+        return (
+            i + 1,
+            total + loss,
+            d_table + table_part,
+            d_bias + bias_part,
+            d_hidden.write(i, hidden_part),
+            kept_positive.write(i, share),
+        )
+
+    arrays = [
+        tf.TensorArray(tf.float32, size=blocks, element_shape=shape) for shape in ([block, dim], [block])
+    ]
+    zeros = (tf.constant(0), tf.constant(0.0), tf.zeros_like(table), tf.zeros([num_items], tf.float32))
+    _, total, d_table, d_bias, d_hidden, kept_positive = tf.while_loop(
+        lambda i, *_: i < blocks, body, (*zeros, *arrays)
+    )
+    # The positive's column: its softmax share (where it came back), less its weight.
+    correction = weight - kept_positive.concat()
+    d_hidden = d_hidden.concat() - correction[:, None] * tf.gather(table, positives)
+    d_table -= tf.math.unsorted_segment_sum(correction[:, None] * hidden, positives, num_items)
+    d_bias -= tf.math.unsorted_segment_sum(correction, positives, num_items)
+    return total, (d_hidden[:n], d_table, d_bias)
+
+
+def _softmax_block(h, target, w, table, bias, seen):
+    """One block of positions: ``(sum of w * CE, d_table, d_bias, d_hidden, positive's share)``.
+
+    The gradients leave out the positive's ``- w`` (added once for all blocks after);
+    ``seen``: bool ``[block, num_items]``, the items each position's sequence leaves out,
+    or ``None``.
+    """
+    logits = tf.matmul(h, table, transpose_b=True)
+    if bias is not None:
+        logits += bias
+    positive = tf.gather(logits, target, axis=1, batch_dims=1)
+    share = tf.zeros_like(w)
+    if seen is None:
+        top = tf.reduce_max(logits, axis=1)
+    else:
+        # The sequence's items leave the softmax, its positive among them; the positive
+        # comes back as one more term of each row's sum.
+        logits = tf.where(seen, tf.constant(-1e9, logits.dtype), logits)
+        top = tf.maximum(tf.reduce_max(logits, axis=1), positive)
+    exp = tf.exp(logits - top[:, None])
+    total_exp = tf.reduce_sum(exp, axis=1)
+    if seen is not None:
+        positive_exp = tf.where(tf.gather(seen, target, axis=1, batch_dims=1), tf.exp(positive - top), 0.0)
+        total_exp += positive_exp
+        share = w * positive_exp / total_exp
+    loss = tf.reduce_sum(w * (top + tf.math.log(total_exp) - positive))
+    grad = exp * (w / total_exp)[:, None]  # d loss / d logits, but for the positive's - w
+    bias_part = tf.reduce_sum(grad, axis=0) if bias is not None else tf.zeros_like(grad[0])
+    return loss, tf.matmul(grad, h, transpose_a=True), bias_part, tf.matmul(grad, table), share
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
