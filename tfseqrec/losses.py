@@ -363,7 +363,7 @@ def _softmax_block(h, target, w, table, bias, seen):
     ``seen``: bool ``[block, num_items]``, the items each position's sequence leaves out,
     or ``None``.
     """
-    logits = tf.matmul(h, table, transpose_b=True)
+    logits = dot_rows(h, table)
     if bias is not None:
         logits += bias
     positive = tf.gather(logits, target, axis=1, batch_dims=1)
