@@ -133,12 +133,15 @@ RUN_OPTIONS = ("model", "max_train_minutes", "seed", "epochs")
 
 
 def changed_options(row):
-    """``"batch_size=32"``: the options ``--config`` set for the row; ``"defaults"`` when none."""
+    """``"batch_size=32"``: the options ``--config`` set for the row; ``"defaults"`` when none.
+    The epoch cap is the run's own, unless a learning-rate schedule decays over it."""
     own = MODEL_OPTIONS.get(row["model"], {})
+    config = row.get("config", {})
+    scheduled = config.get("learning_rate_schedule", "constant") != "constant"
     changed = {
         k: v
-        for k, v in row.get("config", {}).items()
-        if k not in RUN_OPTIONS and not (k in own and own[k] == v)
+        for k, v in config.items()
+        if (k not in RUN_OPTIONS or (k == "epochs" and scheduled)) and not (k in own and own[k] == v)
     }
     return options_text(changed)
 

@@ -233,6 +233,16 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
         ),
         row("a", "popularity", 0.01),
         row("b", "hstu", 0.02, epochs=1, best_epoch=1, config={**run, "model": "hstu"}),  # no SASRec on b
+        # An epoch cap is the run's own, but a schedule's when one decays over it.
+        row("c", "sasrec", 0.03, epochs=9, best_epoch=9, config={**run, "epochs": 9}),
+        row(
+            "c",
+            "sasrec",
+            0.03,
+            epochs=9,
+            best_epoch=9,
+            config={**run, "learning_rate_schedule": "cosine", "epochs": 9},
+        ),
         # UniSRec's own option (ids added) is its row's defaults; setting it otherwise is a probe.
         row(
             "a",
@@ -259,8 +269,10 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
     )
     assert lines[5] == "| a | p | popularity |  | 0.0100 | 0.0200 | 0.0050 | 0.20 |  |  | 1.5 |"
     assert lines[6] == "| b | p | hstu | defaults | 0.0200 | 0.0400 | 0.0100 |  | 1 (1) |  | 1.5 |"
-    assert lines[7] == "| a | p | unisrec | defaults | 0.0600 | 0.1200 | 0.0300 | 1.20 | 4 (2) |  | 1.5 |"
-    assert lines[8].startswith("| a | p | unisrec | use_id_embeddings=False | 0.0300 |")
+    assert lines[7] == "| c | p | sasrec | defaults | 0.0300 | 0.0600 | 0.0150 | 1.00 | 9 (9) |  | 1.5 |"
+    assert lines[8].startswith("| c | p | sasrec | learning_rate_schedule=cosine, epochs=9 | 0.0300 |")
+    assert lines[9] == "| a | p | unisrec | defaults | 0.0600 | 0.1200 | 0.0300 | 1.20 | 4 (2) |  | 1.5 |"
+    assert lines[10].startswith("| a | p | unisrec | use_id_embeddings=False | 0.0300 |")
     assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}
 
 
