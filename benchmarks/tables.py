@@ -1058,7 +1058,10 @@ SASREC_STRIDE_STEMS = ["ml1m-sasrec-window-stride-200", "ml1m-sasrec-window-stri
 SASREC_COSINE_STEMS = ["ml1m-sasrec-cosine-60-seed-0", "ml1m-sasrec-cosine-60-seeds-1-2"]
 SASREC_STRIDE_SEEDS_AFTER = seeds_after(SASREC_PLUS_COMPARED, target=0.19)
 # The window stride and the cosine decay together (SASREC_STRIDE_STEMS ran before the block-wise softmax).
-SASREC_STRIDE_COSINE_STEMS = ["ml1m-sasrec-window-stride-cosine-60-seed-0"]
+SASREC_STRIDE_COSINE_STEMS = [
+    "ml1m-sasrec-window-stride-cosine-60-seed-0",
+    "ml1m-sasrec-window-stride-cosine-60-seeds-1-2",
+]
 
 
 def epochs_to_98(run):
