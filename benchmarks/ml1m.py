@@ -235,6 +235,12 @@ def test_results(model, split, vocabulary, protocol, seed, sampled):
     return results
 
 
+def near_best_epoch(val):
+    """The index of the first epoch whose validation NDCG@10 is within 98% of the best."""
+    val = np.asarray(val)
+    return int(np.argmax(val >= 0.98 * val.max()))
+
+
 def time_to_quality(history, timer):
     """Epochs, the best one by validation NDCG@10 and the minutes to it and to 98% of it; the
     validation NDCG@10 and the minutes of `fit` at the end of every epoch.
@@ -255,7 +261,7 @@ def time_to_quality(history, timer):
         }
     val = np.asarray(history.history["val_ndcg_10"])
     best = int(np.argmax(val))
-    near = int(np.argmax(val >= 0.98 * val[best]))
+    near = near_best_epoch(val)
     return {
         "epochs": len(val),
         "best_epoch": best + 1,

@@ -659,10 +659,9 @@ def defaults_probe_after(option, worse_verdict, level_verdict):
         probes, base_runs = list(map(trained, stems)), list(map(trained, DEFAULTS_SEEDS))
         probe, probe_val = defaults.by_seed(probes), defaults.by_seed(probes, best_val)
         base, base_val = defaults.by_seed(base_runs), defaults.by_seed(base_runs, best_val)
-        names = {"sasrec": "SASRec", "bert4rec": "BERT4Rec", "hstu": "HSTU"}
         sentences, worse = [], []
         for key, by_seed in probe.items():
-            model, theirs_by_seed = names[key[1]], base[key]
+            model, theirs_by_seed = kinds.get(key[1]).model_class, base[key]
             seeds = sorted(by_seed)
             mine, theirs = np.mean([by_seed[s] for s in seeds]), np.mean([theirs_by_seed[s] for s in seeds])
             spread = np.ptp([theirs_by_seed[s] for s in seeds])
@@ -1065,9 +1064,8 @@ SASREC_STRIDE_COSINE_STEMS = [
 
 
 def epochs_to_98(run):
-    """The first epoch whose validation NDCG@10 is within 98% of the run's best."""
-    val = np.asarray(run["val_ndcg@10"])
-    return int(np.argmax(val >= 0.98 * val.max())) + 1
+    """The first epoch (counted from 1) whose validation NDCG@10 is within 98% of the run's best."""
+    return ml1m.near_best_epoch(run["val_ndcg@10"]) + 1
 
 
 def sasrec_cosine_after(stems):

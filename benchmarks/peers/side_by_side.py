@@ -132,7 +132,7 @@ def curve_summary(values, elapsed, validates):
                 "minutes_to_98pct_of_best": None}  # fmt: skip
     val = np.asarray(values)
     best = int(np.argmax(val))
-    near = int(np.argmax(val >= 0.98 * val[best]))
+    near = ml1m.near_best_epoch(val)
     return {
         "best_epoch": best + 1,
         "best_val_ndcg@10": float(val[best]),
