@@ -93,6 +93,14 @@ class HSTULayerTest(test_case.TestCase, parameterized.TestCase):
         got = np.asarray(layer(x, padding_mask=padding, timestamps=timestamps))
         self.assertAllClose(got, _hstu(x, layer, padding, timestamps), atol=1e-5)
         self.assertNotAllClose(got, np.asarray(layer(x, padding_mask=padding, timestamps=timestamps * 0)))
+        # As HSTUBackbone calls its layers: the mask and the buckets computed once, outside.
+        shared = layer(
+            x,
+            padding_mask=padding,
+            attention_mask_bias=layer.attention_mask_bias(padding, LENGTH),
+            time_buckets=layer.time_buckets(timestamps),
+        )
+        self.assertAllClose(np.asarray(shared), _hstu(x, layer, padding, timestamps), atol=1e-5)
 
     def test_timestamps_need_time_buckets(self):
         with self.assertRaisesRegex(ValueError, "num_time_buckets"):
@@ -122,6 +130,20 @@ class HSTULayerTest(test_case.TestCase, parameterized.TestCase):
         self.assertAllClose(weights[0, :, 1:].sum(-1), np.ones((2, LENGTH - 1)), atol=1e-5)
         self.assertAllClose(np.triu(weights[0], k=1), np.zeros((2, LENGTH, LENGTH)))
         self.assertAllClose(weights[0, :, :, 0], np.zeros((2, LENGTH)))  # the padded key
+
+    @parameterized.parameters("float32", "mixed_float16", "mixed_bfloat16")
+    def test_masked_weights_are_exactly_zero(self, policy):
+        # The mask is a large negative bias before SiLU: exactly 0 after it, finite in float16.
+        layer = _layer(dtype=policy)
+        mask = np.array([[False, True, True, True, True, True]])
+        x = 100.0 * np.random.default_rng(2).normal(size=(1, LENGTH, 8)).astype("float32")
+        y, weights = layer(x, padding_mask=mask, return_attention_scores=True)
+        weights = np.asarray(keras.ops.cast(weights, "float32"))
+        self.assertTrue(np.isfinite(np.asarray(keras.ops.cast(y, "float32"))).all())
+        self.assertTrue(np.isfinite(weights).all())
+        self.assertAllEqual(np.triu(weights[0], k=1), np.zeros((2, LENGTH, LENGTH)))
+        self.assertAllEqual(weights[0, :, :, 0], np.zeros((2, LENGTH)))  # the padded key
+        self.assertGreater(np.abs(np.tril(weights[0, :, 1:, 1:])).sum(), 0.0)
 
     def test_without_position_bias_has_no_such_weight(self):
         layer = _layer(relative_position_bias=False)

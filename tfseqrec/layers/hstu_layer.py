@@ -56,6 +56,9 @@ class HSTULayer(keras.layers.Layer):
         timestamps: optional int or float ``[batch, n]``, seconds.
         training: dropout switch.
         return_attention_scores: also return ``A`` ``[batch, heads, n, n]``.
+        attention_mask_bias: optional ``attention_mask_bias(padding_mask, n)``, and
+        time_buckets: optional ``time_buckets(timestamps)``: what every layer of a
+            stack would compute alike, computed once (``HSTUBackbone`` passes them).
 
     Example:
 
@@ -149,26 +152,35 @@ class HSTULayer(keras.layers.Layer):
     def _initializer(self):
         return self.kernel_initializer.__class__.from_config(self.kernel_initializer.get_config())
 
-    def attention_bias(self, length, timestamps=None):
-        """``rab`` ``[batch or 1, n, n]``: position bias plus time bias (when given)."""
+    def attention_bias(self, length, timestamps=None, time_buckets=None):
+        """``rab`` ``[batch or 1, n, n]``: position bias plus time bias (when given).
+
+        ``time_buckets``: ``time_buckets(timestamps)``, computed once for a stack of
+        layers (then ``timestamps`` is not needed).
+        """
         bias = ops.zeros((1, length, length), self.compute_dtype)
         rows = ops.arange(length)[:, None]
         cols = ops.arange(length)[None, :]
         if self.relative_position_bias:
             index = cols - rows + (self.max_sequence_length - 1)
             bias = bias + ops.cast(ops.take(self.position_bias, index), self.compute_dtype)[None]
-        if timestamps is not None:
-            if not self.num_time_buckets:
-                raise ValueError("timestamps given to an HSTULayer without time buckets (num_time_buckets=0)")
-            # Gaps in the input's dtype (int64 seconds), then float: epoch seconds in
-            # float32 would be off by up to 64 s before subtracting.
-            t = ops.convert_to_tensor(timestamps)
-            query_time = ops.concatenate([t[:, 1:], t[:, -1:]], axis=1)
-            gap = ops.cast(ops.abs(query_time[:, :, None] - t[:, None, :]), "float32")
-            bucket = ops.floor(ops.log(ops.maximum(gap, 1.0)) / TIME_BUCKET_DIVISOR)
-            bucket = ops.cast(ops.clip(bucket, 0, self.num_time_buckets), "int32")
-            bias = bias + ops.cast(ops.take(self.time_bias, bucket), self.compute_dtype)
+        if time_buckets is None and timestamps is not None:
+            time_buckets = self.time_buckets(timestamps)
+        if time_buckets is not None:
+            bias = bias + ops.cast(ops.take(self.time_bias, time_buckets), self.compute_dtype)
         return bias
+
+    def time_buckets(self, timestamps):
+        """int32 ``[batch, n, n]``: the time bucket of each query and key (the same for every layer)."""
+        if not self.num_time_buckets:
+            raise ValueError("timestamps given to an HSTULayer without time buckets (num_time_buckets=0)")
+        # Gaps in the input's dtype (int64 seconds), then float: epoch seconds in
+        # float32 would be off by up to 64 s before subtracting.
+        t = ops.convert_to_tensor(timestamps)
+        query_time = ops.concatenate([t[:, 1:], t[:, -1:]], axis=1)
+        gap = ops.cast(ops.abs(query_time[:, :, None] - t[:, None, :]), "float32")
+        bucket = ops.floor(ops.log(ops.maximum(gap, 1.0)) / TIME_BUCKET_DIVISOR)
+        return ops.cast(ops.clip(bucket, 0, self.num_time_buckets), "int32")
 
     def attention_mask(self, padding_mask, length):
         """``[batch, 1, n, n]`` bool: query ``i`` may attend key ``j``."""
@@ -179,11 +191,33 @@ class HSTULayer(keras.layers.Layer):
             mask = ops.logical_and(mask, (cols <= rows)[None])
         return mask[:, None]
 
-    def call(self, inputs, padding_mask=None, timestamps=None, training=None, return_attention_scores=False):
+    def attention_mask_bias(self, padding_mask, length):
+        """``attention_mask`` as a bias added to the logits: 0 where attended, else far below any logit.
+
+        SiLU and softmax of a logit plus this bias are exactly 0 (``exp`` underflows), so
+        the mask costs one addition, shared with the relative bias's, instead of a
+        product with the weights; a stack of layers computes it once.
+        """
+        dtype = self.compute_dtype
+        masked = -3e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
+        return ops.cast(ops.where(self.attention_mask(padding_mask, length), 0.0, masked), dtype)
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        timestamps=None,
+        training=None,
+        return_attention_scores=False,
+        attention_mask_bias=None,
+        time_buckets=None,
+    ):
         x = inputs
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         if padding_mask is None:
             padding_mask = ops.ones((batch, length), "bool")
+        if attention_mask_bias is None:
+            attention_mask_bias = self.attention_mask_bias(padding_mask, length)
         heads, a, v_dim = self.num_heads, self.attention_dim, self.linear_dim
         h = ops.silu(self.uvqk(self.input_norm(x)))
         u, v, q, k = ops.split(h, [heads * v_dim, 2 * heads * v_dim, 2 * heads * v_dim + heads * a], axis=-1)
@@ -195,21 +229,28 @@ class HSTULayer(keras.layers.Layer):
             # BatchMatMul -> Mul -> Add(broadcast bias) into one kernel that ran the
             # ML-1M batch 250x slower (2.6 s against 0.01 s; docs/models/hstu.md, "Faithful to the paper, and where not").
             q = q * ops.cast(1.0 / math.sqrt(a), q.dtype)
-        logits = ops.einsum("bnha,bmha->bhnm", q, k) + self.attention_bias(length, timestamps)[:, None]
-        mask = self.attention_mask(padding_mask, length)
+        # The relative bias [batch or 1, n, n] and the mask bias [batch, 1, n, n] meet
+        # first (half the size of the logits), then one addition to the logits.
+        bias = self.attention_bias(length, timestamps, time_buckets)[:, None] + attention_mask_bias
+        logits = ops.einsum("bnha,bmha->bhnm", q, k) + bias
         if self.attention == "silu":
-            # 1 / N where a key may be attended, else 0: the mask and the normaliser in one product.
-            scale = ops.cast(mask, logits.dtype) / ops.cast(self.max_sequence_length, logits.dtype)
-            weights = ops.silu(logits) * scale
+            # 0 where masked; the 1 / N of (2) scales V (n x v_dim), not the n x n weights.
+            weights = ops.silu(logits)
+            v = v / ops.cast(self.max_sequence_length, v.dtype)
         else:
-            weights = ops.softmax(ops.where(mask, logits, ops.full_like(logits, -1e9)), axis=-1)
-            weights = ops.where(mask, weights, ops.zeros_like(weights))  # a fully padded row attends nothing
+            weights = ops.softmax(logits, axis=-1)
+            # A fully masked row (a padded query) would spread its weight over masked keys.
+            weights = weights * ops.cast(attention_mask_bias == 0, weights.dtype)
         weights = self.attention_dropout_layer(weights, training=training)
         attended = ops.reshape(ops.einsum("bhnm,bmhv->bnhv", weights, v), (batch, length, heads * v_dim))
         gated = self.attention_norm(attended) * u
         y = x + self.output_dense(self.dropout_layer(gated, training=training))
         y = y * ops.cast(padding_mask[..., None], y.dtype)
-        return (y, weights) if return_attention_scores else y
+        if not return_attention_scores:
+            return y
+        if self.attention == "silu":
+            weights = weights / ops.cast(self.max_sequence_length, weights.dtype)
+        return y, weights
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -188,14 +188,19 @@ class HSTUBackbone(SequentialBackbone):
         x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * ops.cast(mask[..., None], x.dtype)
+        # The mask and the time buckets are the same in every layer: computed once.
+        first = self.blocks[0]
+        mask_bias = first.attention_mask_bias(mask, ops.shape(ids)[1])
+        buckets = None if timestamps is None else first.time_buckets(timestamps)
         attention = []
         for block in self.blocks:
             out = block(
                 x,
                 padding_mask=mask,
-                timestamps=timestamps,
                 training=training,
                 return_attention_scores=return_attention_scores,
+                attention_mask_bias=mask_bias,
+                time_buckets=buckets,
             )
             if return_attention_scores:
                 out, scores = out
