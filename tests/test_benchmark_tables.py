@@ -318,7 +318,7 @@ def _seed_run(seed, ndcg, hr, wall_seconds, near_minutes):
         "seed": seed,
         "epochs": 10,
         "best_epoch": 8,
-        "config": {"max_train_minutes": 30.0},
+        "config": {"max_train_minutes": 30.0, "epochs": 200},
         "train_wall_seconds": wall_seconds,
         "epoch_seconds_median": 12.0,
         "minutes_to_98pct_of_best": near_minutes,
@@ -470,6 +470,10 @@ def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
         "and 2 reached 0.19 (0.1800-0.2000 over the seeds). Seed 1 stopped early (patience) after 25 minutes. 98% of "
         "each seed's best validation NDCG@10 came after 10.0-12.5 minutes."
     )
+    # A run that ended at its epoch cap (a fixed-length decay) was not stopped by patience.
+    capped = {**runs[1], "config": {"max_train_minutes": 30.0, "epochs": 10}}
+    _stored(tmp_path, monkeypatch, tables, {"capped": [runs[0], capped, runs[2]]})
+    assert "stopped early" not in after(["capped"])
     # Without a target the sentence has no "reached".
     untargeted = tables.seeds_after([("sasrec-plus/sasrec", "SASRec+'s {fig}")])(["seeds"])
     assert "is level with SASRec+'s 0.1857 / 0.3159 (0.1800-0.2000 over the seeds)." in " ".join(

@@ -340,7 +340,7 @@ def test_train_help_lists_presets_and_an_unknown_preset_names_the_models(capsys)
     ).stdout
     assert "--preset" in train and "hstu ml1m" in train and "unisrec scientific" in train
     for model, preset, message in (
-        ("sasrec", "nope", "sasrec has no preset 'nope'; its presets: ml1m"),
+        ("sasrec", "nope", "sasrec has no preset 'nope'; its presets: ml1m, ml1m-cosine"),
         ("recformer", "ml1m", "recformer has no preset 'ml1m'; its presets: none"),
     ):
         argv = ["train", "--model", model, "--preset", preset, "--data", "x.csv", "--output", "out"]

@@ -307,7 +307,8 @@ def test_defaults_come_from_the_constructor_and_default_training(name):
 
 
 def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path, data_root):
-    assert set(tfseqrec.SASRec.presets) == {"ml1m"} and set(tfseqrec.UniSRec.presets) == {"scientific"}
+    assert set(tfseqrec.SASRec.presets) == {"ml1m", "ml1m-cosine"}
+    assert set(tfseqrec.UniSRec.presets) == {"scientific"}
     unisrec = kinds.get("unisrec").options(
         {"epochs": 2, "model_options": {"dropout": 0.3}}, preset="scientific"
     )
@@ -361,6 +362,25 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
         "hidden_dim" not in recorded
         and training.TrainConfig.from_dict(recorded).model_options["hidden_dim"] == 8
     )
+
+
+def test_the_ml1m_cosine_preset_is_ml1m_with_the_stored_recipe_only():
+    # benchmarks/results/ml1m-sasrec-window-stride-cosine-80-*.json ran the ml1m settings with
+    # these options: the preset must stay exactly that, whatever the defaults become.
+    kind = kinds.get("sasrec")
+    ml1m, cosine = kind.options({}, preset="ml1m"), kind.options({}, preset="ml1m-cosine")
+    recipe = {
+        "learning_rate": 0.004,
+        "learning_rate_schedule": "cosine",
+        "warmup_epochs": 1.0,
+        "epochs": 80,
+        "window_stride": 200,
+    }
+    assert {key: getattr(cosine, key) for key in recipe} == recipe
+    as_ml1m = {key: getattr(ml1m, key) for key in recipe}
+    assert dataclasses.replace(cosine, preset="ml1m", **as_ml1m) == ml1m
+    # A flag still overrides it (a longer decay on a larger log, say).
+    assert kind.options({"epochs": 120}, preset="ml1m-cosine").epochs == 120
 
 
 def test_a_flat_train_config_of_before_model_options_loads_evaluates_and_exports(tmp_path, data_root):
