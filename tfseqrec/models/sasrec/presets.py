@@ -21,7 +21,7 @@ ML1M = {
 
 PRESETS = {
     "ml1m": ML1M,
-    # ML-1M in a fixed 80 epochs (about 25 CPU minutes here), for data like it: every 200-item
+    # ML-1M in a fixed 80 epochs (25-28 minutes on 2 CPU cores), for data like it: every 200-item
     # window of a long history trained on (not only the newest), Adam 4e-3 decayed to 0 by a
     # cosine after one warm-up epoch. Three seeds on ML-1M: test NDCG@10 0.19 and more
     # (benchmarks/results/ml1m-sasrec-window-stride-cosine-80-*.json). Not the defaults: each of
