@@ -376,7 +376,7 @@ def test_gpu_preset_options_split_by_the_constructor():
         "batch_size": 128,
         "bucket_boundaries": [50, 100],
         "loss": "softmax",
-        "learning_rate": 2e-3,
+        "learning_rate": 4e-3,
         "warmup_epochs": 0.0,
     }
     assert model == {

@@ -195,9 +195,9 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
     np.testing.assert_allclose(at(100), 0.0, atol=1e-9)
     # Constant: the kind's default unless given.
     assert training.learning_rate(training.TrainConfig(), 100) == 2e-3
-    assert training.learning_rate(training.TrainConfig(model="hstu"), 100) == 2e-3
-    with pytest.raises(ValueError, match="bert4rec's learning_rate is unset: the data settle it"):
-        training.learning_rate(training.TrainConfig(model="bert4rec"), 100)
+    for model in ("bert4rec", "hstu"):
+        with pytest.raises(ValueError, match=f"{model}'s learning_rate is unset: the data settle it"):
+            training.learning_rate(training.TrainConfig(model=model), 100)
     assert (
         training.TrainConfig(model="bert4rec").warmup_epochs == 5
         and training.TrainConfig().warmup_epochs == 0
@@ -291,7 +291,7 @@ DEFAULTS = {
 TRAINING_DEFAULTS = {
     "sasrec": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0),
     "bert4rec": dict(loss="softmax", learning_rate=None, mask_prob=None, warmup_epochs=5.0),  # by the data
-    "hstu": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0, num_negatives=None),
+    "hstu": dict(loss="softmax", learning_rate=None, warmup_epochs=0.0, num_negatives=None),  # by the data
     "unisrec": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0),
 }
 
@@ -328,7 +328,8 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
     # The ML-1M presets are today's defaults, pinned: the same models and training options
     # (BERT4Rec's and HSTU's batch size is the data's; ML-1M's 6,040 windows settle it to 128),
     # but for the batch widths they were measured with, [50, 100], and BERT4Rec's learning rate and
-    # mask share, which the data settle when unset (ML-1M's histories: 4e-3 and 0.2).
+    # mask share and HSTU's rate, which the data settle when unset (ML-1M's histories: 4e-3 and 0.2;
+    # HSTU's 4e-3).
     assert training.default_batch_size(6040) == 128
     for name in ("sasrec", "bert4rec", "hstu"):
         kind = kinds.get(name)
@@ -341,6 +342,7 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
             batch_size=default.batch_size,
             bucket_boundaries=default.bucket_boundaries,
             **({"learning_rate": None, "mask_prob": None} if name == "bert4rec" else {}),
+            **({"learning_rate": None} if name == "hstu" else {}),
         ) == default and preset.bucket_boundaries == [50, 100]
         keras.utils.set_random_seed(0)
         built = kind.build(preset, 5).get_config()
@@ -552,6 +554,22 @@ def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_r
     assert training.TrainConfig().batch_size == 128 and training.TrainConfig(model="hstu").batch_size is None
 
 
+def test_hstus_rate_is_4e_3_at_batches_of_128_and_scales_with_a_smaller_settled_batch(tmp_path, capsys):
+    from tfseqrec.data import synthetic
+
+    # 800 users: one window each settle batches of 32 (as ML-100K's 943 do).
+    data = synthetic.write_csv(synthetic.generate(6000, 40, 800, seed=1), tmp_path / "log.csv")
+    hstu = kinds.get("hstu")
+    config = {"model": "hstu", "epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8}
+    hstu.train(data, tmp_path / "auto", config, verbose=2)
+    assert "hstu: learning rate 0.002: 0.004 at batches of 128, times sqrt(32/128)" in capsys.readouterr().out
+    recorded = json.load(open(tmp_path / "auto" / "train_config.json"))["config"]
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(2e-3))
+    hstu.train(data, tmp_path / "given", {**config, "batch_size": 128}, verbose=2)
+    recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 4e-3)
+
+
 def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     # Mean window of 19 items (under 20: short) and of 20 (long); each history cut to the window.
     short = splits.Sequences.from_list(["a", "b"], [list(range(3, 21)), list(range(3, 23))])
@@ -586,6 +604,12 @@ def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     assert training.history_training(training.TrainConfig(), short)[0].bucket_boundaries == [10, 20, 50, 100]
     sasrec = training.TrainConfig(bucket_boundaries=[50, 100])
     assert training.history_training(sasrec, short) == (sasrec, None)
+    # HSTU's rate is the data's, the same on either length (for batches of 128).
+    hstu = training.TrainConfig(model="hstu")
+    assert [training.history_training(hstu, s)[0].learning_rate for s in (short, long)] == [4e-3, 4e-3]
+    assert training.history_training(hstu, long)[1] == (
+        "hstu: long histories (20.0 items a window on average): learning_rate 0.004, bucket_boundaries [50, 100]"
+    )
 
 
 def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():

@@ -34,7 +34,7 @@ PRESETS = {
         "ml1m-cosine": "MovieLens-1M in 80 epochs: every 200-item window, lr 4e-3 decayed by a cosine",
     },
     "bert4rec": {"ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 4e-3, 5 warm-up epochs"},
-    "hstu": {"ml1m": "MovieLens-1M: HSTU-large's 50 wide, 8 layers, 2 heads, full softmax, lr 2e-3"},
+    "hstu": {"ml1m": "MovieLens-1M: HSTU-large's 50 wide, 8 layers, 2 heads, full softmax, lr 4e-3"},
     "unisrec": {"scientific": "Amazon Scientific: text + ids, 384 wide, 2 heads, 50 items, 8 epochs"},
 }
 # The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
@@ -802,7 +802,8 @@ TRAIN_FLAGS = [
         "learning_rate",
         float,
         "Adam learning rate (default: SASRec and UniSRec 2e-3, BERT4Rec 4e-3 after a "
-        "5-epoch warm-up, 1e-3 on short histories, HSTU 2e-3, Recformer 5e-5)",
+        "5-epoch warm-up, 1e-3 on short histories, HSTU 4e-3, Recformer 5e-5; BERT4Rec's and "
+        "HSTU's scaled down with a smaller batch the data settle)",
     ),
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),

@@ -3,7 +3,7 @@
 import keras
 
 from tfseqrec.models.hstu.backbone import HSTUBackbone
-from tfseqrec.models.hstu.presets import PRESETS, TRAINING
+from tfseqrec.models.hstu.presets import HISTORY_TRAINING, PRESETS, TRAINING
 from tfseqrec.models.tasks import NextItemTask
 
 
@@ -46,4 +46,5 @@ class HSTU(NextItemTask):
     backbone_cls = HSTUBackbone
     # Training defaults and tuned configurations: ``tfseqrec.models.hstu.presets``.
     default_training = TRAINING
+    history_training = HISTORY_TRAINING
     presets = PRESETS
