@@ -487,3 +487,12 @@ def test_seeds_paragraph_is_written_from_the_stored_runs(tmp_path, monkeypatch):
         "validation NDCG@10 came after 10.0 minutes; its best epoch was 8 of 10."
     )
     assert tables.relation([0.19, 0.2], 0.1) == "above" and tables.relation([0.19, 0.2], 0.3) == "below"
+
+
+def test_minutes_to_a_level_and_validation_at_minutes_by_hand():
+    tables = _tables()
+    run = {"minutes_at_epoch": [0.5, 1.0, 1.5, 2.0], "val_ndcg@10": [0.10, 0.20, 0.15, 0.25]}
+    # By hand: 0.2 is first reached at the second epoch's end (1.0 minutes); 0.3 never.
+    assert tables.minutes_to(run, 0.2) == 1.0 and tables.minutes_to(run, 0.3) is None
+    # The last epoch ended within 1.7 minutes is the third (1.5 minutes): its 0.15, not the best so far.
+    assert tables.val_at_minutes(run, 1.7) == 0.15 and tables.val_at_minutes(run, 2.0) == 0.25
