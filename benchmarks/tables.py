@@ -1192,17 +1192,21 @@ def val_at_minutes(run, minutes):
     return ended[-1]
 
 
+def how_the_hour_ended(run):
+    """Why a budgeted run stopped: still improving, the budget, or early stopping."""
+    if run["best_epoch"] >= run["epochs"] - 2:
+        return "still improving when the hour ended"
+    if run["train_wall_seconds"] >= 60 * run["config"]["max_train_minutes"]:
+        return "the hour ended before early stopping would have"
+    return "early stopping ended the run"
+
+
 def hstu_defaults_after(stems):
     """The paragraph under HSTU's 60-minute defaults (Adam 4e-3): its time to 98% of its best, and
     how soon it reached what the same hour at 2e-3, the default before, reached at the same code."""
     (run,) = ml1m_runs(stems)
     (before,) = ml1m_runs([HSTU_RATE_BEFORE])
-    if run["best_epoch"] >= run["epochs"] - 2:
-        still = "still improving when the hour ended"
-    elif run["train_wall_seconds"] >= 60 * run["config"]["max_train_minutes"]:
-        still = "the hour ended before early stopping would have"
-    else:
-        still = "early stopping ended the run"
+    still = how_the_hour_ended(run)
     near = 0.98 * before["best_val_ndcg@10"]
     reached = minutes_to(run, near)
     marks = (10, 20, 30)
@@ -1230,12 +1234,7 @@ def hstu_rate_before_after(stems):
     (before,) = load(HSTU_DEFAULTS_BEFORE)
     softmax_before, softmax_after = alternating_seconds(load("ml1m-hstu-softmax-before-after"))
     blockwise = np.mean(softmax_before) / np.mean(softmax_after)
-    if run["best_epoch"] >= run["epochs"] - 2:
-        still = "still improving when the hour ended"
-    elif run["train_wall_seconds"] >= 60 * run["config"]["max_train_minutes"]:
-        still = "the hour ended before early stopping would have"
-    else:
-        still = "early stopping ended the run"
+    still = how_the_hour_ended(run)
     later = ""
     if run["best_val_ndcg@10"] > before["best_val_ndcg@10"] and epochs_to_98(run) > epochs_to_98(before):
         later = (
