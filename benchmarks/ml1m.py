@@ -138,29 +138,35 @@ class EpochTimer(keras.callbacks.Callback):
 
 def training_flops_per_epoch(config, dataset, num_items, model):
     """Matmul FLOPs of one epoch of ``model`` over the batches ``dataset`` yields (forward x 3)."""
-    d = model.hidden_dim
     total = 0.0
     for batch in dataset:
         x = batch[0] if isinstance(batch, tuple) else batch
-        ids = x["item_ids"]
-        b, length = int(ids.shape[0]), int(ids.shape[1])
-        tokens = b * length
-        if config.model == "hstu":
-            # U, V, Q, K projection (d -> 4d at the default widths), output d -> d, Q K^T and A V.
-            per_layer = 2 * tokens * 5 * d * d + 2 * 2 * b * length * length * d
-        else:
-            ff = model.intermediate_dim or d_ff_default(config, d)
-            per_layer = 2 * tokens * (4 * d * d + 2 * d * ff) + 2 * 2 * b * length * length * d
-        forward = model.num_layers * per_layer
+        b, length = (int(n) for n in x["item_ids"].shape)
         if config.model == "bert4rec":
-            targets = tokens * config.mask_prob  # expected masked positions
-            forward += 2 * tokens * d * d  # output projection
+            targets = b * length * config.mask_prob  # expected masked positions
         else:
             targets = float(np.sum(batch[2]))
-        candidates = num_items if config.loss == "softmax" else 1 + (config.num_negatives or 0)
-        forward += 2 * targets * d * candidates  # scores over the catalogue or the sampled candidates
-        total += 3 * forward
+        total += sum(step_flops(config, b, length, targets, num_items, model).values())
     return total
+
+
+def step_flops(config, batch_size, length, targets, num_items, model):
+    """Matmul FLOPs of one training step (forward x 3) on a batch of ``batch_size`` windows of
+    ``length`` with ``targets`` scored positions: ``{"attention", "dense", "scores"}``, the
+    attention's ``Q K^T`` and ``A V``, the other layers, and the scores over the candidates."""
+    d, tokens = model.hidden_dim, batch_size * length
+    attention = 2 * 2 * batch_size * length * length * d
+    if config.model == "hstu":
+        dense = 2 * tokens * 5 * d * d  # U, V, Q, K projection (d -> 4d at the default widths), output d -> d
+    else:
+        ff = model.intermediate_dim or d_ff_default(config, d)
+        dense = 2 * tokens * (4 * d * d + 2 * d * ff)
+    dense *= model.num_layers
+    if config.model == "bert4rec":
+        dense += 2 * tokens * d * d  # output projection
+    candidates = num_items if config.loss == "softmax" else 1 + (config.num_negatives or 0)
+    scores = 2 * targets * d * candidates  # over the catalogue or the sampled candidates
+    return {"attention": 3 * model.num_layers * attention, "dense": 3 * dense, "scores": 3 * scores}
 
 
 def d_ff_default(config, hidden_dim):

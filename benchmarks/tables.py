@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pee
 
 import defaults  # noqa: E402  (benchmarks/defaults.py: its table)
 import gpu  # noqa: E402  (benchmarks/gpu.py: its table)
+import hstu_step  # noqa: E402  (benchmarks/hstu_step.py: its tables)
 import masking  # noqa: E402  (benchmarks/masking.py: its tables)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its tables)
 import numpy as np  # noqa: E402
@@ -206,6 +207,18 @@ PROTOCOLS = {
         "Scientific and ML-1M, leave-one-out with a validation split, full ranking, the history filtered",
         comparable="no anchor (ratios to SASRec on the same dataset and budget)",
     ),
+    "hstu-step": Protocol(
+        data="seeded uniform item ids over ML-1M's 3,416 items: 128 left-padded windows a batch, each "
+        "between half the batch's width and the width",
+        split="none",
+        ranking="none: one training step of HSTU at ML-1M's size is timed (the full softmax over the "
+        "catalogue without the sequence's items, Adam)",
+        seen="not applicable",
+        anchor="no anchor (a measure of cost); the comparison is the host's own fp32 matmul rate",
+        summary="seeded uniform item ids over 3,416 items, batches of 128 windows at each training width; "
+        "HSTU's training step timed in float32, with XLA and with bfloat16 activations, and its backbone alone",
+        comparable="no anchor (a measure of cost)",
+    ),
     "masking": Protocol(
         data="seeded uniform item ids over ML-1M's 3,416 items, every position a real item (the worst case)",
         split="none",
@@ -265,6 +278,7 @@ FILE_PROTOCOLS = {
     "scale": "synthetic",
     "serving": "serving",
     "masking": "masking",
+    "hstu-step": "hstu-step",
 }
 
 
@@ -448,6 +462,7 @@ def command(stem):
         ("scale", scale_command),
         ("serving", stored_command),
         ("masking", stored_command),
+        ("hstu-step", stored_command),
         ("defaults", stored_command),
         ("peers-", peers_command),
         ("gpu-", gpu_command),
@@ -824,6 +839,60 @@ def masking_tables(stems):
         ),
         lambda r: _printed(masking.print_tables, r),
     )
+
+
+def hstu_step_tables(stems):
+    """``hstu_step.py``'s tables of each stored run, under the line that says the batch and machine."""
+    return _captioned(
+        stems,
+        lambda r: (
+            f"HSTU at ML-1M's size ({r['num_items']:,} items, length {r['length']}), batches of "
+            f"{r['batch_size']}, the median of {r['rounds']} calls each in turn; {r['environment']}."
+        ),
+        lambda r: _printed(hstu_step.print_tables, r),
+    )
+
+
+def hstu_step_after(stems):
+    """The paragraph under ``hstu_step_tables``: the widest batch's figures, and what each option
+    did to the float32 step at every width, read from the stored run."""
+    (run,) = map(load, stems)
+    row = max(run["widths"], key=lambda r: r["width"])
+    ms, flops = row["ms"], row["flops"]
+    base, backbone = ms[hstu_step.BASE], ms[hstu_step.BACKBONE]
+    attention = flops["attention"] / sum(flops.values())
+    rate = sum(flops.values()) / 1e9 / (base / 1e3)
+    text = (
+        f"At width {row['width']}, the backbone's forward and backward took {backbone:.0f} of the step's "
+        f"{base:.0f} ms ({100 * backbone / base:.0f}%): the loss over the catalogue and Adam are the rest. The "
+        f"attention's two [n, n] products are {100 * attention:.0f}% of the step's matmul FLOPs, and the step "
+        f"reaches {rate:.0f} GFLOP/s, {100 * rate / run['host_matmul_gflops']:.0f}% of the host's "
+        f"{run['host_matmul_gflops']:.0f}: TensorFlow runs the attention as separate kernels, each a pass over "
+        "[batch, heads, n, n] tensors in memory (the products, the biases, SiLU and their gradients), not as "
+        "one fused kernel."
+    )
+    for name, _, _ in hstu_step.VARIANTS[1:]:
+        ratios = [r["ms"][name] / r["ms"][hstu_step.BASE] for r in run["widths"]]
+        low, high = f"{min(ratios):.2f}", f"{max(ratios):.2f}"
+        spread = f"{low}x" if low == high else f"{low}-{high}x"
+        verdict = (
+            "longer at every width"
+            if min(ratios) > 1
+            else "shorter at every width"
+            if max(ratios) < 1
+            else "longer at some widths, shorter at others"
+        )
+        text += f" {name}: {spread} the float32 step's time ({verdict})."
+    if any(
+        r["ms"][name] < r["ms"][hstu_step.BASE]
+        for name, _, _ in hstu_step.VARIANTS[1:]
+        for r in run["widths"]
+    ):
+        text += (
+            " A shorter step is not yet a faster model: what an option does to accuracy takes a run of "
+            "`benchmarks/ml1m.py` with it, which this table is not."
+        )
+    return textwrap.fill(text, width=92, break_on_hyphens=False)
 
 
 def transfer_tables(stems):
@@ -2437,6 +2506,25 @@ step at ML-1M's size that masking takes when it runs inside the step.
                     "masking",
                     ["masking"],
                     masking_tables,
+                ),
+            ],
+        ),
+        "HSTU's training step on the CPU": (
+            """
+`benchmarks/hstu_step.py` times one training step of `tfseqrec.models.HSTU` at ML-1M's size
+(width 50, 8 layers, 2 heads, 3,416 items, the full softmax) on batches of 128 windows at
+each width the training batches of long histories have (50, 100 and 200), in float32 as
+`tfseqrec train` runs it, with `--xla` and with `--mixed-precision` (bfloat16 activations on
+a CPU), and its backbone's forward and backward alone. Where the time of HSTU's epochs goes,
+and whether either option shortens them.
+""",
+            [
+                Section(
+                    "A training step by width, and its FLOPs",
+                    "hstu-step",
+                    ["hstu-step"],
+                    hstu_step_tables,
+                    after=hstu_step_after,
                 ),
             ],
         ),

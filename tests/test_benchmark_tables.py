@@ -153,6 +153,76 @@ def test_masking_tables_from_a_stored_run(tmp_path, monkeypatch):
     assert tables.command("masking") == MASKING["command"]
 
 
+def test_hstu_step_tables_and_paragraph_from_a_stored_run(tmp_path, monkeypatch):
+    tables = _tables()
+    base, xla, bf16, backbone = (
+        "float32 (the default)",
+        "XLA (--xla)",
+        "bfloat16 activations (--mixed-precision)",
+        "backbone forward and backward, float32",
+    )
+    run = {
+        "batch_size": 128,
+        "rounds": 15,
+        "length": 200,
+        "num_items": 3416,
+        "widths": [
+            {
+                "width": 100,
+                "ms": {base: 400.0, xla: 600.0, bf16: 360.0, backbone: 300.0},
+                "flops": {"attention": 10e9, "dense": 10e9, "scores": 20e9},
+            },
+            {
+                "width": 200,
+                "ms": {base: 1000.0, xla: 1500.0, bf16: 1100.0, backbone: 800.0},
+                "flops": {"attention": 60e9, "dense": 20e9, "scores": 20e9},
+            },
+        ],
+        "command": "python benchmarks/hstu_step.py --json benchmarks/results/hstu-step.json",
+        **PROVENANCE,
+        "environment": ENVIRONMENT,
+        "host_matmul_gflops": 200.0,
+    }
+    _stored(tmp_path, monkeypatch, tables, {"hstu-step": run})
+    text = tables.hstu_step_tables(["hstu-step"])
+    assert text.split("\n")[0] == (
+        f"HSTU at ML-1M's size (3,416 items, length 200), batches of 128, the median of 15 calls each in "
+        f"turn; {ENVIRONMENT}."
+    )
+    # GFLOP/s is the step's 40 or 100 GFLOP over its seconds; the share is of the host's 200.
+    assert _cells(text) == [
+        ["width", "step", "ms", "vs float32", "GFLOP/s", "share of 200 GFLOP/s"],
+        ["100", base, "400.0", "1.00x", "100.0", "50%"],
+        ["100", xla, "600.0", "1.50x", "66.7", "33%"],
+        ["100", bf16, "360.0", "0.90x", "111.1", "56%"],
+        ["100", backbone, "300.0", "0.75x", "", ""],
+        ["200", base, "1000.0", "1.00x", "100.0", "50%"],
+        ["200", xla, "1500.0", "1.50x", "66.7", "33%"],
+        ["200", bf16, "1100.0", "1.10x", "90.9", "45%"],
+        ["200", backbone, "800.0", "0.80x", "", ""],
+        [
+            "width",
+            "matmul GFLOP a step",
+            "attention's two [n, n] products",
+            "dense layers",
+            "scores over the 3,416 items",
+            "the loss and Adam's share of the float32 step",
+        ],
+        ["100", "40.0", "25%", "25%", "50%", "25%"],
+        ["200", "100.0", "60%", "20%", "20%", "20%"],
+    ]
+    after = " ".join(tables.hstu_step_after(["hstu-step"]).split())
+    assert "At width 200, the backbone's forward and backward took 800 of the step's 1000 ms (80%)" in after
+    assert (
+        "are 60% of the step's matmul FLOPs, and the step reaches 100 GFLOP/s, 50% of the host's 200" in after
+    )
+    assert f"{xla}: 1.50x the float32 step's time (longer at every width)." in after
+    assert f"{bf16}: 0.90-1.10x the float32 step's time (longer at some widths, shorter at others)." in after
+    assert "A shorter step is not yet a faster model" in after
+    assert tables.protocol_of("hstu-step") == "hstu-step"
+    assert tables.command("hstu-step") == run["command"]
+
+
 def test_a_section_shows_once_its_json_is_stored_and_leaves_not_stored(tmp_path, monkeypatch):
     tables = _tables()
     _stored(tmp_path, monkeypatch, tables, {"serving": SERVING})

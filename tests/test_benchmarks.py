@@ -52,6 +52,32 @@ def test_ml1m_flop_count_runs_for_every_kind(kind):
     assert flops > one_layer > 0
 
 
+def test_hstu_step_flops_and_batch_by_hand():
+    from tfseqrec.data.vocab import NUM_RESERVED
+
+    ml1m, hstu_step = _script("ml1m"), _script("hstu_step")
+    config = training.TrainConfig.from_dict(dict(model="hstu", hidden_dim=4, num_layers=3, loss="softmax"))
+    model = kinds.get("hstu").build(config, 7)
+    # 2 windows of width 5 (10 tokens), d = 4, 3 layers, 6 targets over 7 items, forward x 3:
+    # Q K^T and A V 3*3*2*2*2*25*4 = 7,200; U V Q K and output 3*3*2*10*5*16 = 14,400;
+    # scores 3*2*6*4*7 = 1,008.
+    assert ml1m.step_flops(config, 2, 5, 6.0, 7, model) == {
+        "attention": 7200,
+        "dense": 14400,
+        "scores": 1008.0,
+    }
+    ids, targets, weights = hstu_step.make_batch(np.random.default_rng(0), 6, 8)
+    lengths = (ids != 0).sum(axis=1)
+    assert ids.shape == targets.shape == weights.shape == (6, 8)
+    assert np.all((lengths >= 5) & (lengths <= 8))
+    for row, n in enumerate(lengths):
+        # Left-padded; each real position's target is the next item, the last one's beyond the window.
+        assert not ids[row, : 8 - n].any() and not targets[row, : 8 - n].any()
+        assert np.all(ids[row, 8 - n :] >= NUM_RESERVED) and np.all(targets[row, 8 - n :] >= NUM_RESERVED)
+        np.testing.assert_array_equal(targets[row, 8 - n : -1], ids[row, 9 - n :])
+    np.testing.assert_array_equal(weights, targets != 0)
+
+
 def test_text_unisrec_variants_and_their_row_names():
     text = _script("text")
     assert text.variants(None) == [{}] and text.variants({"hidden_dim": 128}) == [{"hidden_dim": 128}]
