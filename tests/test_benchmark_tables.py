@@ -223,6 +223,56 @@ def test_hstu_step_tables_and_paragraph_from_a_stored_run(tmp_path, monkeypatch)
     assert tables.command("hstu-step") == run["command"]
 
 
+def test_hstu_rectools_rate_probe_epoch_by_epoch_by_hand(tmp_path, monkeypatch):
+    tables = _tables()
+    monkeypatch.setattr(tables, "RATE_EPOCHS", (1, 2, 3))
+
+    def run(seed, val, host):
+        test = {"ndcg@10": 0.1 + seed / 100, "hr@10": 0.2}
+        return [
+            {
+                "seed": seed,
+                "epochs": len(val),
+                "val_ndcg@10": val,
+                "best_val_ndcg@10": max(val),
+                "host_matmul_gflops": host,
+                "results": {"full_exclude_seen=True": test},
+            }
+        ]
+
+    seeds = [
+        run(0, [0.1, 0.05, 0.2, 0.5], 480.0),
+        run(1, [0.1, 0.3, 0.2, 0.4], 490.0),
+        run(2, [0.2, 0.1, 0.1, 0.45], 500.0),
+    ]
+    stems = tables.HSTU_RECTOOLS_SEEDS
+    _stored(
+        tmp_path,
+        monkeypatch,
+        tables,
+        {**dict(zip(stems, seeds)), tables.HSTU_RECTOOLS_RATE: run(3, [0.3, 0.35, 0.4], 210.0)},
+    )
+    text = tables.hstu_rectools_rate_table([*stems, tables.HSTU_RECTOOLS_RATE])
+    # The best so far at epochs 1, 2 and 3 of each run.
+    assert _cells(text) == [
+        ["Adam", "seed", "epoch 1", "epoch 2", "epoch 3", "epochs", "test NDCG@10 / HR@10"],
+        ["2e-3", "0", "0.1000", "0.1000", "0.2000", "4", "0.1000 / 0.2000"],
+        ["2e-3", "1", "0.1000", "0.3000", "0.3000", "4", "0.1100 / 0.2000"],
+        ["2e-3", "2", "0.2000", "0.2000", "0.2000", "4", "0.1200 / 0.2000"],
+        ["4e-3", "3", "0.3000", "0.3500", "0.4000", "3", "0.1300 / 0.2000"],
+    ]
+    after = " ".join(tables.hstu_rectools_rate_after([*stems, tables.HSTU_RECTOOLS_RATE]).split())
+    # Their best within 3 epochs: 0.2, 0.3, 0.2; 98% of the lowest best (0.4) is 0.392: epoch 3 at
+    # 4e-3, epochs 4, 4 and 4 at 2e-3.
+    assert "After 3 epochs, the best validation NDCG@10 at 4e-3 was 0.4000, against 0.2000-0.3000" in after
+    assert "ahead of their range" in after
+    assert (
+        "98% of the lowest of the 2e-3 seeds' best (0.3920) came at epoch 3 at 4e-3, at epochs 4, 4 and 4"
+        in after
+    )
+    assert "measured 210 GFLOP/s of fp32 matmul against the 2e-3 seeds' 480-500" in after
+
+
 def test_a_section_shows_once_its_json_is_stored_and_leaves_not_stored(tmp_path, monkeypatch):
     tables = _tables()
     _stored(tmp_path, monkeypatch, tables, {"serving": SERVING})
