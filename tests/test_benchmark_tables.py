@@ -327,7 +327,11 @@ PEERS = {
     },
     # Two commands, one model each: the section lists both, once each, in the order they ran.
     "model_runs": {
-        "sasrec": {"command": "benchmarks/peers/side_by_side.py --protocol rectools --models sasrec --json"},
+        "sasrec": {
+            "command": "benchmarks/peers/side_by_side.py --protocol rectools --models sasrec --json",
+            "host_matmul_gflops": 211.6,
+        },
+        # Stored before runs measured their host.
         "hstu": {"command": "benchmarks/peers/side_by_side.py --protocol rectools --models hstu --json"},
     },
 }
@@ -351,6 +355,8 @@ def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
     text = section.render()
     assert "| sasrec | tfseqrec | 0.2000 | 0.4000 | 0.2100 | 10 (8) | 12.0 | 20.0 |" in text
     assert "| sasrec | RecTools 0.19 | 0.1900 | 0.3800 | 0.2000 | 10 (8) | 12.0 | 20.0 |" in text
+    # Each model's host, in the order the models ran; a record stored before hosts were measured says so.
+    assert "Host fp32 matmul (GFLOP/s) while each model ran: sasrec 212, hstu not measured." in text
     # The anchor as benchmarks/protocols.py words it today, not as the record stored it.
     assert f"Comparable with: {tables.protocols.get('rectools').anchor}." in text
     assert "RecTools: 0.2164 / 0.3642" not in text

@@ -265,6 +265,16 @@ def anchor(record):
     return protocols.get(record["protocol"]["name"]).anchor
 
 
+def hosts(record):
+    """The line saying each model's host's fp32 matmul rate: the two libraries' minutes compare
+    within a model's rows (one host, one after the other), not across models run on other hosts."""
+    rates = [
+        f"{model} {run['host_matmul_gflops']:.0f}" if "host_matmul_gflops" in run else f"{model} not measured"
+        for model, run in record["model_runs"].items()
+    ]
+    return f"Host fp32 matmul (GFLOP/s) while each model ran: {', '.join(rates)}."
+
+
 def table(record):
     """Markdown: one row per model and library."""
     p = record["protocol"]
@@ -273,6 +283,7 @@ def table(record):
         f"Protocol `{p['name']}`: {record['data']}, validation {p['validation']}, seen items filtered "
         f"({seen}), {record['minutes']:g} min budget each, one after the other; {record['environment']}.",
         f"Comparable with: {anchor(record)}.",
+        hosts(record),
         "",
         "| model | library | NDCG@10 | HR@10 | best val NDCG@10 | epochs (best) | min to 98% of best | min to best |",
         "|---|---|---|---|---|---|---|---|",
@@ -317,6 +328,7 @@ def compare(protocol, data_root, models, minutes, seed, previous=None, save=None
         record["model_runs"] = dict(previous["model_runs"])
     for name in models:
         started = machine.now()
+        host = machine.matmul_gflops()
         tf_side = run_tfseqrec(name, protocol, data_path, split, minutes, seed)
         peer = run_rectools(name, protocol, split, vocabulary, minutes, seed, WINDOW)
         record["models"][name] = [tf_side, peer]
@@ -326,6 +338,8 @@ def compare(protocol, data_root, models, minutes, seed, previous=None, save=None
             "commit": record["commit"],
             "started": started,
             "ended": record["ended"],
+            # Hosts differ by twice in speed: both libraries' minutes hold on this one only.
+            "host_matmul_gflops": max(host, machine.matmul_gflops()),
         }
         if save is not None:
             save(record)
