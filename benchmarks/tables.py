@@ -540,23 +540,25 @@ def ml1m_probes_table(stems):
     return "\n".join(lines)
 
 
-def best_so_far_table(stems, epochs=(10, 20, 40, 60, 80, 100)):
-    """Markdown: the best validation NDCG@10 so far at the given epochs, a row a run."""
-    runs = ml1m_runs(stems, default_variant=True)
+def best_so_far_table(stems, epochs=(10, 20, 40, 60, 80, 100), labels=None):
+    """Markdown: the best validation NDCG@10 so far at the given epochs, a row a run (blank past
+    a run's last epoch). ``labels``: the first columns' headings and a function of a stem and a
+    run giving their cells; by default one column, the run's variant."""
+    headings, label = labels or (["variant"], lambda stem, r: [r["variant"]])
     lines = [
-        "| variant | "
-        + " | ".join(f"epoch {e}" for e in epochs)
-        + " | best (epoch) | test NDCG@10 / HR@10 |",
-        "|---|" + "---|" * (len(epochs) + 2),
+        "| "
+        + " | ".join([*headings, *(f"epoch {e}" for e in epochs), "best (epoch)", "test NDCG@10 / HR@10"])
+        + " |",
+        "|" + "---|" * (len(headings) + len(epochs) + 2),
     ]
-    for r in runs:
-        val = np.maximum.accumulate(r["val_ndcg@10"])
-        full = ml1m.filtered(r)
-        lines.append(
-            f"| {r['variant']} | "
-            + " | ".join(f"{val[e - 1]:.4f}" for e in epochs)
-            + f" | {r['best_val_ndcg@10']:.4f} ({r['best_epoch']}) | {_figures(full)} |"
-        )
+    for stem in stems:
+        for r in ml1m_runs([stem], default_variant=True):
+            val = np.maximum.accumulate(r["val_ndcg@10"])
+            cells = [f"{val[e - 1]:.4f}" if e <= len(val) else "" for e in epochs]
+            best = f"{r['best_val_ndcg@10']:.4f} ({r['best_epoch']})"
+            lines.append(
+                "| " + " | ".join([*label(stem, r), *cells, best, _figures(ml1m.filtered(r))]) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -1463,28 +1465,21 @@ RATE_EPOCHS = (5, 10, 15, 20, 30, 40)
 
 
 def hstu_rectools_rate_table(stems):
-    """Markdown: each run's best validation NDCG@10 so far at ``RATE_EPOCHS``, the 2e-3 seeds
-    (``HSTU_RECTOOLS_SEEDS``) and the 4e-3 run beside them, epoch by epoch."""
-    lines = [
-        "| Adam | seed | "
-        + " | ".join(f"epoch {e}" for e in RATE_EPOCHS)
-        + " | epochs | test NDCG@10 / HR@10 |",
-        "|---|---|" + "---|" * (len(RATE_EPOCHS) + 2),
-    ]
-    for stem in stems:
-        for r in load(stem):
-            rate = "2e-3" if stem in HSTU_RECTOOLS_SEEDS else "4e-3"
-            best = np.maximum.accumulate(r["val_ndcg@10"])
-            cells = " | ".join(f"{best[e - 1]:.4f}" if e <= len(best) else "" for e in RATE_EPOCHS)
-            lines.append(f"| {rate} | {r['seed']} | {cells} | {r['epochs']} | {_figures(ml1m.filtered(r))} |")
-    return "\n".join(lines)
+    """Markdown: each run's best validation NDCG@10 so far at ``RATE_EPOCHS``: the 2e-3 seeds,
+    then (the last stem) the 4e-3 run, epoch by epoch."""
+
+    def label(stem, run):
+        return ["4e-3" if stem == stems[-1] else "2e-3", str(run["seed"])]
+
+    return best_so_far_table(stems, RATE_EPOCHS, labels=(["Adam", "seed"], label))
 
 
 def hstu_rectools_rate_after(stems):
-    """The paragraph under ``hstu_rectools_rate_table``: the 4e-3 run's best validation against
-    the 2e-3 seeds' at the same epochs, read from the stored runs."""
-    (run,) = load(HSTU_RECTOOLS_RATE)
-    seeds = [r for stem in HSTU_RECTOOLS_SEEDS for r in load(stem)]
+    """The paragraph under ``hstu_rectools_rate_table``: the 4e-3 run (the last stem's) best
+    validation against the 2e-3 seeds' (the others') at the same epochs, read from the stored runs."""
+    *seed_stems, probe = stems
+    (run,) = load(probe)
+    seeds = ml1m_runs(seed_stems)
     n = run["epochs"]
     mine = max(run["val_ndcg@10"][:n])
     theirs = [max(r["val_ndcg@10"][:n]) for r in seeds]
@@ -1493,7 +1488,7 @@ def hstu_rectools_rate_after(stems):
     their_epochs = [next(i + 1 for i, v in enumerate(r["val_ndcg@10"]) if v >= level) for r in seeds]
     text = (
         f"After {n} epochs, the best validation NDCG@10 at 4e-3 was {mine:.4f}, against "
-        f"{min(theirs):.4f}-{max(theirs):.4f} for the three 2e-3 seeds after as many epochs of their hour; "
+        f"{min(theirs):.4f}-{max(theirs):.4f} for the 2e-3 seeds after as many epochs of their hour; "
         f"{'ahead of' if mine > max(theirs) else 'behind' if mine < min(theirs) else 'within'} their range. "
         f"98% of the lowest of the 2e-3 seeds' best ({level:.4f}) came "
         + (f"at epoch {reached[0]} at 4e-3" if reached else f"at no epoch of the {n} at 4e-3")

@@ -235,6 +235,7 @@ def test_hstu_rectools_rate_probe_epoch_by_epoch_by_hand(tmp_path, monkeypatch):
                 "epochs": len(val),
                 "val_ndcg@10": val,
                 "best_val_ndcg@10": max(val),
+                "best_epoch": 1 + val.index(max(val)),
                 "host_matmul_gflops": host,
                 "results": {"full_exclude_seen=True": test},
             }
@@ -253,14 +254,18 @@ def test_hstu_rectools_rate_probe_epoch_by_epoch_by_hand(tmp_path, monkeypatch):
         {**dict(zip(stems, seeds)), tables.HSTU_RECTOOLS_RATE: run(3, [0.3, 0.35, 0.4], 210.0)},
     )
     text = tables.hstu_rectools_rate_table([*stems, tables.HSTU_RECTOOLS_RATE])
-    # The best so far at epochs 1, 2 and 3 of each run.
+    # The best so far at epochs 1, 2 and 3 of each run, its best (epoch) and test figures.
     assert _cells(text) == [
-        ["Adam", "seed", "epoch 1", "epoch 2", "epoch 3", "epochs", "test NDCG@10 / HR@10"],
-        ["2e-3", "0", "0.1000", "0.1000", "0.2000", "4", "0.1000 / 0.2000"],
-        ["2e-3", "1", "0.1000", "0.3000", "0.3000", "4", "0.1100 / 0.2000"],
-        ["2e-3", "2", "0.2000", "0.2000", "0.2000", "4", "0.1200 / 0.2000"],
-        ["4e-3", "3", "0.3000", "0.3500", "0.4000", "3", "0.1300 / 0.2000"],
+        ["Adam", "seed", "epoch 1", "epoch 2", "epoch 3", "best (epoch)", "test NDCG@10 / HR@10"],
+        ["2e-3", "0", "0.1000", "0.1000", "0.2000", "0.5000 (4)", "0.1000 / 0.2000"],
+        ["2e-3", "1", "0.1000", "0.3000", "0.3000", "0.4000 (4)", "0.1100 / 0.2000"],
+        ["2e-3", "2", "0.2000", "0.2000", "0.2000", "0.4500 (4)", "0.1200 / 0.2000"],
+        ["4e-3", "3", "0.3000", "0.3500", "0.4000", "0.4000 (3)", "0.1300 / 0.2000"],
     ]
+    # A run shorter than a column's epoch leaves its cell blank.
+    monkeypatch.setattr(tables, "RATE_EPOCHS", (3, 4))
+    short = _cells(tables.hstu_rectools_rate_table([*stems, tables.HSTU_RECTOOLS_RATE]))
+    assert short[-1] == ["4e-3", "3", "0.4000", "", "0.4000 (3)", "0.1300 / 0.2000"]
     after = " ".join(tables.hstu_rectools_rate_after([*stems, tables.HSTU_RECTOOLS_RATE]).split())
     # Their best within 3 epochs: 0.2, 0.3, 0.2; 98% of the lowest best (0.4) is 0.392: epoch 3 at
     # 4e-3, epochs 4, 4 and 4 at 2e-3.
