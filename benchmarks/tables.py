@@ -766,18 +766,18 @@ def peers_sections():
     ]
 
 
-def _progress(side, fixed_epochs):
-    """How far one library's run got in the budget, from its stored epochs and curve."""
+def _progress(side, fixed_epochs, minutes):
+    """How far one library's run got in the budget (``minutes``), from its stored epochs and curve."""
     if side["best_val_ndcg@10"] is None:  # no validation split: a fixed epoch count, the last one tested
         if fixed_epochs and side["epochs"] < fixed_epochs:
             return f"{side['epochs']} of the {fixed_epochs} epochs before the budget ran out"
         return f"all {side['epochs']} epochs in {side['minutes_to_best']:.0f} minutes"
     if side["best_epoch"] == side["epochs"]:
         return f"still improving when the budget ran out, at epoch {side['epochs']}"
-    return (
-        f"levelled off: best epoch {side['best_epoch']} of {side['epochs']}, 98% of its best at "
-        f"{side['minutes_to_98pct_of_best']:.1f} minutes"
-    )
+    near = f"98% of its best at {side['minutes_to_98pct_of_best']:.1f} minutes"
+    if side["elapsed_seconds"][-1] >= 60 * minutes:  # the budget, not early stopping, ended it
+        return f"the budget ran out at epoch {side['epochs']}, its best epoch {side['best_epoch']}, {near}"
+    return f"levelled off: best epoch {side['best_epoch']} of {side['epochs']}, {near}"
 
 
 def peers_after(stems):
@@ -791,11 +791,13 @@ def peers_after(stems):
         ours = next(side for side in sides if side["library"] == "tfseqrec")
         others = [side for side in sides if side is not ours]
         name = kinds.get(model).model_class
-        sentence = f"{name}: tfseqrec {_figures(ours['test'])} ({_progress(ours, fixed_epochs)})"
+        sentence = (
+            f"{name}: tfseqrec {_figures(ours['test'])} ({_progress(ours, fixed_epochs, record['minutes'])})"
+        )
         for theirs in others:
             if ours["test"]["ndcg@10"] <= theirs["test"]["ndcg@10"]:
                 behind.append(name)
-            sentence += f" against {theirs['library']}'s {_figures(theirs['test'])} ({_progress(theirs, fixed_epochs)})"
+            sentence += f" against {theirs['library']}'s {_figures(theirs['test'])} ({_progress(theirs, fixed_epochs, record['minutes'])})"
         if not others:
             sentence += ", the peer not run"
         key = f"{protocol}/{model}"
@@ -2972,6 +2974,25 @@ def peers_summary():
     return "\n".join(lines)
 
 
+def peers_hosts(records):
+    """A sentence on the side-by-side rows' hosts: the two libraries of a row share one, rows
+    run on other days may not (hosts' fp32 matmul rates differ by twice)."""
+    measured = [
+        (kinds.get(model).model_class, record["protocol"]["name"], run["host_matmul_gflops"])
+        for record in records
+        for model, run in record["model_runs"].items()
+        if "host_matmul_gflops" in run
+    ]
+    if not measured:
+        return "Both libraries of a row ran on one host; rows ran on other days, on hosts not measured."
+    named = _listed([f"{name} on `{protocol}` at {rate:.0f}" for name, protocol, rate in measured])
+    return (
+        "Both libraries of a row ran on one host, so their minutes compare; rows ran on other days, on "
+        f"hosts whose fp32 matmul rate (GFLOP/s) was measured for {named} and not for the others, so "
+        "minutes across rows do not."
+    )
+
+
 def results_notes():
     """The front page's notes under the results table, every figure read from a stored run."""
     sasrec_minutes = [r["minutes_to_98pct_of_best"] for r in ml1m_runs(SASREC_DEFAULTS_STEMS)]
@@ -3066,7 +3087,7 @@ def results_notes():
                 "NDCG@10 / HR@10, and in brackets the minutes to 98% of each one's best validation NDCG@10 (on "
                 "`hstu-paper`, which has no validation split, the epochs each finished and its minutes). "
                 "RecTools' HSTU figure on `rectools` is without the ratings' timestamps, which the file here "
-                f"lacks ({fig('rectools/hstu-time')} with them).",
+                f"lacks ({fig('rectools/hstu-time')} with them). {peers_hosts(peers)}",
                 width=92,
                 break_on_hyphens=False,
             ),

@@ -299,7 +299,9 @@ def test_a_section_shows_once_its_json_is_stored_and_leaves_not_stored(tmp_path,
         tables.benchmarks_readme()
 
 
-def _side(library, ndcg):
+def _side(library, ndcg, last_minute=25.0):
+    """A library's side; ``last_minute``: when its last epoch ended (past the budget's 30: the
+    budget ended it; before: early stopping)."""
     return {
         "library": library,
         "test": {"ndcg@10": ndcg, "hr@10": 2 * ndcg},
@@ -308,6 +310,7 @@ def _side(library, ndcg):
         "best_epoch": 8,
         "minutes_to_98pct_of_best": 12.0,
         "minutes_to_best": 20.0,
+        "elapsed_seconds": [60.0 * last_minute * (i + 1) / 10 for i in range(10)],
     }
 
 
@@ -327,7 +330,7 @@ PEERS = {
     "environment": ENVIRONMENT,
     "command": "benchmarks/peers/side_by_side.py --protocol rectools --models hstu --json",
     "models": {
-        "sasrec": [_side("tfseqrec", 0.2), _side("RecTools 0.19", 0.19)],
+        "sasrec": [_side("tfseqrec", 0.2), _side("RecTools 0.19", 0.19, last_minute=31.0)],
         "hstu": [_side("tfseqrec", 0.21)],
     },
     # Two commands, one model each: the section lists both, once each, in the order they ran.
@@ -370,8 +373,8 @@ def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
     assert " ".join(tables.peers_after(["peers-rectools"]).split()) == (
         "tfseqrec is ahead for every model run on both sides, 30 minutes each. SASRec: tfseqrec "
         "0.2000 / 0.4000 (levelled off: best epoch 8 of 10, 98% of its best at 12.0 minutes) against "
-        "RecTools 0.19's 0.1900 / 0.3800 (levelled off: best epoch 8 of 10, 98% of its best at 12.0 "
-        "minutes); 1.23x the 0.1622 / 0.2878 of SASRec in RecTools' HSTU tutorial (MTS AI). HSTU: "
+        "RecTools 0.19's 0.1900 / 0.3800 (the budget ran out at epoch 10, its best epoch 8, 98% of its "
+        "best at 12.0 minutes); 1.23x the 0.1622 / 0.2878 of SASRec in RecTools' HSTU tutorial (MTS AI). HSTU: "
         "tfseqrec 0.2100 / 0.4200 (levelled off: best epoch 8 of 10, 98% of its best at 12.0 minutes), "
         "the peer not run; 1.20x the 0.1745 / 0.3087 of HSTU with relative position attention only (no "
         "timestamps) in RecTools' HSTU tutorial (MTS AI)."
@@ -383,6 +386,18 @@ def test_a_peers_record_gets_a_section_of_its_protocol(tmp_path, monkeypatch):
         "| HSTU | `rectools` | 0.2100 / 0.4200 (12.0 min) | not run | 0.1745 / 0.3087, RecTools' HSTU "
         "tutorial (MTS AI) |",
     ]
+
+
+def test_the_side_by_side_rows_hosts_are_named_where_measured():
+    tables = _tables()
+    # PEERS measured SASRec's host (211.6 GFLOP/s, printed 212) and not HSTU's.
+    assert tables.peers_hosts([PEERS]) == (
+        "Both libraries of a row ran on one host, so their minutes compare; rows ran on other days, on "
+        "hosts whose fp32 matmul rate (GFLOP/s) was measured for SASRec on `rectools` at 212 and not for "
+        "the others, so minutes across rows do not."
+    )
+    unmeasured = dict(PEERS, model_runs={"hstu": PEERS["model_runs"]["hstu"]})
+    assert "on hosts not measured" in tables.peers_hosts([unmeasured])
 
 
 def test_published_figures_are_typed_once_in_protocols():
