@@ -1476,29 +1476,55 @@ def hstu_rectools_rate_table(stems):
     return best_so_far_table(stems, RATE_EPOCHS, labels=(["Adam", "seed"], label))
 
 
+def _span(values, digits=4):
+    """ "0.1809" for one value, "0.1795-0.1809" for several (lowest to highest)."""
+    low, high = min(values), max(values)
+    return (
+        f"{low:.{digits}f}"
+        if f"{low:.{digits}f}" == f"{high:.{digits}f}"
+        else f"{low:.{digits}f}-{high:.{digits}f}"
+    )
+
+
 def hstu_rectools_rate_after(stems):
-    """The paragraph under ``hstu_rectools_rate_table``: the 4e-3 run (the last stem's) best
-    validation against the 2e-3 seeds' (the others') at the same epochs, read from the stored runs."""
+    """The paragraph under ``hstu_rectools_rate_table``: the 4e-3 runs' (the last stem's, a run a
+    seed) best validation against the 2e-3 seeds' (the other stems') at the same epochs, read
+    from the stored runs."""
     *seed_stems, probe = stems
-    (run,) = load(probe)
+    runs = ml1m_runs([probe])
     seeds = ml1m_runs(seed_stems)
-    n = run["epochs"]
-    mine = max(run["val_ndcg@10"][:n])
+    n = min(r["epochs"] for r in runs)
+    mine = [max(r["val_ndcg@10"][:n]) for r in runs]
     theirs = [max(r["val_ndcg@10"][:n]) for r in seeds]
+    if min(mine) > max(theirs):
+        verdict = "ahead of their range"
+    elif max(mine) < min(theirs):
+        verdict = "behind their range"
+    else:
+        verdict = "overlapping their range"
     level = 0.98 * min(r["best_val_ndcg@10"] for r in seeds)
-    reached = [i + 1 for i, v in enumerate(run["val_ndcg@10"]) if v >= level]
     their_epochs = [next(i + 1 for i, v in enumerate(r["val_ndcg@10"]) if v >= level) for r in seeds]
+    reached = []
+    for r in runs:
+        epoch = next((i + 1 for i, v in enumerate(r["val_ndcg@10"]) if v >= level), None)
+        reached.append(
+            f"at epoch {epoch} (seed {r['seed']})"
+            if epoch
+            else f"at none of its {r['epochs']} epochs (seed {r['seed']})"
+        )
+    at_4e3 = _listed(reached) + " at 4e-3"
+    label = (
+        f"seed {runs[0]['seed']}" if len(runs) == 1 else f"seeds {_listed([str(r['seed']) for r in runs])}"
+    )
     text = (
-        f"After {n} epochs, the best validation NDCG@10 at 4e-3 was {mine:.4f}, against "
-        f"{min(theirs):.4f}-{max(theirs):.4f} for the 2e-3 seeds after as many epochs of their hour; "
-        f"{'ahead of' if mine > max(theirs) else 'behind' if mine < min(theirs) else 'within'} their range. "
-        f"98% of the lowest of the 2e-3 seeds' best ({level:.4f}) came "
-        + (f"at epoch {reached[0]} at 4e-3" if reached else f"at no epoch of the {n} at 4e-3")
-        + f", at epochs {_listed([str(e) for e in their_epochs])} at 2e-3. The test figures are each run's "
-        f"best validation epoch's: {n} epochs at 4e-3 against the 2e-3 seeds' hour, so they do not compare. "
-        f"This run's host measured {run['host_matmul_gflops']:.0f} GFLOP/s of fp32 matmul against the 2e-3 "
-        f"seeds' {min(r['host_matmul_gflops'] for r in seeds):.0f}-{max(r['host_matmul_gflops'] for r in seeds):.0f}: "
-        "its minutes do not compare either, its epochs do."
+        f"After {n} epochs, the best validation NDCG@10 at 4e-3 ({label}) was {_span(mine)}, against "
+        f"{_span(theirs)} for the 2e-3 seeds after as many epochs of their hour; {verdict}. "
+        f"98% of the lowest of the 2e-3 seeds' best ({level:.4f}) came {at_4e3}, at epochs "
+        f"{_listed([str(e) for e in their_epochs])} at 2e-3. The test figures are each run's best "
+        f"validation epoch's: {n} epochs at 4e-3 against the 2e-3 seeds' hour, so they do not compare. "
+        f"The 4e-3 runs' hosts measured {_span([r['host_matmul_gflops'] for r in runs], 0)} GFLOP/s of fp32 "
+        f"matmul against the 2e-3 seeds' {_span([r['host_matmul_gflops'] for r in seeds], 0)}: their minutes "
+        "do not compare either, their epochs do."
     )
     return textwrap.fill(text, width=92, break_on_hyphens=False)
 

@@ -251,7 +251,11 @@ def test_hstu_rectools_rate_probe_epoch_by_epoch_by_hand(tmp_path, monkeypatch):
         tmp_path,
         monkeypatch,
         tables,
-        {**dict(zip(stems, seeds)), tables.HSTU_RECTOOLS_RATE: run(3, [0.3, 0.35, 0.4], 210.0)},
+        {
+            **dict(zip(stems, seeds)),
+            tables.HSTU_RECTOOLS_RATE: run(3, [0.3, 0.35, 0.4], 210.0)
+            + run(4, [0.2, 0.25, 0.3, 0.35], 220.0),
+        },
     )
     text = tables.hstu_rectools_rate_table([*stems, tables.HSTU_RECTOOLS_RATE])
     # The best so far at epochs 1, 2 and 3 of each run, its best (epoch) and test figures.
@@ -261,21 +265,30 @@ def test_hstu_rectools_rate_probe_epoch_by_epoch_by_hand(tmp_path, monkeypatch):
         ["2e-3", "1", "0.1000", "0.3000", "0.3000", "0.4000 (4)", "0.1100 / 0.2000"],
         ["2e-3", "2", "0.2000", "0.2000", "0.2000", "0.4500 (4)", "0.1200 / 0.2000"],
         ["4e-3", "3", "0.3000", "0.3500", "0.4000", "0.4000 (3)", "0.1300 / 0.2000"],
+        ["4e-3", "4", "0.2000", "0.2500", "0.3000", "0.3500 (4)", "0.1400 / 0.2000"],
     ]
     # A run shorter than a column's epoch leaves its cell blank.
     monkeypatch.setattr(tables, "RATE_EPOCHS", (3, 4))
     short = _cells(tables.hstu_rectools_rate_table([*stems, tables.HSTU_RECTOOLS_RATE]))
-    assert short[-1] == ["4e-3", "3", "0.4000", "", "0.4000 (3)", "0.1300 / 0.2000"]
+    assert short[-2] == ["4e-3", "3", "0.4000", "", "0.4000 (3)", "0.1300 / 0.2000"]
     after = " ".join(tables.hstu_rectools_rate_after([*stems, tables.HSTU_RECTOOLS_RATE]).split())
-    # Their best within 3 epochs: 0.2, 0.3, 0.2; 98% of the lowest best (0.4) is 0.392: epoch 3 at
-    # 4e-3, epochs 4, 4 and 4 at 2e-3.
-    assert "After 3 epochs, the best validation NDCG@10 at 4e-3 was 0.4000, against 0.2000-0.3000" in after
-    assert "ahead of their range" in after
+    # Within the shorter 4e-3 run's 3 epochs: 4e-3's best 0.4 and 0.3; the 2e-3 seeds' 0.2, 0.3, 0.2:
+    # the ranges meet at 0.3. 98% of the lowest 2e-3 best (0.4) is 0.392: epoch 3 for seed 3, none of
+    # seed 4's 4 epochs; epochs 4, 4 and 4 at 2e-3.
+    assert "After 3 epochs, the best validation NDCG@10 at 4e-3 (seeds 3 and 4) was 0.3000-0.4000" in after
+    assert "against 0.2000-0.3000 for the 2e-3 seeds" in after
+    assert "overlapping their range" in after
     assert (
-        "98% of the lowest of the 2e-3 seeds' best (0.3920) came at epoch 3 at 4e-3, at epochs 4, 4 and 4"
-        in after
+        "98% of the lowest of the 2e-3 seeds' best (0.3920) came at epoch 3 (seed 3) and at none of its "
+        "4 epochs (seed 4) at 4e-3, at epochs 4, 4 and 4 at 2e-3" in after
     )
-    assert "measured 210 GFLOP/s of fp32 matmul against the 2e-3 seeds' 480-500" in after
+    assert "hosts measured 210-220 GFLOP/s of fp32 matmul against the 2e-3 seeds' 480-500" in after
+    # One 4e-3 run alone (seed 3): ahead of every 2e-3 seed within its 3 epochs.
+    (tmp_path / f"{tables.HSTU_RECTOOLS_RATE}.json").write_text(json.dumps(run(3, [0.3, 0.35, 0.4], 210.0)))
+    alone = " ".join(tables.hstu_rectools_rate_after([*stems, tables.HSTU_RECTOOLS_RATE]).split())
+    assert "at 4e-3 (seed 3) was 0.4000, against 0.2000-0.3000" in alone
+    assert "ahead of their range" in alone
+    assert "hosts measured 210 GFLOP/s" in alone
 
 
 def test_a_section_shows_once_its_json_is_stored_and_leaves_not_stored(tmp_path, monkeypatch):
