@@ -1718,10 +1718,10 @@ the three seeds of the defaults above, the same 60 minutes of `fit` and early st
                     [*HSTU_RECTOOLS_SEEDS, HSTU_RECTOOLS_RATE],
                     hstu_rectools_rate_table,
                     prose="""
-The three seeds above ran at Adam 2e-3, HSTU's rate then. One run at 4e-3, today's rate
-([HSTU, defaults](#hstu-defaults-60-minutes)), for a fixed 40 epochs: its host was half as
-fast as theirs, so it is set beside them epoch by epoch, by the best validation NDCG@10 so
-far.
+The three seeds above ran at Adam 2e-3, HSTU's rate then. Two seeds at 4e-3, today's rate
+([HSTU, defaults](#hstu-defaults-60-minutes)), for a fixed 40 epochs each: their hosts were
+half as fast as the 2e-3 seeds', so they are set beside them epoch by epoch, by the best
+validation NDCG@10 so far.
 """,
                     after=hstu_rectools_rate_after,
                 ),
