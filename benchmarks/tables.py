@@ -1259,6 +1259,11 @@ def minutes_to(run, level):
     return None
 
 
+def epoch_to(run, level):
+    """The first epoch (counted from 1) whose validation NDCG@10 reached ``level``; ``None`` if none did."""
+    return next((i + 1 for i, value in enumerate(run["val_ndcg@10"]) if value >= level), None)
+
+
 def val_at_minutes(run, minutes):
     """The validation NDCG@10 of the last epoch that ended within ``minutes`` of ``fit``."""
     ended = [v for m, v in zip(run["minutes_at_epoch"], run["val_ndcg@10"]) if m <= minutes]
@@ -1503,10 +1508,10 @@ def hstu_rectools_rate_after(stems):
     else:
         verdict = "overlapping their range"
     level = 0.98 * min(r["best_val_ndcg@10"] for r in seeds)
-    their_epochs = [next(i + 1 for i, v in enumerate(r["val_ndcg@10"]) if v >= level) for r in seeds]
+    their_epochs = [epoch_to(r, level) for r in seeds]  # each reached its own best, above the level
     reached = []
     for r in runs:
-        epoch = next((i + 1 for i, v in enumerate(r["val_ndcg@10"]) if v >= level), None)
+        epoch = epoch_to(r, level)
         reached.append(
             f"at epoch {epoch} (seed {r['seed']})"
             if epoch
