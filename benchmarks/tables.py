@@ -1509,14 +1509,15 @@ def hstu_rectools_rate_after(stems):
         verdict = "overlapping their range"
     level = 0.98 * min(r["best_val_ndcg@10"] for r in seeds)
     their_epochs = [epoch_to(r, level) for r in seeds]  # each reached its own best, above the level
-    reached = []
-    for r in runs:
-        epoch = epoch_to(r, level)
-        reached.append(
-            f"at epoch {epoch} (seed {r['seed']})"
-            if epoch
-            else f"at none of its {r['epochs']} epochs (seed {r['seed']})"
-        )
+    epochs_to_level = [epoch_to(r, level) for r in runs]
+    reached = [f"at epoch {e} (seed {r['seed']})" for r, e in zip(runs, epochs_to_level) if e]
+    missed = [r for r, e in zip(runs, epochs_to_level) if not e]  # named once for their epoch count
+    for epochs in sorted({r["epochs"] for r in missed}):
+        seeds_of = [str(r["seed"]) for r in missed if r["epochs"] == epochs]
+        if len(seeds_of) == 1:
+            reached.append(f"at none of its {epochs} epochs (seed {seeds_of[0]})")
+        else:
+            reached.append(f"at none of their {epochs} epochs (seeds {_listed(seeds_of)})")
     at_4e3 = _listed(reached) + " at 4e-3"
     label = (
         f"seed {runs[0]['seed']}" if len(runs) == 1 else f"seeds {_listed([str(r['seed']) for r in runs])}"

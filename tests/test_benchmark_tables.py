@@ -283,6 +283,12 @@ def test_hstu_rectools_rate_probe_epoch_by_epoch_by_hand(tmp_path, monkeypatch):
         "4 epochs (seed 4) at 4e-3, at epochs 4, 4 and 4 at 2e-3" in after
     )
     assert "hosts measured 210-220 GFLOP/s of fp32 matmul against the 2e-3 seeds' 480-500" in after
+    # Two 4e-3 runs of 3 epochs that both stay below 0.392 (best 0.35 and 0.3): named once.
+    (tmp_path / f"{tables.HSTU_RECTOOLS_RATE}.json").write_text(
+        json.dumps(run(5, [0.3, 0.35, 0.35], 210.0) + run(6, [0.2, 0.25, 0.3], 220.0))
+    )
+    missed = " ".join(tables.hstu_rectools_rate_after([*stems, tables.HSTU_RECTOOLS_RATE]).split())
+    assert "(0.3920) came at none of their 3 epochs (seeds 5 and 6) at 4e-3, at epochs 4, 4 and 4" in missed
     # One 4e-3 run alone (seed 3): ahead of every 2e-3 seed within its 3 epochs.
     (tmp_path / f"{tables.HSTU_RECTOOLS_RATE}.json").write_text(json.dumps(run(3, [0.3, 0.35, 0.4], 210.0)))
     alone = " ".join(tables.hstu_rectools_rate_after([*stems, tables.HSTU_RECTOOLS_RATE]).split())
