@@ -3008,7 +3008,8 @@ def peers_summary():
 
 def peers_hosts(records):
     """A sentence on the side-by-side rows' hosts: the two libraries of a row share one, rows
-    run on other days may not (hosts' fp32 matmul rates differ by twice)."""
+    run on other days may not (hosts' fp32 matmul rates differ up to twofold). The measured hosts
+    are named a model at a time: "for HSTU on `a` and `b` (216 and 219)"."""
     measured = [
         (kinds.get(model).model_class, record["protocol"]["name"], run["host_matmul_gflops"])
         for record in records
@@ -3017,11 +3018,20 @@ def peers_hosts(records):
     ]
     if not measured:
         return "Both libraries of a row ran on one host; rows ran on other days, on hosts not measured."
-    named = _listed([f"{name} on `{protocol}` at {rate:.0f}" for name, protocol, rate in measured])
+    by_model = {}
+    for name, protocol, rate in measured:
+        by_model.setdefault(name, []).append((protocol, rate))
+    named = _listed(
+        [
+            f"for {name} on {_listed([f'`{protocol}`' for protocol, _ in rows])} "
+            f"({_listed([f'{rate:.0f}' for _, rate in rows])})"
+            for name, rows in by_model.items()
+        ]
+    )
     return (
         "Both libraries of a row ran on one host, so their minutes compare; rows ran on other days, on "
-        f"hosts whose fp32 matmul rate (GFLOP/s) was measured for {named} and not for the others, so "
-        "minutes across rows do not."
+        f"hosts whose fp32 matmul rate (GFLOP/s) was measured {named}, not for the others, so minutes "
+        "across rows do not."
     )
 
 

@@ -412,11 +412,28 @@ def test_the_side_by_side_rows_hosts_are_named_where_measured():
     # PEERS measured SASRec's host (211.6 GFLOP/s, printed 212) and not HSTU's.
     assert tables.peers_hosts([PEERS]) == (
         "Both libraries of a row ran on one host, so their minutes compare; rows ran on other days, on "
-        "hosts whose fp32 matmul rate (GFLOP/s) was measured for SASRec on `rectools` at 212 and not for "
-        "the others, so minutes across rows do not."
+        "hosts whose fp32 matmul rate (GFLOP/s) was measured for SASRec on `rectools` (212), not for the "
+        "others, so minutes across rows do not."
     )
     unmeasured = dict(PEERS, model_runs={"hstu": PEERS["model_runs"]["hstu"]})
     assert "on hosts not measured" in tables.peers_hosts([unmeasured])
+    # Two protocols measured for SASRec, one for HSTU: each model named once, its rates in its
+    # protocols' order.
+    sasrec = PEERS["model_runs"]["sasrec"]
+    paper = dict(
+        PEERS,
+        protocol=dict(PEERS["protocol"], name="hstu-paper"),
+        model_runs={
+            "sasrec": dict(sasrec, host_matmul_gflops=404.4),
+            "hstu": dict(sasrec, host_matmul_gflops=219.0),
+        },
+    )
+    assert tables.peers_hosts([PEERS, paper]) == (
+        "Both libraries of a row ran on one host, so their minutes compare; rows ran on other days, on "
+        "hosts whose fp32 matmul rate (GFLOP/s) was measured for SASRec on `rectools` and `hstu-paper` "
+        "(212 and 404) and for HSTU on `hstu-paper` (219), not for the others, so minutes across rows do "
+        "not."
+    )
 
 
 def test_published_figures_are_typed_once_in_protocols():
