@@ -1014,6 +1014,11 @@ def _listed(words):
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _seeds(seeds):
+    """ "seed 3", "seeds 5 and 6": ``seeds`` as strings."""
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {_listed(seeds)}"
+
+
 def epoch_cap(run):
     """The most epochs a stored ML-1M run could train: its ``epochs``, or the default it ran with."""
     return kinds.get(run["model"]).options(run["config"]).epochs
@@ -1513,15 +1518,11 @@ def hstu_rectools_rate_after(stems):
     reached = [f"at epoch {e} (seed {r['seed']})" for r, e in zip(runs, epochs_to_level) if e]
     missed = [r for r, e in zip(runs, epochs_to_level) if not e]  # named once for their epoch count
     for epochs in sorted({r["epochs"] for r in missed}):
-        seeds_of = [str(r["seed"]) for r in missed if r["epochs"] == epochs]
-        if len(seeds_of) == 1:
-            reached.append(f"at none of its {epochs} epochs (seed {seeds_of[0]})")
-        else:
-            reached.append(f"at none of their {epochs} epochs (seeds {_listed(seeds_of)})")
+        group = [str(r["seed"]) for r in missed if r["epochs"] == epochs]
+        whose = "its" if len(group) == 1 else "their"
+        reached.append(f"at none of {whose} {epochs} epochs ({_seeds(group)})")
     at_4e3 = _listed(reached) + " at 4e-3"
-    label = (
-        f"seed {runs[0]['seed']}" if len(runs) == 1 else f"seeds {_listed([str(r['seed']) for r in runs])}"
-    )
+    label = _seeds([str(r["seed"]) for r in runs])
     text = (
         f"After {n} epochs, the best validation NDCG@10 at 4e-3 ({label}) was {_span(mine)}, against "
         f"{_span(theirs)} for the 2e-3 seeds after as many epochs of their hour; {verdict}. "
