@@ -13,7 +13,7 @@ one is set beside the anchor measured the same way, and no other:
   tutorial (``examples/tutorials/transformers_HSTU_tutorial.ipynb``), which sorts the
   ratings stably by time. Its HSTU with relative time attention reads the ratings'
   timestamps, which this file lacks; its HSTU with position attention only is the one
-  comparable with a run here.
+  comparable with a run here. The figures, with their sources, are in ``anchors.json``.
 - ``hstu-paper``: the raw ratings, no validation split (the second-to-last item is a
   training target), only the items of the model's input window filtered, sampled softmax
   with 128 uniform negatives per position and the reference's fixed 101 epochs: the HSTU
@@ -31,6 +31,7 @@ The scripts run as ``python benchmarks/NAME.py``, which puts this folder first o
 """
 
 import dataclasses
+import json
 import os
 import re
 
@@ -51,7 +52,8 @@ class Protocol:
             ``max_sequence_length`` items); ``tfseqrec.evaluation.evaluate``'s
             ``exclude_seen`` is ``True`` or ``"window"`` for them.
         training: the ``TrainConfig`` options the protocol fixes, over the model's defaults.
-        anchor: the published figure a row on this protocol is comparable with.
+        anchor: the published figures of ``benchmarks/anchors.json`` on this protocol, in one
+            line (``anchor_line``), for a script's printed table.
     """
 
     name: str
@@ -92,100 +94,25 @@ class Protocol:
         return {**(overrides or {}), **fixed}
 
 
-@dataclasses.dataclass(frozen=True)
-class Published:
-    """A published ML-1M figure: who reports it, for which model, and its NDCG@10 / HR@10.
+ANCHORS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "anchors.json")
+with open(ANCHORS_FILE) as _f:
+    # Each published figure once, with its protocol, what it assumes and its source.
+    ANCHORS = json.load(_f)
 
-    ``PUBLISHED`` holds each once; the protocols' anchors and every table that names a
-    published figure read it from there, so no figure is typed twice.
-    """
-
-    source: str
-    model: str
-    ndcg: float
-    hr: float
-
-    @property
-    def figures(self):
-        """NDCG@10 / HR@10 as the tables print them, four places each."""
-        return f"{self.ndcg:.4f} / {self.hr:.4f}"
-
-    @property
-    def labelled(self):
-        """``"N NDCG@10 / H HR@10"``, four places each."""
-        return f"{self.ndcg:.4f} NDCG@10 / {self.hr:.4f} HR@10"
-
-
-SASREC_PLUS = "SASRec+ (Klenitskiy & Vasilev, RecSys 2023)"
-RECTOOLS_TUTORIAL = "RecTools' HSTU tutorial (MTS AI)"
-HSTU_PAPER = "the HSTU paper (Zhai et al., ICML 2024)"
-
-# Keyed "protocol/model[-variant]": the protocol a figure was measured on, then what it is.
-PUBLISHED = {
-    "sasrec-plus/sasrec": Published(SASREC_PLUS, "SASRec with 3,000 negatives", 0.1857, 0.3159),
-    "sasrec-plus/sasrec-softmax": Published(SASREC_PLUS, "SASRec with the full softmax", 0.1821, 0.3152),
-    "sasrec-plus/bert4rec": Published(SASREC_PLUS, "BERT4Rec", 0.1537, 0.2843),
-    "rectools/hstu": Published(
-        RECTOOLS_TUTORIAL, "HSTU with relative position attention only (no timestamps)", 0.1745, 0.3087
-    ),
-    "rectools/hstu-time": Published(
-        RECTOOLS_TUTORIAL,
-        "HSTU with relative time attention too, from the ratings' timestamps",
-        0.1895,
-        0.3259,
-    ),
-    "rectools/sasrec": Published(RECTOOLS_TUTORIAL, "SASRec", 0.1622, 0.2878),
-    "hstu-paper/hstu": Published(HSTU_PAPER, "HSTU-large", 0.1893, 0.3294),
-    "hstu-paper/sasrec": Published(
-        HSTU_PAPER + "'s reference code",
-        "SASRec with the same loss and epochs (`configs/ml-1m/sasrec-sampled-softmax-n128-final.gin`)",
-        0.1603,
-        0.2853,
-    ),
-}
-
-
-# Figures the benchmark notes quote from elsewhere that no protocol here is an anchor for: each
-# typed once, with who reports it. benchmarks/tables.py refuses a hand-written note that quotes
-# a four-place figure found neither in its runs nor here nor in ``PUBLISHED``.
-QUOTED = {
-    "sasrec-paper/sampled": (
-        "the SASRec paper (Kang & McAuley, ICDM 2018): NDCG@10 against 100 uniform negatives",
-        0.5905,
-    ),
-    "bert4rec-paper/sampled": (
-        "the BERT4Rec paper (Sun et al., CIKM 2019): NDCG@10 against 100 popularity-sampled negatives",
-        0.4818,
-    ),
-    "rectools/hstu-large-quoted": ("an HSTU-large NDCG@10 quoted for RecTools, not in its notebooks", 0.2164),
-    "rectools/hstu-large-quoted-hr": ("the HR@10 quoted with it", 0.3642),
-    "hstu-paper-file/rectools-hstu-large": (
-        "RecTools' HSTU-large NDCG@10 on the HSTU paper's preprocessed ML-1M",
-        0.1891,
-    ),
-    "hstu-paper-file/rectools-hstu-large-hr": ("its HR@10", 0.3350),
-}
-
-
-def quoted(key):
-    """A ``QUOTED`` figure, four places, as the notes print it."""
-    return f"{QUOTED[key][1]:.4f}"
-
-
-# An NDCG@10 or HR@10 as the pages and notes print it: four places.
+# An NDCG@10 or HR@10 as the pages print it: four places.
 FIGURE = re.compile(r"(?<![\d.])0\.\d{4}(?!\d)")
 
 
 def published_figures():
-    """Every ``PUBLISHED`` NDCG@10 and HR@10 as the pages print them, four places each."""
-    return {f"{v:.4f}" for p in PUBLISHED.values() for v in (p.ndcg, p.hr)}
+    """Every anchor's NDCG@10 and HR@10 as the pages print them, four places each."""
+    return {f"{a[k]:.4f}" for a in ANCHORS for k in ("ndcg@10", "hr@10") if a[k] is not None}
 
 
-def published(key):
-    """The ``Published`` figure ``key`` names; a ``KeyError`` lists the keys."""
-    if key not in PUBLISHED:
-        raise KeyError(f"no published figure {key!r}; known: {', '.join(PUBLISHED)}")
-    return PUBLISHED[key]
+def anchor_line(name):
+    """The anchors of protocol ``name`` in one line (for a script's printed table)."""
+    found = [a for a in ANCHORS if a["protocol"] == name]
+    figures = "; ".join(f"{a['model']} {a['ndcg@10']:.4f} / {a['hr@10']:.4f} ({a['assumes']})" for a in found)
+    return f"{figures or 'none'} (benchmarks/anchors.json)"
 
 
 PROTOCOLS = {
@@ -195,9 +122,7 @@ PROTOCOLS = {
         validation="last",
         exclude_seen="history",
         training={},
-        anchor=f"{SASREC_PLUS}, same file and protocol: SASRec {published('sasrec-plus/sasrec').labelled} "
-        f"with 3,000 negatives ({published('sasrec-plus/sasrec-softmax').figures} full softmax), BERT4Rec "
-        f"{published('sasrec-plus/bert4rec').figures}; no HSTU figure",
+        anchor=anchor_line("sasrec-plus"),
     ),
     "rectools": Protocol(
         name="rectools",
@@ -205,10 +130,7 @@ PROTOCOLS = {
         validation="last",
         exclude_seen="history",
         training={},
-        anchor=f"{RECTOOLS_TUTORIAL} on the raw ratings with a validation item and the whole history "
-        "filtered: HSTU with relative position attention only (no timestamps, as here) "
-        f"{published('rectools/hstu').labelled}; with relative time attention too, from the ratings' "
-        f"timestamps, {published('rectools/hstu-time').figures}; SASRec {published('rectools/sasrec').figures}",
+        anchor=anchor_line("rectools"),
     ),
     "hstu-paper": Protocol(
         name="hstu-paper",
@@ -222,9 +144,7 @@ PROTOCOLS = {
             "negatives_per_position": True,
             "epochs": 101,
         },
-        anchor=f"{HSTU_PAPER}, HSTU-large: {published('hstu-paper/hstu').labelled} (the reference code's 101 "
-        "epochs, with a relative time bias from the ratings' timestamps, which the file here lacks); its "
-        f"reference code's {published('hstu-paper/sasrec').model}: {published('hstu-paper/sasrec').figures}",
+        anchor=anchor_line("hstu-paper"),
     ),
 }
 
