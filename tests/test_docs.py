@@ -23,7 +23,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "docs").rglob("*.md"))
 PAGES = [REPO / "README.md", *DOCS, REPO / "CONTRIBUTING.md", REPO / "CHANGELOG.md"]
 README_MAX_LINES = 250
-TABLE_BEGIN, TABLE_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
+TABLE_BEGIN, TABLE_END = "<!-- table:results:begin -->", "<!-- table:results:end -->"
 # A fenced block, or a heading outside one; code blocks are consumed whole, so their
 # "# comments" never read as headings.
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```|^(#{1,6} [^\n]*)$", flags=re.M | re.S)
