@@ -1,7 +1,10 @@
 """The ``tfseqrec`` console script, run as users run it (a subprocess)."""
 
+import importlib
+import importlib.metadata
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -9,14 +12,20 @@ import sys
 
 import pytest
 
+import tfseqrec
 from tfseqrec import cli, commands, kinds
 from tfseqrec.data import tfrecord
 from tfseqrec.distribute import STRATEGIES
 
 
+def _console_script():
+    return shutil.which("tfseqrec", path=os.path.dirname(sys.executable)) or shutil.which("tfseqrec")
+
+
 def _tfseqrec(*args, check=True, env=None):
-    exe = shutil.which("tfseqrec", path=os.path.dirname(sys.executable)) or shutil.which("tfseqrec")
-    result = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run(
+        [_console_script(), *map(str, args)], capture_output=True, text=True, timeout=300, env=env
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"tfseqrec {args} failed ({result.returncode}):\n{result.stderr}")
     return result
@@ -113,16 +122,20 @@ TINY_TRAIN = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 20, "--
 
 @pytest.fixture(scope="module")
 def trained(data_root, tmp_path_factory):
-    """One small BERT4Rec trained through the CLI, shared by the tests below."""
+    """One small BERT4Rec trained through the CLI, shared by the tests below: ``(model
+    directory, metrics, stderr)``. Its stdout goes through ``python -m json.tool`` as a
+    user's ``tfseqrec train ... | jq`` would, which fails on anything but one JSON document."""
     out = tmp_path_factory.mktemp("cli_model")
-    result = _tfseqrec(
-        "train", "--model", "bert4rec", "--data", data_root / "ml-100k", "--output", out, *TINY_TRAIN
-    )
-    return out, json.loads(result.stdout.strip().splitlines()[-1])
+    argv = [_console_script(), "train", "--model", "bert4rec", "--data", data_root / "ml-100k"]
+    argv += ["--output", out, *TINY_TRAIN]
+    pipeline = f"set -o pipefail; {shlex.join(map(str, argv))} | {shlex.quote(sys.executable)} -m json.tool"
+    result = subprocess.run(["bash", "-c", pipeline], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return out, json.loads(result.stdout), result.stderr
 
 
 def test_train_prints_test_metrics_and_writes_the_model_dir(trained):
-    out, result = trained
+    out, result, _ = trained
     assert result["num_users"] == 943 and result["epochs"] == 1
     assert {"ndcg@10", "hr@10", "mrr"} <= set(result)
     assert {"model.keras", "item_vocab.tsv", "train_config.json", "history.csv", "logs"} <= set(
@@ -130,8 +143,15 @@ def test_train_prints_test_metrics_and_writes_the_model_dir(trained):
     )
 
 
+def test_train_notes_and_progress_go_to_stderr(trained):
+    *_, stderr = trained
+    # The training log's notes, and the epoch's line that Keras writes to sys.stdout.
+    assert re.search(r"^bert4rec: ", stderr, flags=re.M), stderr
+    assert re.search(r"^\d+/\d+ - .*\bloss: ", stderr, flags=re.M), stderr
+
+
 def test_evaluate_json_with_and_without_seen_items(trained, data_root):
-    out, _ = trained
+    out, _, _ = trained
     keys = {"ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "hr@1", "hr@5", "hr@10", "hr@20", "mrr", "num_users"}
     with_seen = json.loads(_tfseqrec("evaluate", "--model-dir", out, "--data", data_root / "ml-100k").stdout)
     assert keys <= set(with_seen) and with_seen["num_users"] == 943 and with_seen["exclude_seen"]
@@ -159,7 +179,7 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
 def test_evaluate_exclude_seen_window(trained, data_root):
     """Only the 20-item input window filtered: ML-100K users hold up to 737 items, so the
     candidates differ from the whole-history filter's and so do the metrics."""
-    out, _ = trained
+    out, _, _ = trained
     args = ("evaluate", "--model-dir", out, "--data", data_root / "ml-100k")
     window = json.loads(_tfseqrec(*args, "--exclude-seen-window").stdout)
     whole = json.loads(_tfseqrec(*args).stdout)
@@ -168,7 +188,7 @@ def test_evaluate_exclude_seen_window(trained, data_root):
 
 
 def test_recommend_prints_raw_ids(trained):
-    out, _ = trained
+    out, _, _ = trained
     lines = _tfseqrec(
         "recommend", "--model-dir", out, "--history", "50 172 133", "--k", 5
     ).stdout.splitlines()
@@ -183,7 +203,7 @@ def test_recommend_prints_raw_ids(trained):
 
 
 def test_plot_writes_pngs(trained, tmp_path):
-    out, _ = trained
+    out, _, _ = trained
     written = json.loads(_tfseqrec("plot", "--model-dir", out, "--output", tmp_path).stdout)["written"]
     for path in written:
         with open(path, "rb") as f:
@@ -197,7 +217,7 @@ def test_plot_writes_pngs(trained, tmp_path):
 )
 def test_train_sasrec_on_every_other_dataset(data_root, tmp_path, relative):
     result = _tfseqrec("train", "--data", data_root / relative, "--output", tmp_path, *TINY_TRAIN)
-    metrics = json.loads(result.stdout.strip().splitlines()[-1])
+    metrics = json.loads(result.stdout)
     assert metrics["num_users"] in (6040, 8317) and 0 <= metrics["ndcg@10"] <= 1
 
 
@@ -317,6 +337,8 @@ def test_help_describes_every_command_and_model():
     for name in ["sasrec", "bert4rec", "hstu", "unisrec", "recformer"]:
         assert f"  {name}" in result.stdout and cli.MODELS[name] in result.stdout
     assert "flag parsing" not in result.stdout and "examples:" in result.stdout
+    for code in cli.EXIT_STATUS:
+        assert any(line.split()[:1] == [str(code)] and line.startswith("  ") for line in lines), code
     train = subprocess.run(
         [sys.executable, "-m", "tfseqrec.cli", "train", "--help"], capture_output=True, text=True, timeout=120
     ).stdout
@@ -384,12 +406,13 @@ def test_help_examples_parse():
         parser.parse_args(shlex.split(line)[1:])
 
 
-def test_a_command_without_its_subcommand_prints_its_help(capsys):
-    assert cli.main(["data"]) == 2
-    out = capsys.readouterr().out
-    assert out.startswith("usage: tfseqrec data ") and "  synthetic  " in out
+def test_a_command_without_its_subcommand_prints_its_help_on_stderr(capsys):
+    assert cli.main(["data"]) == cli.EXIT_USAGE == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("usage: tfseqrec data ") and "  synthetic  " in captured.err
+    assert captured.out == ""
     assert cli.main([]) == 2
-    assert "  recommend  " in capsys.readouterr().out
+    assert "  recommend  " in capsys.readouterr().err
 
 
 NOTICES = [
@@ -425,3 +448,69 @@ def test_a_command_prints_no_tensorflow_start_up_noise(data_root):
     result = _tfseqrec("data", "stats", data_root / "ml-100k", "--json", env=env)
     assert json.loads(result.stdout)["num_users"] == 943
     assert result.stderr == ""
+
+
+def test_version_without_tensorflow_from_the_console_script_and_python_m():
+    expected = f"tfseqrec {tfseqrec.__version__}\n"
+    for argv in ([_console_script()], [sys.executable, "-m", "tfseqrec"]):
+        result = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=120)
+        assert (result.returncode, result.stdout, result.stderr) == (0, expected, ""), argv
+    probe = HELP_PROBE.replace('"tfseqrec.cli"', '"tfseqrec"')  # runs tfseqrec/__main__.py
+    result = subprocess.run(
+        [sys.executable, "-c", probe, '["--version"]'], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout == expected and json.loads(result.stderr.strip().splitlines()[-1]) == []
+
+
+def test_python_m_tfseqrec_runs_the_console_scripts_main():
+    (script,) = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "tfseqrec"]
+    assert script.load() is cli.main is importlib.import_module("tfseqrec.__main__").main
+
+
+def _fake_command(outcome):
+    """A command that prints as the library does, then writes its result or raises ``outcome``."""
+
+    def command(args, stdout):
+        print("a note")  # as the training log and Keras's progress bars print: to sys.stdout
+        if isinstance(outcome, BaseException):
+            raise outcome
+        print(json.dumps(outcome), file=stdout)
+        return 0
+
+    return command
+
+
+@pytest.mark.parametrize(
+    "outcome, status, err",
+    [
+        ({"ndcg@10": 0.5}, 0, "a note\n"),
+        (
+            ValueError("log.csv:3: column 'timestamp': bad"),
+            1,
+            "tfseqrec: error: log.csv:3: column 'timestamp': bad\n",
+        ),
+        (
+            FileNotFoundError(2, "No such file or directory", "x.csv"),
+            1,
+            "tfseqrec: error: x.csv: No such file or directory\n",
+        ),
+        (KeyboardInterrupt(), 130, "tfseqrec: interrupted\n"),
+    ],
+    ids=["result", "bad-data", "missing-file", "interrupted"],
+)
+def test_stdout_carries_the_result_alone_and_failures_their_exit_status(
+    monkeypatch, capsys, outcome, status, err
+):
+    monkeypatch.setitem(commands.COMMANDS, "plot", _fake_command(outcome))
+    assert cli.main(["plot", "--model-dir", "m"]) == status
+    captured = capsys.readouterr()
+    assert captured.out == ("" if status else json.dumps(outcome) + "\n")
+    assert captured.err.startswith("a note\n") and captured.err.endswith(err)
+
+
+def test_a_command_line_that_does_not_parse_exits_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "--data", "d"])
+    assert exit_info.value.code == cli.EXIT_USAGE == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--output" in captured.err

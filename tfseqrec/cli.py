@@ -2,7 +2,10 @@
 
 Each subcommand is a ``_add_*`` function that declares its flags; its parser records the
 command's name as ``args.run``, a key of ``tfseqrec.commands.COMMANDS``, and ``main``
-imports that module (and TensorFlow with it) only once the arguments are parsed.
+imports that module (and TensorFlow with it) only once the arguments are parsed. ``main``
+also decides where output goes: the command's result to stdout, everything else printed
+while it runs (notes, Keras's progress bars) to stderr; and it maps errors to the exit
+statuses of ``EXIT_STATUS``.
 What a ``--model`` name means is ``tfseqrec.kinds``'s decision; ``MODELS`` only names
 and describes the kinds for help and ``--model``'s choices (a test checks that it lists
 exactly ``kinds.KINDS``).
@@ -16,6 +19,7 @@ import sys
 import tempfile
 import textwrap
 
+from tfseqrec import __version__
 from tfseqrec.checks import check_number
 from tfseqrec.data.readers import FORMATS
 
@@ -258,9 +262,21 @@ examples:
   tfseqrec export --model-dir runs/sasrec --output saved_models/ml1m
 
 'tfseqrec COMMAND --help' describes a command and its flags. Data paths may be
-given relative to $TFSEQREC_DATA. Results go to stdout (most as one JSON
-object); an error is one line on stderr and a non-zero exit status.
+given relative to $TFSEQREC_DATA. stdout carries the result alone (one JSON
+object; 'data stats' and 'recommend' print text unless --json), so 'tfseqrec
+train ... | jq' reads the metrics; notes, warnings, progress bars and errors go
+to stderr.
 """
+
+# The exit statuses main returns, as help and docs/cli.md list them. 2 is also what
+# argparse exits with when the command line does not parse.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_STATUS = {
+    EXIT_OK: "done: the result is on stdout",
+    EXIT_FAILED: "the command failed: one 'tfseqrec: error: ...' line on stderr",
+    EXIT_USAGE: "the command line does not parse, or a command lacks its subcommand",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); 'train' resumes when run again",
+}
 
 
 def _table(title, rows):
@@ -287,13 +303,24 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
-        getattr(args, "help_parser", parser).print_help()
-        return 2
-    with _tensorflow_start_up_hidden():
-        # Imported here, once the arguments are parsed: keeps `tfseqrec --help` free of TensorFlow.
-        from tfseqrec import commands
+        # A usage error, as argparse's own are: the help goes to stderr.
+        getattr(args, "help_parser", parser).print_help(sys.stderr)
+        return EXIT_USAGE
+    # The command writes its result to `result`, the real stdout; whatever else is printed
+    # while it runs (the library's notes, Keras's progress bars, which Keras writes to
+    # sys.stdout) goes to stderr, so that a pipe reads the result alone.
+    result = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        return _run(args, result)
+
+
+def _run(args, result):
+    """Runs the command ``args`` was parsed for, its result written to ``result``; the exit status."""
     try:
-        return commands.run(args)
+        with _tensorflow_start_up_hidden():
+            # Imported here, once the arguments are parsed: keeps `tfseqrec --help` free of TensorFlow.
+            from tfseqrec import commands
+        return commands.run(args, result)
     except (ValueError, OSError, OverflowError) as e:
         # DataError is a ValueError whose message already says file:line: problem.
         # OSError covers missing files, permissions and existing outputs.
@@ -301,7 +328,10 @@ def main(argv=None):
             str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror or e}"
         )
         print(f"tfseqrec: error: {message}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("tfseqrec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 # What TensorFlow writes to stderr while it loads that TF_CPP_MIN_LOG_LEVEL does not stop:
@@ -351,13 +381,15 @@ def _tensorflow_start_up_hidden():
 
 
 def build_parser():
+    exit_status = _table("exit status", {str(code): text for code, text in EXIT_STATUS.items()})
     parser = argparse.ArgumentParser(
         prog="tfseqrec",
-        usage="%(prog)s [-h] COMMAND ...",
+        usage="%(prog)s [-h] [--version] COMMAND ...",
         description=f"{DESCRIPTION}\n{_commands_help()}\n{_table('models (train --model)', MODELS)}",
-        epilog=EPILOG,
+        epilog=f"{EPILOG}\n{exit_status}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     # The commands are listed in the description (argparse's own list misaligns them).
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="tfseqrec")
     for add in (

@@ -1,8 +1,11 @@
 """What each ``tfseqrec`` command does, once ``tfseqrec.cli`` has parsed its flags.
 
-Every function here takes the parsed ``argparse.Namespace`` and returns the exit code;
-``COMMANDS`` maps the name the parser records (``args.run``) to it. Errors the user can
-fix are raised as ``ValueError`` or ``OSError``; ``cli.main`` prints them in one line.
+Every function here takes the parsed ``argparse.Namespace`` and ``stdout``, the stream its
+result goes to (one JSON document, or a text table where the command prints one), and
+returns the exit code; ``COMMANDS`` maps the name the parser records (``args.run``) to it.
+Anything else a command prints goes to ``sys.stdout``, which ``cli.main`` points at
+stderr while the command runs. Errors the user can fix are raised as ``ValueError`` or
+``OSError``; ``cli.main`` prints them in one line.
 """
 
 import contextlib
@@ -22,14 +25,14 @@ from tfseqrec.data import download, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, pretrain
 
 
-def run(args):
-    """Runs the command ``args`` was parsed for; its exit code.
+def run(args, stdout):
+    """Runs the command ``args`` was parsed for, its result written to ``stdout``; its exit code.
 
     A full disk, however the writer reports it (h5py, TensorFlow's file writers), is
     one ``OSError`` line; ``train`` and ``export`` say more in their own.
     """
     try:
-        return COMMANDS[args.run](args) or 0
+        return COMMANDS[args.run](args, stdout) or 0
     except Exception as error:
         if not directory.is_full_disk(error):
             raise
@@ -69,9 +72,9 @@ def _load(args, vocabulary=None):
     return interactions, split, vocabulary, report
 
 
-def _data_stats(args):
+def _data_stats(args, stdout):
     interactions, _, _, report = _load(args)
-    out = {
+    stats = {
         "path": interactions.path,
         "format": interactions.format,
         "has_timestamps": interactions.has_time,
@@ -87,15 +90,15 @@ def _data_stats(args):
         "removed": {k: v for k, v in report.items() if k.startswith("removed_") or k == "oov_interactions"},
     }
     if args.json:
-        _print_json(out)
+        _print_json(stdout, stats)
     else:
-        width = max(len(k) for k in out)
-        for key, value in out.items():
-            print(f"{key:<{width}}  {value}")
+        width = max(len(k) for k in stats)
+        for key, value in stats.items():
+            print(f"{key:<{width}}  {value}", file=stdout)
     return 0
 
 
-def _data_download(args):
+def _data_download(args, stdout):
     sources = None
     if args.base_url:
         base = args.base_url.rstrip("/")
@@ -104,17 +107,18 @@ def _data_download(args):
         ]
     folder = download.download(args.dataset, args.dir, sources)
     _print_json(
+        stdout,
         {
             "dataset": args.dataset,
             "folder": folder,
             "files": sorted(os.listdir(folder)),
             "data_root": os.path.dirname(folder),
-        }
+        },
     )
     return 0
 
 
-def _data_item_text(args):
+def _data_item_text(args, stdout):
     if not args.output.endswith(".item.json"):
         raise ValueError(
             f"--output {args.output}: the name must end in .item.json (that is how readers know it)"
@@ -129,20 +133,19 @@ def _data_item_text(args):
         text = {new: text[original] for new, original in mapping.items() if original in text}
     with _written_whole(args.output) as partial, open(partial, "w", encoding="utf-8") as f:
         json.dump(text, f, ensure_ascii=False)
-    print(
-        json.dumps(
-            {
-                "output": args.output,
-                "items": len(text),
-                "mapped_ids_without_text": len(missing),
-                "attributes": sorted({a for attrs in text.values() for a in attrs}),
-            }
-        )
+    _print_json(
+        stdout,
+        {
+            "output": args.output,
+            "items": len(text),
+            "mapped_ids_without_text": len(missing),
+            "attributes": sorted({a for attrs in text.values() for a in attrs}),
+        },
     )
     return 0
 
 
-def _data_synthetic(args):
+def _data_synthetic(args, stdout):
     if not args.output.endswith((".csv", ".csv.gz")):
         raise ValueError(f"--output {args.output}: the name must end in .csv or .csv.gz")
     log = synthetic.generate(
@@ -155,22 +158,21 @@ def _data_synthetic(args):
     )
     with _written_whole(args.output) as partial:
         synthetic.write_csv(log, partial)
-    print(
-        json.dumps(
-            {
-                "output": args.output,
-                "events": len(log),
-                "users": log.num_users,
-                "items_used": log.num_items,
-                "catalogue": args.items,
-                "seed": args.seed,
-            }
-        )
+    _print_json(
+        stdout,
+        {
+            "output": args.output,
+            "events": len(log),
+            "users": log.num_users,
+            "items_used": log.num_items,
+            "catalogue": args.items,
+            "seed": args.seed,
+        },
     )
     return 0
 
 
-def _data_tfrecord(args):
+def _data_tfrecord(args, stdout):
     checks.check_output_apart("--output", args.output, {"PATH": _resolve(args.path)})
     _, split, vocabulary, report = _load(args)
     created = not os.path.exists(args.output)
@@ -185,11 +187,11 @@ def _data_tfrecord(args):
         if created:  # what this run wrote goes with the folder it made
             shutil.rmtree(args.output, ignore_errors=True)
         raise
-    print(json.dumps({"output": args.output, "records": counts, "num_items": vocabulary.num_items}))
+    _print_json(stdout, {"output": args.output, "records": counts, "num_items": vocabulary.num_items})
     return 0
 
 
-def _train(args):
+def _train(args, stdout):
     kind = kinds.get(args.model)
     if args.item_text and not kind.needs_item_text:
         raise ValueError(f"--item-text is for models that read item text; {args.model} reads item ids only")
@@ -227,7 +229,7 @@ def _train(args):
     result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)
     result["model_dir"] = args.output
     result["epochs"] = epochs
-    _print_json(result)
+    _print_json(stdout, result)
     return 0
 
 
@@ -241,7 +243,7 @@ def _set_option(kind, options, name, value):
         options["model_options"] = {**(options.get("model_options") or {}), name: value}
 
 
-def _pretrain(args):
+def _pretrain(args, stdout):
     if len(args.data) != len(args.item_text):
         raise ValueError(
             f"give one --item-text per --data, in the same order: got {len(args.data)} --data and "
@@ -263,18 +265,19 @@ def _pretrain(args):
         overwrite=args.overwrite,
     )
     _print_json(
+        stdout,
         {
             "output": args.output,
             "model": args.model,
             "datasets": len(datasets),
             "epochs": len(rows),
             "loss": rows[-1]["loss"] if rows else None,
-        }
+        },
     )
     return 0
 
 
-def _evaluate(args):
+def _evaluate(args, stdout):
     model, vocabulary, info = kinds.load(args.model_dir)
     interactions, split, _, report = _load(args, vocabulary)
     if not args.allow_other_data:
@@ -299,7 +302,7 @@ def _evaluate(args):
     result["split"] = args.split
     result["skipped_unknown_targets"] = 0  # kept for old readers: unknown targets are misses, none is skipped
     result["oov_interactions"] = report["oov_interactions"]
-    _print_json(result)
+    _print_json(stdout, result)
     return 0 if np.isfinite(result["mrr"]) else 1
 
 
@@ -327,7 +330,7 @@ def _require_training_data(model_dir, info, path, report):
     )
 
 
-def _plot(args):
+def _plot(args, stdout):
     kind = kinds.for_model_dir(args.model_dir)
     if not kind.attention_maps:
         raise ValueError(
@@ -355,11 +358,11 @@ def _plot(args):
     written.append(os.path.join(out, "attention.png"))
     with _written_whole(written[-1]) as partial:
         plot.attention_map(model, ids, partial, labels=vocabulary.to_raw(ids), timestamps=times)
-    print(json.dumps({"written": written}))
+    _print_json(stdout, {"written": written})
     return 0
 
 
-def _recommend(args):
+def _recommend(args, stdout):
     model, vocabulary, _ = kinds.load(args.model_dir)
     history, times = _known_history(args, model, vocabulary)
     if history:
@@ -387,10 +390,10 @@ def _recommend(args):
     items = vocabulary.to_raw(top_ids[0][:count])
     scores = [float(s) for s in top_scores[0][:count]]
     if args.json:
-        _print_json({"item_ids": items, "scores": scores})
+        _print_json(stdout, {"item_ids": items, "scores": scores})
     else:
         for rank, (item, score) in enumerate(zip(items, scores), start=1):
-            print(f"{rank}\t{item}\t{score:.6f}")
+            print(f"{rank}\t{item}\t{score:.6f}", file=stdout)
     return 0
 
 
@@ -422,7 +425,7 @@ def _known_history(args, model, vocabulary):
     return [int(ids[n]) for n in known], None if times is None else [times[n] for n in known]
 
 
-def _export(args):
+def _export(args, stdout):
     checks.check_output_apart(
         "--output", args.output, {"--model-dir": args.model_dir, "--item-text": _resolve(args.item_text)}
     )
@@ -436,22 +439,21 @@ def _export(args):
     path, version = export.export_version(
         kind, model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup
     )
-    print(
-        json.dumps(
-            {
-                "path": path,
-                "version": version,
-                "k": min(args.k, vocabulary.num_items),
-                "num_items": vocabulary.num_items,
-                "added_items": len(added),
-                "signatures": export.saved_signatures(path),
-            }
-        )
+    _print_json(
+        stdout,
+        {
+            "path": path,
+            "version": version,
+            "k": min(args.k, vocabulary.num_items),
+            "num_items": vocabulary.num_items,
+            "added_items": len(added),
+            "signatures": export.saved_signatures(path),
+        },
     )
     return 0
 
 
-def _pipeline_run(args):
+def _pipeline_run(args, stdout):
     try:
         # TFX is an optional heavy dependency (the primary stack only): imported when a pipeline runs.
         from components import pipeline
@@ -475,7 +477,7 @@ def _pipeline_run(args):
         # Beam wraps a component's error in its own (a RuntimeError with the whole worker
         # traceback); the user's fault is the first ValueError or OSError it was raised from.
         raise ValueError(re.sub(r" \[while running '[^']*'\]$", "", str(cause))) from None
-    _print_json(summary)
+    _print_json(stdout, summary)
     return 0
 
 
@@ -552,8 +554,8 @@ def _written_whole(path):
             os.remove(partial)
 
 
-def _print_json(value):
-    """Prints ``value`` as strict JSON: a non-finite float becomes ``null``, never ``-Infinity``."""
+def _print_json(stdout, value):
+    """Prints ``value`` to ``stdout`` as strict JSON: a non-finite float becomes ``null``, never ``-Infinity``."""
 
     def clean(v):
         if isinstance(v, float) and not math.isfinite(v):
@@ -564,7 +566,7 @@ def _print_json(value):
             return [clean(x) for x in v]
         return v
 
-    print(json.dumps(clean(value), allow_nan=False))
+    print(json.dumps(clean(value), allow_nan=False), file=stdout)
 
 
 def _json_option(flag, text):
