@@ -45,6 +45,7 @@ import datasets  # noqa: E402  (benchmarks/datasets.py)
 import machine  # noqa: E402  (benchmarks/machine.py)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its epoch timer and time to quality)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import text  # noqa: E402  (benchmarks/text.py: Popularity)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
@@ -287,7 +288,8 @@ def main():
         runs = []
         for path in args.report:
             with open(path) as f:
-                runs.append(json.load(f))
+                stored = json.load(f)  # records (benchmarks/records.py): one a dataset and model
+            runs.append({"args": stored[0]["extra"]["args"], "rows": [records.to_run(r) for r in stored]})
         print(table(runs[0]["rows"]) if len(runs) == 1 else seeds_table(runs))
         return
     names, models = args.datasets.split(","), args.models.split(",")
@@ -295,7 +297,6 @@ def main():
         if set(chosen) - set(known):
             parser.error(f"unknown {sorted(set(chosen) - set(known))}; known: {list(known)}")
     run = {
-        "protocol": "defaults",  # benchmarks/tables.py's; each row names its dataset's own protocol
         "command": shlex.join(["python", "benchmarks/defaults.py", *sys.argv[1:]]),
         "commit": machine.code_version(),
         "started": machine.now(),
@@ -309,8 +310,7 @@ def main():
         )
         run["ended"] = machine.now()
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(run, f, indent=2)
+            records.write(args.json, records.from_defaults(run))
     print(f"\n{run['environment']}; {args.minutes:g} minutes a model\n")
     print(table(run["rows"]))
 

@@ -16,19 +16,20 @@ best epoch's weights are evaluated on the test split with the same metrics.
 Reported per model: seconds per training epoch (median; the first epoch, which
 compiles, apart), minutes of ``fit`` to validation NDCG@10 0.18, to 98% of the best
 validation NDCG@10 and to the best, the best validation NDCG@10 and the test
-NDCG@10 / HR@10 at it. Anchors: SASRec+ (Klenitskiy & Vasilev, RecSys 2023) reaches
-its best in 540 s on a GPU; RecTools' SASRec on ML-20M takes 122.5 s an epoch on an
-RTX 3090 (another dataset: a scale reference, not a comparison).
+NDCG@10 / HR@10 at it. Anchors: SASRec+ (Klenitskiy & Vasilev, RecSys 2023) ran 540 s on a
+GPU with the full softmax (the whole run, patience included) and 769 s with 3,000
+negatives (``benchmarks/anchors.json``); RecTools' SASRec on ML-20M takes 122.5 s an epoch
+on an RTX 3090 (another dataset: a scale reference, not a comparison).
 
 BERT4Rec (ML-1M size: 3,416 items, length 200, hidden 64, 2 blocks, 2 heads, batch
 256): milliseconds of a training step that masks inside the compiled step, and of the
 same step on a batch masked beforehand; the masking's share of the step is their
 difference over the first (``benchmarks/masking.py`` measures the same on the CPU).
 
-``--json FILE`` holds a list of records, one per command: a command appends its own
-record to those already in the file, and rewrites the file after each part, so a run cut
-short keeps what it measured. The GPU machine has no git checkout: pass ``--commit``.
-``benchmarks/tables.py`` prints the stored records with ``table``.
+``--json FILE`` holds a list of records (``benchmarks/records.py``'s schema), one per
+trained model and one for the masking step: a command appends its own to those already in
+the file, and rewrites the file after each part, so a run cut short keeps what it
+measured. The GPU machine has no git checkout: pass ``--commit``.
 
 Usage (on the GPU machine, Keras, namex and optree installed beside its JAX):
     KERAS_BACKEND=jax python benchmarks/gpu.py --minutes 3 --json gpu.json --commit abc1234
@@ -49,6 +50,7 @@ import keras
 import machine  # benchmarks/machine.py
 import numpy as np
 import protocols  # benchmarks/protocols.py
+import records  # benchmarks/records.py
 
 from tfseqrec import losses, metrics
 from tfseqrec.data import numpy_pipeline, splits, vocab
@@ -264,7 +266,7 @@ def table(records):
 
 
 def environment():
-    import jax  # here, not above: benchmarks/tables.py imports this module for ``table`` without JAX
+    import jax  # here, not above: the tests import this module for ``table`` without JAX
 
     device = jax.devices()[0]
     return (
@@ -297,7 +299,6 @@ def main():
     record = {
         "protocol": args.protocol,
         "config": args.config,
-        "anchor": "SASRec+ reaches its best in 540 s on a GPU (Klenitskiy & Vasilev, RecSys 2023)",
         "command": "python " + shlex.join(sys.argv),
         "commit": args.commit or machine.code_version(),
         "started": machine.now(),
@@ -310,9 +311,8 @@ def main():
     def save():
         record["ended"] = machine.now()
         if args.json:
-            with open(args.json + ".tmp", "w") as f:
-                json.dump([*earlier, record], f, indent=1)
-            os.replace(args.json + ".tmp", args.json)
+            data = protocols.get(args.protocol).data_file
+            records.write(args.json, [*earlier, *records.from_gpu(record, data)])
 
     print(record["environment"], flush=True)
     split, vocabulary = protocols.load(args.protocol, args.data_root)

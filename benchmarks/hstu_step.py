@@ -20,15 +20,14 @@ the scores over the catalogue (``ml1m.step_flops``, the count of the ML-1M runs'
 GFLOP/s), with the rate the step reaches as a share of the host's fp32 matmul rate
 (``machine.matmul_gflops``).
 
-The JSON of ``--json`` holds the figures with the run's command, the commit of the
-library code, start and end times, the environment and the host's rate;
-``benchmarks/tables.py`` prints its tables with ``print_tables``.
+``--json`` writes a record a width (``benchmarks/records.py``'s schema) with the run's
+command, the commit of the library code, start and end times, the environment and the
+host's rate; ``benchmarks/render.py`` renders them.
 
 Usage: python benchmarks/hstu_step.py [--batch-size 128] [--widths 50 100 200] [--rounds 15] [--json FILE]
 """
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -40,6 +39,7 @@ import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its FLOP count)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import tensorflow as tf  # noqa: E402
 
 from tfseqrec import training  # noqa: E402
@@ -192,8 +192,7 @@ def main():
     print()
     print_tables(result)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        records.write(args.json, records.from_hstu_step(result))
 
 
 if __name__ == "__main__":

@@ -12,15 +12,14 @@ and the share of a ``tfseqrec.models.BERT4Rec`` training step (ML-1M size: 3,416
 items, length 200, hidden 64, 2 blocks, 2 heads, batch 256, full softmax on masked
 positions) that masking takes when it runs inside the step.
 
-The JSON of ``--json`` holds both tables' figures with the run's command, the commit of
-the library code, start and end times and the environment (``benchmarks/machine.py``);
-``benchmarks/tables.py`` prints its tables with ``print_tables``.
+``--json`` writes one record (``benchmarks/records.py``'s schema) holding both tables'
+figures with the run's command, the commit of the library code, start and end times and
+the environment (``benchmarks/machine.py``); ``benchmarks/render.py`` renders it.
 
 Usage: python benchmarks/masking.py [--batch-size 1024] [--length 200] [--json FILE]
 """
 
 import argparse
-import json
 import os
 import random
 import shlex
@@ -32,6 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import tensorflow as tf  # noqa: E402
 
 from tfseqrec.data import ClozeMasking, ClozePreprocessor, pipeline, splits, vocab  # noqa: E402
@@ -205,8 +205,7 @@ def main():
     print()
     print_tables(result)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        records.write(args.json, records.from_masking(result))
 
 
 if __name__ == "__main__":

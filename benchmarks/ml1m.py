@@ -22,7 +22,8 @@ NDCG@10; without one the last epoch is the model. It is evaluated on the test sp
   fp32 matmul reaches on the run's own host, measured before and after training
   (``machine.matmul_gflops``; the higher of the two is stored).
 
-Several ``--seeds`` add a table of mean and spread. ``--ablation`` trains one
+``--json`` writes one record a run (``benchmarks/records.py``'s schema). Several
+``--seeds`` add a table of mean and spread. ``--ablation`` trains one
 variant per change (each switched off, or on, against the defaults; see
 ``ABLATIONS``) and prints validation and test NDCG@10 with s/epoch: every choice is
 made on validation NDCG@10, test is only reported.
@@ -52,6 +53,7 @@ import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
 import protocols  # noqa: E402  (benchmarks/protocols.py)
+import records  # noqa: E402  (benchmarks/records.py)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
 
@@ -436,7 +438,7 @@ def main():
     )
     args = parser.parse_args()
     if args.report:
-        report([r for path in args.report for r in json.load(open(path))])
+        report([records.to_run(r) for path in args.report for r in json.load(open(path))])
         return
     names = ["sasrec", "bert4rec"] if args.model == "both" else [args.model]
     protocol = protocols.get(args.protocol)
@@ -447,8 +449,7 @@ def main():
     def record(result):
         runs.append({**result, "command": command})
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(runs, f, indent=2)
+            records.write(args.json, [records.from_ml1m(r) for r in runs])
 
     for name in names:
         variants = chosen_variants(parser, name, args.ablation) if args.ablation else {None: {}}

@@ -145,6 +145,30 @@ def curve(val_ndcg=(), minutes=(), **per_epoch):
     ]
 
 
+def to_run(rec):
+    """A record in the shape ``ml1m.py``'s and ``defaults.py``'s tables read (``from_ml1m``'s inverse)."""
+    extra = dict(rec["extra"])
+    others = extra.pop("results", {})
+    run = {
+        **extra,
+        **_take(rec, _RUN),
+        "model": rec["model"],
+        "seed": rec["seed"],
+        "protocol": rec["protocol"],
+        "data": rec["dataset"],
+        "test": rec["metrics"],
+        "val_ndcg@10": [p["val_ndcg@10"] for p in rec["curve"] if p["val_ndcg@10"] is not None],
+        "minutes_at_epoch": [p["minutes"] for p in rec["curve"] if p["minutes"] is not None],
+    }
+    if rec["curve"] or rec["options"]:  # a trained model (popularity has neither)
+        run["config"] = {"model": rec["model"], "seed": rec["seed"], **rec["options"]}
+    if rec["label"] is not None:
+        run["variant"] = rec["label"]
+    if "exclude_seen" in rec["metrics"]:
+        run["results"] = {f"full_exclude_seen={rec['metrics']['exclude_seen']}": rec["metrics"], **others}
+    return run
+
+
 def _options(config, seed):
     """A training config without the fields a record holds on its own (model; seed, when equal)."""
     config = config or {}

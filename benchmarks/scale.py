@@ -28,12 +28,14 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
 import machine  # benchmarks/machine.py
+import records  # benchmarks/records.py
 from machine import assumed_mark, assumed_note, matmul_gflops, peak_rss_gib
 
 STAGES = ("generate", "prepare", "train", "evaluate", "serve")
@@ -334,20 +336,17 @@ def main():
             )
         rows.append(row)
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(
-                    {
-                        "python": platform.python_version(),
-                        "cpus": os.cpu_count(),
-                        "rows": rows,
-                        "commit": machine.code_version(),
-                        "started": started,
-                        "ended": machine.now(),
-                        "environment": machine.environment(),
-                    },
-                    f,
-                    indent=2,
-                )
+            result = {
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "rows": rows,
+                "command": shlex.join(["python", "benchmarks/scale.py", *sys.argv[1:]]),
+                "commit": machine.code_version(),
+                "started": started,
+                "ended": machine.now(),
+                "environment": machine.environment(),
+            }
+            records.write(args.json, records.from_scale(result))
     print(f"Scale benchmark: synthetic logs, {machine.environment()}")
     print()
     print_tables(rows)

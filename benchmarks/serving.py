@@ -13,9 +13,9 @@ the last position); GFLOP/s is that times users per second, against the rate a l
 fp32 matmul reaches on the run's host (``machine.matmul_gflops``). Client-side proto
 encoding and the network are not included (a real server adds them).
 
-The JSON of ``--json`` holds the figures of both rows with the run's command, the commit
-of the library code, start and end times and the environment (``benchmarks/machine.py``);
-``benchmarks/tables.py`` prints its table with ``print_tables``.
+``--json`` writes one record (``benchmarks/records.py``'s schema) holding the figures of
+both rows with the run's command, the commit of the library code, start and end times and
+the environment (``benchmarks/machine.py``); ``benchmarks/render.py`` renders it.
 
 Usage:
     python benchmarks/serving.py                          # trains a 1-epoch SASRec to time
@@ -25,7 +25,6 @@ Data: $TFSEQREC_DATA/ml-1m/ml-1m.txt (default ../shared/data).
 """
 
 import argparse
-import json
 import os
 import platform
 import shlex
@@ -37,6 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import tensorflow as tf  # noqa: E402
 
 import tfseqrec  # noqa: E402
@@ -188,8 +188,7 @@ def main(argv=None):
     print()
     print_tables(result)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        records.write(args.json, records.from_serving(result))
     return result
 
 

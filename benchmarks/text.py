@@ -39,6 +39,8 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
+import sys
 import tempfile
 import time
 
@@ -48,6 +50,7 @@ import datasets  # noqa: E402  (benchmarks/datasets.py)
 import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import tensorflow as tf  # noqa: E402
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
@@ -372,6 +375,8 @@ def stored_rows(paths, rows=None):
     for path in paths:
         with open(path) as f:
             run = json.load(f)
+        if isinstance(run, list):  # records (benchmarks/records.py), a row each
+            run = run_of(run)
         stem = os.path.splitext(os.path.basename(path))[0]
         runs.append(
             f"{stem}: commit {run.get('commit', 'not recorded')}, {run.get('started', '')} to "
@@ -391,6 +396,21 @@ def stored_rows(paths, rows=None):
     return results, seconds, epochs, runs
 
 
+def run_of(stored):
+    """Stored records (``records.from_text``'s) as the one result ``stored_rows`` reads."""
+    rows = {r["label"]: r for r in stored}
+    return {
+        "results": {name: {"all": r["metrics"], **_cases(r["extra"])} for name, r in rows.items()},
+        "seconds": {name: r["extra"]["seconds"] for name, r in rows.items() if "seconds" in r["extra"]},
+        "epochs": {name: r["extra"].get("epochs") for name, r in rows.items()},
+        **{k: stored[0][k] for k in ("commit", "started", "ended")},
+    }
+
+
+def _cases(extra):
+    return {k: extra[k] for k in ("warm", "cold")}
+
+
 def report(paths, rows=None):
     """Print one table of the rows of stored runs (``--json`` files), with where they come from."""
     results, seconds, epochs, runs = stored_rows(paths, rows)
@@ -404,7 +424,7 @@ def report(paths, rows=None):
 
 
 def build_parser():
-    """The command line; ``benchmarks/tables.py`` reads its defaults to print a stored run's command."""
+    """The command line."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -512,22 +532,19 @@ def main():
             f"{config.batch_size}, lr {config.learning_rate}"
         )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "results": results,
-                    "seconds": seconds,
-                    "epochs": epochs,
-                    "history": histories,
-                    "args": vars(args),
-                    "commit": machine.code_version(),
-                    "started": started,
-                    "ended": machine.now(),
-                    "environment": machine.environment(),
-                },
-                f,
-                indent=2,
-            )
+        result = {
+            "results": results,
+            "seconds": seconds,
+            "epochs": epochs,
+            "history": histories,
+            "args": vars(args),
+            "command": shlex.join(["python", "benchmarks/text.py", *sys.argv[1:]]),
+            "commit": machine.code_version(),
+            "started": started,
+            "ended": machine.now(),
+            "environment": machine.environment(),
+        }
+        records.write(args.json, records.from_text(result))
 
 
 if __name__ == "__main__":

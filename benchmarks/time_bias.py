@@ -17,13 +17,16 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import subprocess
+import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
 
@@ -90,7 +93,7 @@ def main():
     parser.add_argument("--report", nargs="+", help="print the table of stored runs, no training")
     args = parser.parse_args()
     if args.report:
-        rows = [r for path in args.report for r in json.load(open(path))["runs"]]
+        rows = [run_of(r) for path in args.report for r in json.load(open(path))]
         print(table(rows))
         return
     data = os.path.join(os.environ.get("TFSEQREC_DATA", "../shared/data"), "ml-100k")
@@ -108,18 +111,21 @@ def main():
             print(json.dumps(rows[-1]), flush=True)
     print(table(rows))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "epochs": args.epochs,
-                    "commit": commit,
-                    "started": started,
-                    "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                    "runs": rows,
-                },
-                f,
-                indent=2,
-            )
+        result = {
+            "epochs": args.epochs,
+            "command": shlex.join(["python", "benchmarks/time_bias.py", *sys.argv[1:]]),
+            "commit": commit,
+            "started": started,
+            "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "runs": rows,
+        }
+        records.write(args.json, records.from_time_bias(result, os.path.join("ml-100k", "u.data")))
+
+
+def run_of(rec):
+    """A stored record (``records.from_time_bias``'s) as the row ``table`` reads."""
+    metrics = {f"test_{k}": v for k, v in rec["metrics"].items()}
+    return {"variant": rec["label"], "seed": rec["seed"], **rec["extra"], **metrics}
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ Data: $TFSEQREC_DATA/ml-1m, ml-100k and amazon-scientific-text (default ../share
 import argparse
 import json
 import os
+import shlex
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -32,6 +34,7 @@ import datasets  # noqa: E402  (benchmarks/datasets.py)
 import keras  # noqa: E402
 import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import text as text_bench  # noqa: E402  (benchmarks/text.py: its UniSRec transfer and evaluation)
 
 from tfseqrec import training  # noqa: E402
@@ -180,25 +183,22 @@ def main():
     targets = {name: target_rows(name, args.data_root, source, not args.no_zero_shot) for name in chosen}
     print_tables(targets, source_seconds, epochs)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "targets": targets,
-                    "source": {
-                        "data": "ml-1m",
-                        "epochs": epochs,
-                        "seconds": source_seconds,
-                        "config": text_bench.ID_CONFIG,
-                    },
-                    "args": vars(args),
-                    "commit": machine.code_version(),
-                    "started": started,
-                    "ended": machine.now(),
-                    "environment": machine.environment(),
-                },
-                f,
-                indent=2,
-            )
+        result = {
+            "targets": targets,
+            "source": {
+                "data": "ml-1m",
+                "epochs": epochs,
+                "seconds": source_seconds,
+                "config": text_bench.ID_CONFIG,
+            },
+            "args": vars(args),
+            "command": shlex.join(["python", "benchmarks/transfer.py", *sys.argv[1:]]),
+            "commit": machine.code_version(),
+            "started": started,
+            "ended": machine.now(),
+            "environment": machine.environment(),
+        }
+        records.write(args.json, records.from_transfer(result))
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ import machine  # noqa: E402  (benchmarks/machine.py)
 import ml1m  # noqa: E402  (benchmarks/ml1m.py: its epoch timer)
 import numpy as np  # noqa: E402
 import protocols  # noqa: E402  (benchmarks/protocols.py)
+import records  # noqa: E402  (benchmarks/records.py)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
 from tfseqrec.data import vocab  # noqa: E402
@@ -404,10 +405,12 @@ def main():
         # Another seed's run goes beside seed 0's; another model's joins the stored record.
         suffix = f"-seed-{args.seed}" if args.seed else ""
         path = os.path.join(args.results, f"peers-{name}{suffix}.json") if args.json else None
-        previous = None
+        previous, kept = None, []
         if path and os.path.exists(path):
             with open(path) as f:
-                previous = json.load(f)
+                stored = json.load(f)  # records (benchmarks/records.py), one a model and library
+            previous = stored_run(stored)
+            kept = [r for r in stored if r["model"] not in args.models]
         start = time.perf_counter()
         record = compare(
             protocol,
@@ -416,14 +419,29 @@ def main():
             args.minutes,
             args.seed,
             previous,
-            save=(lambda r, path=path: write_record(r, path)) if path else None,
+            save=(lambda r, path=path, kept=kept: write_record([*kept, *records.from_side_by_side(r)], path))
+            if path
+            else None,
         )
         record["wall_minutes"] = (time.perf_counter() - start) / 60
         print(table(record), flush=True)
         print()
         if path:
-            write_record(record, path)
+            write_record([*kept, *records.from_side_by_side(record)], path)
             print(f"wrote {os.path.relpath(path, ROOT)}")
+
+
+def stored_run(stored):
+    """What ``check_same_run`` compares, of stored records: their protocol, data, budget and seed."""
+    first = stored[0]
+    return {
+        "protocol": first["extra"]["protocol_choices"],
+        "data": first["dataset"],
+        "minutes": first["extra"]["minutes"],
+        "seed": first["seed"],
+        "models": {},
+        "model_runs": {},
+    }
 
 
 def write_record(record, path):
