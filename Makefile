@@ -11,7 +11,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 PYTEST_WORKERS ?= 2
 PYTEST_FLAGS ?= -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
-.PHONY: main stats lint test test-primary test-latest test-jax bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text bench-transfer env clean-env
+.PHONY: main stats lint test test-primary test-latest test-jax tables bench-masking bench-ml1m bench-ml1m-ablation bench-time-bias bench-serving bench-scale bench-text bench-transfer env clean-env
 
 # Where `make main` reads ML-1M: $(TFSEQREC_DATA) when it holds it, else the download
 # cache that `tfseqrec data download ml-1m` fills.
@@ -56,6 +56,10 @@ test-latest:
 test-jax:
 	scripts/ensure_env.sh latest
 	.venv-latest/bin/python -m pytest $(PYTEST_FLAGS) tests/backends
+
+# The benchmark tables from the stored records (benchmarks/results/); no training.
+tables:
+	python3 benchmarks/render.py
 
 bench-masking: env
 	.venv/bin/python benchmarks/masking.py
