@@ -17,19 +17,24 @@ issue's target is 70% of it at 10^6 items.
 Usage:
     python benchmarks/ranking.py                          # hidden 32, 10^6 items
     python benchmarks/ranking.py --items 100000 --users 20000 --json runs/ranking.json
+
+``--json`` writes a record a row (``benchmarks/records.py``'s schema).
 """
 
 import argparse
-import json
 import os
 import platform
+import shlex
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import machine  # noqa: E402  (benchmarks/machine.py)
 import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
 import tensorflow as tf  # noqa: E402
-from machine import matmul_gflops  # noqa: E402  (benchmarks/machine.py)
+from machine import matmul_gflops  # noqa: E402
 
 from tfseqrec import block_ranking  # noqa: E402
 from tfseqrec.data import vocab  # noqa: E402
@@ -79,6 +84,7 @@ def main():
     parser.add_argument("--chunk", type=int, default=block_ranking.CHUNK_ITEMS, help="items a block")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
+    started = machine.now()
 
     query, table, targets, seen = make_inputs(args.users, args.items, args.hidden, args.history)
     query, table = tf.constant(query), tf.constant(table)
@@ -120,19 +126,36 @@ def main():
             f"| {100 * row['share_of_matmul']:.0f}% |"
         )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "args": vars(args),
-                    "tensorflow": tf.__version__,
-                    "python": platform.python_version(),
-                    "host_matmul_gflops": host,
-                    "bound_users_per_s": bound,
-                    "rows": rows,
-                },
-                f,
-                indent=1,
-            )
+        options = {k: v for k, v in vars(args).items() if k != "json"}
+        extra = {
+            "bound_users_per_s": bound,
+            "tensorflow": tf.__version__,
+            "python": platform.python_version(),
+        }
+        provenance = {
+            "commit": machine.code_version(),
+            "host_matmul_gflops": host,
+            "environment": machine.environment(),
+            "started": started,
+            "ended": machine.now(),
+            "command": shlex.join(["python", "benchmarks/ranking.py", *sys.argv[1:]]),
+        }
+        records.write(
+            args.json,
+            [
+                records.record(
+                    "ranking",
+                    "ranking",
+                    None,
+                    label=row["row"],
+                    options=options,
+                    metrics={k: v for k, v in row.items() if k != "row"},
+                    extra=extra,
+                    **provenance,
+                )
+                for row in rows
+            ],
+        )
 
 
 if __name__ == "__main__":
