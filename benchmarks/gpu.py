@@ -52,10 +52,9 @@ import numpy as np
 import protocols  # benchmarks/protocols.py
 import records  # benchmarks/records.py
 
-from tfseqrec import losses, metrics
+from tfseqrec import losses, metrics, presets, registry
 from tfseqrec.data import numpy_pipeline, splits, vocab
 from tfseqrec.models import HSTU, BERT4Rec, SASRec
-from tfseqrec.models.hstu import presets as hstu_presets
 
 MODELS = {"sasrec": SASRec, "hstu": HSTU}
 TARGET_NDCG = 0.18
@@ -64,12 +63,14 @@ MONITOR = "val_ndcg_10"
 
 
 def preset_options(cls):
-    """``(model options, training options)`` of ``cls.presets["ml1m"]``, split by the backbone's arguments.
+    """``(model options, training options)`` of the class's ``ml1m`` preset (``tfseqrec.registry``),
+    split by the backbone's arguments.
 
     The task model passes the options it does not take itself to its backbone
     (``cls.backbone_cls``); ``max_sequence_length`` is both, the model's and the windows'.
     """
-    preset = dict(cls.presets["ml1m"])
+    (name,) = [spec.name for spec in registry.MODELS.values() if spec.class_name == cls.__name__]
+    preset = dict(registry.get(name).presets["ml1m"].options)
     accepted = set(inspect.signature(cls.backbone_cls.__init__).parameters)
     model = {k: v for k, v in preset.items() if k in accepted}
     training = {k: v for k, v in preset.items() if k not in accepted or k == "max_sequence_length"}
@@ -157,7 +158,7 @@ def train_model(name, split, num_items, minutes, seed, config=None):
     # HSTU's time bias, as tfseqrec.kinds settles it: TIME_BUCKETS buckets when the data has event times.
     times = name == "hstu" and split.train.timestamps is not None
     if times:
-        model_options.setdefault("num_time_buckets", hstu_presets.TIME_BUCKETS)
+        model_options.setdefault("num_time_buckets", presets.TIME_BUCKETS)
     length, batch_size = training["max_sequence_length"], training["batch_size"]
     # The windows once: the batches serve them, and the fixed loss normaliser (tfseqrec.training's
     # default) counts their targets.

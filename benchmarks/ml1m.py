@@ -156,19 +156,20 @@ def step_flops(config, batch_size, length, targets, num_items, model):
     """Matmul FLOPs of one training step (forward x 3) on a batch of ``batch_size`` windows of
     ``length`` with ``targets`` scored positions: ``{"attention", "dense", "scores"}``, the
     attention's ``Q K^T`` and ``A V``, the other layers, and the scores over the candidates."""
-    d, tokens = model.hidden_dim, batch_size * length
+    net = model.backbone
+    d, tokens = net.hidden_dim, batch_size * length
     attention = 2 * 2 * batch_size * length * length * d
     if config.model == "hstu":
         dense = 2 * tokens * 5 * d * d  # U, V, Q, K projection (d -> 4d at the default widths), output d -> d
     else:
-        ff = model.intermediate_dim or d_ff_default(config, d)
+        ff = net.intermediate_dim or d_ff_default(config, d)
         dense = 2 * tokens * (4 * d * d + 2 * d * ff)
-    dense *= model.num_layers
+    dense *= net.num_layers
     if config.model == "bert4rec":
         dense += 2 * tokens * d * d  # output projection
     candidates = num_items if config.loss == "softmax" else 1 + (config.num_negatives or 0)
     scores = 2 * targets * d * candidates  # over the catalogue or the sampled candidates
-    return {"attention": 3 * model.num_layers * attention, "dense": 3 * dense, "scores": 3 * scores}
+    return {"attention": 3 * net.num_layers * attention, "dense": 3 * dense, "scores": 3 * scores}
 
 
 def d_ff_default(config, hidden_dim):

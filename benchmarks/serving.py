@@ -46,10 +46,11 @@ from tfseqrec.data import readers, splits  # noqa: E402
 
 def forward_flops(model, length, num_items):
     """Matmul FLOPs of one ``serving_default`` request over a window of ``length`` items."""
-    d = model.hidden_dim
-    ff = model.intermediate_dim or (4 * d if model.__class__.__name__ == "BERT4Rec" else d)
+    net = model.backbone
+    d = net.hidden_dim
+    ff = net.intermediate_dim or (4 * d if model.__class__.__name__ == "BERT4Rec" else d)
     per_layer = 2 * length * (4 * d * d + 2 * d * ff) + 2 * 2 * length * length * d
-    total = model.num_layers * per_layer
+    total = net.num_layers * per_layer
     if model.__class__.__name__ == "BERT4Rec":
         total += 2 * length * d * d  # GELU projection head over the window
     return total + 2 * d * num_items  # scores of every item at the last position

@@ -43,7 +43,7 @@ def trained(data_root, tmp_path_factory):
 def in_memory(trained):
     """The model as the export reads it (loaded from its directory), and its vocabulary."""
     model, vocabulary, _ = kinds.load(trained[0])
-    assert model.uses_timestamps and model.num_time_buckets == 128
+    assert model.uses_timestamps and model.backbone.num_time_buckets == 128
     return model, vocabulary
 
 

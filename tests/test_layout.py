@@ -94,7 +94,14 @@ def test_the_kind_check_finds_what_it_forbids():
 # layer and those below; the cycle check keeps imports within a layer acyclic.
 LAYERS = [
     # Small helpers every layer may import.
-    ["tfseqrec.checks", "tfseqrec.progress", "tfseqrec.distribute", "tfseqrec.keras_internals"],
+    [
+        "tfseqrec.checks",
+        "tfseqrec.progress",
+        "tfseqrec.distribute",
+        "tfseqrec.keras_internals",
+        "tfseqrec.version",
+        "tfseqrec.registry",  # the model kinds' table: no TensorFlow, read by every layer above
+    ],
     # Data, layers, losses, ranking and metrics: the bottom of the library.
     [
         "tfseqrec.data",
@@ -108,8 +115,7 @@ LAYERS = [
         "tfseqrec.plot",
     ],
     # The models: the tasks, the contract and Recformer; the id models' backbone base; one
-    # package per id model (backbone.py, the task model, presets.py); the package and the
-    # presets it gathers from them.
+    # package per id model (backbone.py, the task model); the package.
     ["tfseqrec.models.tasks", "tfseqrec.models.protocol", "tfseqrec.models.recformer"],
     ["tfseqrec.models.base"],
     [
@@ -120,12 +126,14 @@ LAYERS = [
         "tfseqrec.models.sentence_encoder",
     ],
     ["tfseqrec.models"],
+    # What a model trains with: the registry's defaults and the data's choices (for_data).
+    ["tfseqrec.presets"],
     ["tfseqrec.evaluation", "tfseqrec.training", "tfseqrec.export"],
     ["tfseqrec.kinds"],
     # The command line and the TFX components, on top of the library.
     ["tfseqrec.cli", "tfseqrec.commands", "components"],
     # The package's lazy public surface (importlib strings, not import statements).
-    ["tfseqrec"],
+    ["tfseqrec", "tfseqrec.__main__"],
 ]
 OWN_PACKAGES = ("tfseqrec", "components")
 # Function-local imports of the package's own modules, each with its reason.

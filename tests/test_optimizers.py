@@ -61,16 +61,16 @@ def test_sampled_training_touches_only_the_rows_it_reads(cls):
     model.compile(optimizer=RowSparseAdam(1e-2))  # the loss reads the table by rows under it
     with tf.GradientTape() as tape:
         value = model.compute_loss(x, y, model(x, training=True), training=True)
-    (grad,) = tape.gradient(value, [model.item_embedding.embeddings])
+    (grad,) = tape.gradient(value, [model.backbone.item_embedding.embeddings])
     assert isinstance(grad, tf.IndexedSlices)
     # ItemRows reads the same table the scores use (HSTU: normalised rows).
     rows, _ = model.output_rows()
     np.testing.assert_allclose(
         rows.rows(tf.constant([0, 7])), tf.gather(model.output_table()[0], [0, 7]), atol=1e-6
     )
-    before = model.item_embedding.embeddings.numpy()
+    before = model.backbone.item_embedding.embeddings.numpy()
     model.fit(x, y, epochs=1, verbose=0)
-    moved = np.flatnonzero(np.any(model.item_embedding.embeddings.numpy() != before, axis=1))
+    moved = np.flatnonzero(np.any(model.backbone.item_embedding.embeddings.numpy() != before, axis=1))
     assert 0 < len(moved) <= 12 + 12 + 5  # 12 inputs, 12 targets and 5 negatives, of 203 rows
 
 
@@ -95,5 +95,5 @@ def test_under_keras_adam_the_loss_reads_the_whole_table():
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     with tf.GradientTape() as tape:
         value = model.compute_loss(x, y, model(x, training=True), training=True)
-    (grad,) = tape.gradient(value, [model.item_embedding.embeddings])
+    (grad,) = tape.gradient(value, [model.backbone.item_embedding.embeddings])
     assert not isinstance(grad, tf.IndexedSlices)

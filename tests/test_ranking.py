@@ -279,7 +279,7 @@ def test_evaluate_of_a_model_equals_the_oracle_on_its_score_matrix(kind):
     model = cls(num_items=num_items, max_sequence_length=4, hidden_dim=8, num_layers=1)
     if kind == "bert4rec":  # a bias that matters
         model.score(np.zeros((1, 4), np.int32))
-        model.output_bias.assign(rng.normal(size=num_items).astype(np.float32))
+        model.backbone.output_bias.assign(rng.normal(size=num_items).astype(np.float32))
     scores = model.score(pipeline.pad_left(cases.histories, 4)).numpy()
     out = evaluation.evaluate(
         model, cases, batch_size=16, progress=False, sampled={"num_negatives": 5, "sampler": "uniform"}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tfseqrec
-from tfseqrec import kinds, losses, training
+from tfseqrec import kinds, losses, presets, training
 from tfseqrec.data import splits
 
 SASREC = kinds.get("sasrec")
@@ -279,7 +279,7 @@ def test_strategy_by_name_trains_and_a_bad_tf_config_is_named(tmp_path, monkeypa
 
 
 # The effective defaults of ``tfseqrec train --model X`` with no options (they build the stored runs'
-# models): the constructors' model options and each model's default_training.
+# models): the constructors' model options and each model's training defaults (tfseqrec.registry).
 DEFAULTS = {
     "sasrec": dict(hidden_dim=64, num_layers=2, num_heads=1, dropout=0.1),
     "bert4rec": dict(hidden_dim=64, num_layers=2, num_heads=2, dropout=0.1),  # layers: 1 on short histories
@@ -297,18 +297,19 @@ TRAINING_DEFAULTS = {
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULTS))
-def test_defaults_come_from_the_constructor_and_default_training(name):
+def test_defaults_come_from_the_constructor_and_the_registry(name):
     kind = kinds.get(name)
     config = kind.options({})
     assert config.model_options == {} and config.preset is None
     assert {key: getattr(config, key) for key in TRAINING_DEFAULTS[name]} == TRAINING_DEFAULTS[name]
     model = kind.build(config, 5)
-    assert {key: getattr(model, key) for key in DEFAULTS[name]} == DEFAULTS[name]
+    assert {key: getattr(model.backbone, key) for key in DEFAULTS[name]} == DEFAULTS[name]
+    assert model.max_sequence_length == 200 and config.max_sequence_length is None  # the constructor's
 
 
 def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path, data_root):
-    assert set(tfseqrec.SASRec.presets) == {"ml1m", "ml1m-cosine"}
-    assert set(tfseqrec.UniSRec.presets) == {"scientific"}
+    assert tfseqrec.SASRec.preset_names() == ["sasrec_ml1m", "sasrec_ml1m_cosine"]
+    assert tfseqrec.UniSRec.preset_names() == ["unisrec_scientific"]
     unisrec = kinds.get("unisrec").options(
         {"epochs": 2, "model_options": {"dropout": 0.3}}, preset="scientific"
     )
@@ -330,7 +331,7 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
     # but for the batch widths they were measured with, [50, 100], and BERT4Rec's learning rate and
     # mask share and HSTU's rate, which the data settle when unset (ML-1M's histories: 4e-3 and 0.2;
     # HSTU's 4e-3).
-    assert training.default_batch_size(6040) == 128
+    assert presets.default_batch_size(6040) == 128
     for name in ("sasrec", "bert4rec", "hstu"):
         kind = kinds.get(name)
         preset, default = kind.options({}, preset="ml1m"), kind.options({})
@@ -341,6 +342,7 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
             model_options={},
             batch_size=default.batch_size,
             bucket_boundaries=default.bucket_boundaries,
+            max_sequence_length=None,  # the constructor's 200 unless given
             **({"learning_rate": None, "mask_prob": None} if name == "bert4rec" else {}),
             **({"learning_rate": None} if name == "hstu" else {}),
         ) == default and preset.bucket_boundaries == [50, 100]
@@ -424,7 +426,7 @@ def test_a_flat_train_config_of_before_model_options_loads_evaluates_and_exports
     ):
         np.testing.assert_array_equal(a, b)
     model, vocabulary, info = tfseqrec.load(str(out))
-    assert info["config"]["num_experts"] == 8 and model.hidden_dim == 8
+    assert info["config"]["num_experts"] == 8 and model.backbone.hidden_dim == 8
     split, _, _ = splits.prepare(
         tfseqrec.data.read_interactions(data_root / "ml-100k"), vocabulary=vocabulary
     )
@@ -494,23 +496,25 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
     data = synthetic.write_csv(synthetic.generate(600, 40, 20, seed=1), tmp_path / "log.csv")
     config = {"model": "hstu", "epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8}
     model, split, _ = kinds.get("hstu").train(data, tmp_path / "timed", config, verbose=2)
-    assert (
-        "hstu: the data has event times: relative time bias over 128 log buckets" in capsys.readouterr().out
-    )
-    assert model.uses_timestamps and model.num_time_buckets == 128
+    assert "hstu: num_time_buckets 128 (" in capsys.readouterr().err
+    assert model.uses_timestamps and model.backbone.num_time_buckets == 128
     recorded = json.load(open(tmp_path / "timed" / "train_config.json"))["config"]
     assert recorded["model_options"]["num_time_buckets"] == 128
-    assert np.abs(model.blocks[0].time_bias.numpy()).max() > 0  # trained: the inputs carried times
+    assert np.abs(model.backbone.blocks[0].time_bias.numpy()).max() > 0  # trained: the inputs carried times
     assert evaluation.evaluate(model, split.test, progress=False)["num_users"] == len(split.test)
     untimed = {**config, "num_time_buckets": 0}
     model, _, _ = kinds.get("hstu").train(data, tmp_path / "untimed", untimed, verbose=2)
-    assert "hstu: no time bias (num_time_buckets=0)" in capsys.readouterr().out and not model.uses_timestamps
+    assert "num_time_buckets" not in capsys.readouterr().err and not model.uses_timestamps  # given, not chosen
 
 
 def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_rate(tmp_path, capsys):
     # Hand-computed: the largest of 128, 64, 32, 16 with windows >= 24 * size, else 16.
     windows = [0, 383, 384, 767, 768, 1535, 1536, 3071, 3072, 10**6]
-    assert [training.default_batch_size(n) for n in windows] == [16, 16, 16, 16, 32, 32, 64, 64, 128, 128]
+    assert [presets.default_batch_size(n) for n in windows] == [16, 16, 16, 16, 32, 32, 64, 64, 128, 128]
+    # Hand-computed: the square root of the batches' ratio.
+    assert presets.batch_learning_rate(4e-3, 128) == 4e-3
+    assert presets.batch_learning_rate(4e-3, 32) == pytest.approx(2e-3)
+    assert presets.batch_learning_rate(1e-3, 16) == pytest.approx(1e-3 / 8**0.5)
     from tfseqrec.data import synthetic
 
     # 800 users: one window each, 800 >= 24 * 32 but < 24 * 64.
@@ -518,122 +522,96 @@ def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_r
     bert4rec = kinds.get("bert4rec")
     config = {"model": "bert4rec", "epochs": 1, "hidden_dim": 8, "num_heads": 1, "max_sequence_length": 8}
     _, split, _ = bert4rec.train(data, tmp_path / "auto", config, verbose=2)
-    out = capsys.readouterr().out
-    assert "batch size 32: 800 training windows would make 7 batches of 128" in out
+    captured = capsys.readouterr()
+    assert "batch_size 32 (800 training windows" in captured.err and "batch_size" not in captured.out
     # Every training item is a Cloze target; a window holds a user's newest 8 (NumPy oracle).
     total = int(split.train.lengths.sum())
     outside = total - int(np.minimum(split.train.lengths, 8).sum())
-    assert 0 < outside < total
-    assert (
-        f"bert4rec: {outside:,} of {total:,} training targets ({outside / total:.0%}) are outside the "
-        "training windows (each user's newest 8 items) and are not trained on; --window-stride 8" in out
-    )
+    assert 0 < outside < total and f"{outside:,} of {total:,} training targets" in captured.err
+    run = json.load(open(tmp_path / "auto" / "train_config.json"))
+    recorded = run["config"]
     # Windows of 8 are short histories: 1e-3 at batches of 128, times sqrt(32/128) = 1/2.
-    assert "bert4rec: learning rate 0.0005: 0.001 at batches of 128, times sqrt(32/128)" in out
-    recorded = json.load(open(tmp_path / "auto" / "train_config.json"))["config"]
     assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(5e-4))
+    # The run records each choice, as for_data makes it on the same sequences.
+    chosen = presets.for_data("bert4rec", split.train, bert4rec.options(config))
+    assert {k: v["value"] for k, v in run["choices"].items()} == pytest.approx(dict(chosen))
     # Short histories train one layer; the model the run keeps has one.
     assert recorded["model_options"]["num_layers"] == 1
     model, _, _ = tfseqrec.load(str(tmp_path / "auto"))
     assert model.backbone.num_layers == 1
     bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128, "window_stride": 8}, verbose=2)
-    out = capsys.readouterr().out
-    assert "batch size" not in out and "training targets" not in out  # windows 8 apart hold them all
+    err = capsys.readouterr().err
+    assert "batch_size" not in err and "training targets" not in err  # windows 8 apart hold them all
     recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
     assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 1e-3)
     # A learning rate given is kept at the batch the data settle.
     bert4rec.train(data, tmp_path / "rate", {**config, "learning_rate": 3e-3}, verbose=2)
-    assert "learning rate" not in capsys.readouterr().out
+    assert "learning_rate" not in capsys.readouterr().err
     recorded = json.load(open(tmp_path / "rate" / "train_config.json"))["config"]
     assert (recorded["batch_size"], recorded["learning_rate"]) == (32, 3e-3)
-    # Hand-computed: the square root of the batches' ratio.
-    assert training.batch_learning_rate(4e-3, 128) == 4e-3
-    assert training.batch_learning_rate(4e-3, 32) == pytest.approx(2e-3)
-    assert training.batch_learning_rate(1e-3, 16) == pytest.approx(1e-3 / 8**0.5)
-    # SASRec's default_training keeps 128 whatever the data.
+    # SASRec's training defaults keep 128 whatever the data.
     assert training.TrainConfig().batch_size == 128 and training.TrainConfig(model="hstu").batch_size is None
 
 
-def test_hstus_rate_is_4e_3_at_batches_of_128_and_scales_with_a_smaller_settled_batch(tmp_path, capsys):
-    from tfseqrec.data import synthetic
-
-    # 800 users: one window each settle batches of 32 (as ML-100K's 943 do).
-    data = synthetic.write_csv(synthetic.generate(6000, 40, 800, seed=1), tmp_path / "log.csv")
-    hstu = kinds.get("hstu")
-    config = {"model": "hstu", "epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8}
-    hstu.train(data, tmp_path / "auto", config, verbose=2)
-    assert "hstu: learning rate 0.002: 0.004 at batches of 128, times sqrt(32/128)" in capsys.readouterr().out
-    recorded = json.load(open(tmp_path / "auto" / "train_config.json"))["config"]
-    assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(2e-3))
-    hstu.train(data, tmp_path / "given", {**config, "batch_size": 128}, verbose=2)
-    recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
-    assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 4e-3)
+def test_hstus_rate_is_4e_3_at_batches_of_128_and_scales_with_a_smaller_settled_batch():
+    # 800 users of 9 items: one window each settle batches of 32 (as ML-100K's 943 do).
+    seqs = splits.Sequences.from_list([str(u) for u in range(800)], [list(range(3, 12))] * 800)
+    given = {"max_sequence_length": 8}
+    chosen = presets.for_data("hstu", seqs, given)
+    assert (chosen["batch_size"], chosen["learning_rate"]) == (32, pytest.approx(2e-3))
+    chosen = presets.for_data("hstu", seqs, {**given, "batch_size": 128})
+    assert "batch_size" not in chosen and chosen["learning_rate"] == 4e-3
 
 
 def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     # Mean window of 19 items (under 20: short) and of 20 (long); each history cut to the window.
     short = splits.Sequences.from_list(["a", "b"], [list(range(3, 21)), list(range(3, 23))])
     long = splits.Sequences.from_list(["a", "b"], [list(range(3, 21)), list(range(3, 25))])
-    config = training.TrainConfig(model="bert4rec")
-    settled, note = training.history_training(config, short)
-    assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (
+    at_128 = {"batch_size": 128}  # the rates as set for batches of 128
+    chosen = presets.for_data("bert4rec", short, at_128)
+    assert (chosen["learning_rate"], chosen["mask_prob"], chosen["bucket_boundaries"]) == (
         1e-3,
         0.4,
         [10, 20, 50, 100],
     )
-    assert settled.model_options == {"num_layers": 1}  # a model option, settled beside the training ones
-    assert note == (
-        "bert4rec: short histories (19.0 items a window on average): learning_rate 0.001, "
-        "mask_prob 0.4, num_layers 1, bucket_boundaries [10, 20, 50, 100]"
-    )
-    settled, _ = training.history_training(config, long)
-    assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (4e-3, 0.2, [50, 100])
-    assert settled.model_options == {"num_layers": 2}
-    # A model option given stays, and the others join it.
-    layered = training.TrainConfig(model="bert4rec", model_options={"num_layers": 3, "hidden_dim": 32})
-    settled, note = training.history_training(layered, short)
-    assert settled.model_options == {"num_layers": 3, "hidden_dim": 32} and "num_layers" not in note
-    assert settled.mask_prob == 0.4
-    cut = training.TrainConfig(model="bert4rec", max_sequence_length=10)
-    assert training.history_training(cut, long)[0].mask_prob == 0.4  # windows of 10
+    assert chosen.model_options == {"num_layers": 1, "mask_prob": 0.4, "max_sequence_length": 200}
+    assert chosen.reasons["num_layers"] == chosen.reasons["mask_prob"]  # one rule, one reason
+    chosen = presets.for_data("bert4rec", long, at_128)
+    assert (chosen["learning_rate"], chosen["mask_prob"], chosen["bucket_boundaries"]) == (4e-3, 0.2, [50, 100])
+    assert chosen["num_layers"] == 2
+    # A model option given stays (not chosen); the others are.
+    chosen = presets.for_data("bert4rec", short, {**at_128, "model_options": {"num_layers": 3}})
+    assert "num_layers" not in chosen and chosen["mask_prob"] == 0.4
+    assert presets.for_data("bert4rec", long, {**at_128, "max_sequence_length": 10})["mask_prob"] == 0.4
     # What is given stays; every model's widths follow the histories.
-    given = training.TrainConfig(model="bert4rec", learning_rate=2e-3, bucket_boundaries=[])
-    settled, note = training.history_training(given, short)
-    assert (settled.learning_rate, settled.mask_prob, settled.bucket_boundaries) == (2e-3, 0.4, [])
-    assert note.endswith(": mask_prob 0.4, num_layers 1")
-    assert training.history_training(training.TrainConfig(), short)[0].bucket_boundaries == [10, 20, 50, 100]
-    sasrec = training.TrainConfig(bucket_boundaries=[50, 100])
-    assert training.history_training(sasrec, short) == (sasrec, None)
+    chosen = presets.for_data("bert4rec", short, {**at_128, "learning_rate": 2e-3, "bucket_boundaries": []})
+    assert "learning_rate" not in chosen and "bucket_boundaries" not in chosen and chosen["mask_prob"] == 0.4
+    assert presets.for_data("sasrec", short)["bucket_boundaries"] == [10, 20, 50, 100]
+    assert "bucket_boundaries" not in presets.for_data("sasrec", short, {"bucket_boundaries": [50, 100]})
     # HSTU's rate is the data's, the same on either length (for batches of 128).
-    hstu = training.TrainConfig(model="hstu")
-    assert [training.history_training(hstu, s)[0].learning_rate for s in (short, long)] == [4e-3, 4e-3]
-    assert training.history_training(hstu, long)[1] == (
-        "hstu: long histories (20.0 items a window on average): learning_rate 0.004, bucket_boundaries [50, 100]"
-    )
+    assert [presets.for_data("hstu", s, at_128)["learning_rate"] for s in (short, long)] == [4e-3, 4e-3]
+    # A TrainConfig is read as the options given; a preset's options are given too.
+    config = training.TrainConfig(model="bert4rec", batch_size=128)
+    assert dict(presets.for_data("bert4rec", short, config)) == {
+        k: v for k, v in presets.for_data("bert4rec", short, at_128).items() if k not in ("loss", "warmup_epochs")
+    }
+    assert set(presets.for_data("sasrec", short, {"preset": "ml1m"})) == set()
 
 
 def test_time_buckets_follow_the_data_and_are_refused_where_they_cannot_apply():
     timed = splits.Sequences.from_list(["u"], [[3, 4]], [[10, 20]])
     plain = splits.Sequences.from_list(["u"], [[3, 4]])
-    hstu = kinds.get("hstu")
-    default = training.TrainConfig(model="hstu")
-    given = training.TrainConfig(model="hstu", model_options={"num_time_buckets": 16})
-    assert hstu.with_time_bias(default, timed)[0].model_options["num_time_buckets"] == 128
-    config, note = hstu.with_time_bias(default, plain)
-    assert (
-        config.model_options["num_time_buckets"] == 0
-        and note == "hstu: no time bias (the data has no event times); relative position bias only"
-    )
-    assert hstu.with_time_bias(given, timed)[0].model_options["num_time_buckets"] == 16
+    assert presets.for_data("hstu", timed)["num_time_buckets"] == 128
+    assert presets.for_data("hstu", plain)["num_time_buckets"] == 0
+    given = {"model_options": {"num_time_buckets": 16}}
+    assert "num_time_buckets" not in presets.for_data("hstu", timed, given)
     with pytest.raises(ValueError, match="num_time_buckets=16 needs event times, and the data has none"):
-        hstu.with_time_bias(given, plain)
+        presets.for_data("hstu", plain, given)
     with pytest.raises(
         ValueError, match="num_time_buckets applies to models with a time bias \\(hstu\\), not sasrec"
     ):
-        kinds.get("sasrec").with_time_bias(
-            training.TrainConfig(model_options={"num_time_buckets": 16}), timed
-        )
-    assert kinds.get("sasrec").with_time_bias(training.TrainConfig(), timed) == (training.TrainConfig(), None)
+        presets.for_data("sasrec", timed, given)
+    assert "num_time_buckets" not in presets.for_data("sasrec", timed)
 
 
 def test_initial_weights_are_a_function_of_the_seed_alone():

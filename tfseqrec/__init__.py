@@ -25,7 +25,7 @@ Example:
 
 import importlib
 
-__version__ = "0.1.0"
+from tfseqrec.version import __version__
 
 _EXPORTS = {
     "tfseqrec.models": [

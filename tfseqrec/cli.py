@@ -6,9 +6,8 @@ imports that module (and TensorFlow with it) only once the arguments are parsed.
 also decides where output goes: the command's result to stdout, everything else printed
 while it runs (notes, Keras's progress bars) to stderr; and it maps errors to the exit
 statuses of ``EXIT_STATUS``.
-What a ``--model`` name means is ``tfseqrec.kinds``'s decision; ``MODELS`` only names
-and describes the kinds for help and ``--model``'s choices (a test checks that it lists
-exactly ``kinds.KINDS``).
+The model kinds (``--model``'s choices, their descriptions and presets in help) are
+``tfseqrec.registry``'s; what each does is ``tfseqrec.kinds``'s.
 """
 
 import argparse
@@ -19,30 +18,21 @@ import sys
 import tempfile
 import textwrap
 
-from tfseqrec import __version__
+from tfseqrec import registry
+from tfseqrec.version import __version__
 from tfseqrec.checks import check_number
 from tfseqrec.data.readers import FORMATS
 
-# The model kinds, one line each, in help's order.
-MODELS = {
-    "sasrec": "SASRec (2018): causal self-attention over a history's item ids",
-    "bert4rec": "BERT4Rec (2019): bidirectional attention, trained to fill in masked items",
-    "hstu": "HSTU (2024): Meta's generative recommender, with a time bias",
-    "unisrec": "UniSRec (2022): items as text vectors (ids optional); --item-text",
-    "recformer": "Recformer (2023): a language model over item text, no ids; --item-text",
-}
-# Each kind's presets (tuned configurations, tfseqrec.models.presets), for help; a test checks them.
+# The model kinds, one line each, and their presets (tuned configurations), for help: the
+# registry's, which imports no TensorFlow.
+MODELS = {name: spec.description for name, spec in registry.MODELS.items()}
 PRESETS = {
-    "sasrec": {
-        "ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 2e-3 (the stored ML-1M runs)",
-        "ml1m-cosine": "MovieLens-1M in 80 epochs: every 200-item window, lr 4e-3 decayed by a cosine",
-    },
-    "bert4rec": {"ml1m": "MovieLens-1M: 64 wide, 2 layers, 200 items, lr 4e-3, 5 warm-up epochs"},
-    "hstu": {"ml1m": "MovieLens-1M: HSTU-large's 50 wide, 8 layers, 2 heads, full softmax, lr 4e-3"},
-    "unisrec": {"scientific": "Amazon Scientific: text + ids, 384 wide, 2 heads, 50 items, 8 epochs"},
+    name: {key: preset.description for key, preset in spec.presets.items()}
+    for name, spec in registry.MODELS.items()
+    if spec.presets
 }
 # The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
-PRETRAINABLE = ["recformer", "unisrec"]
+PRETRAINABLE = sorted(name for name, spec in registry.MODELS.items() if spec.pretrainable)
 STRATEGIES = ("mirrored", "multi_worker")
 # What 'pipeline run --metric' may bless by: the metrics the RankingEvaluator computes
 # (components.ranking_evaluator.BLESSING_METRICS, which imports TFX; a test checks them).

@@ -17,13 +17,12 @@ Example:
 """
 
 import dataclasses
-import inspect
 import json
 import os
 
 import numpy as np
 
-from tfseqrec import export, models
+from tfseqrec import export, models, presets, registry
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.export.module import (
     Recommender,
@@ -31,24 +30,15 @@ from tfseqrec.export.module import (
     TimedRecommender,
     UniSRecTextRecommender,
 )
-from tfseqrec.models.hstu import presets as hstu_presets
 from tfseqrec.training import directory, id_models, pretrain, recformer
-from tfseqrec.training.config import (
-    LEGACY_MODEL_OPTIONS,
-    MODELS,
-    PRETRAINED_MODELS,
-    RecformerConfig,
-    TrainConfig,
-)
-
-# Time buckets of HSTU's relative time bias when the data has event times (the reference's).
-DEFAULT_TIME_BUCKETS = hstu_presets.TIME_BUCKETS
+from tfseqrec.training.config import LEGACY_MODEL_OPTIONS, RecformerConfig, TrainConfig
 
 
 class ModelKind:
     """The operations every kind provides (subclasses fill them in).
 
     Attributes:
+        spec: the kind's ``tfseqrec.registry.ModelSpec``.
         name: the ``--model`` name.
         config_class: the options dataclass (``tfseqrec.training.TrainConfig`` or
             ``RecformerConfig``); ``option_names`` lists its fields.
@@ -58,11 +48,14 @@ class ModelKind:
         attention_maps: ``tfseqrec plot`` can draw its attention over a history.
     """
 
-    name = None
     config_file = None
-    needs_item_text = False
     attention_maps = False
-    pretrainable = False
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec.name
+        self.needs_item_text = spec.reads_item_text
+        self.pretrainable = spec.pretrainable
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
         """``tfseqrec pretrain`` of this kind (``tfseqrec.training.pretrain``); per-epoch rows."""
@@ -86,7 +79,7 @@ class ModelKind:
     @property
     def presets(self):
         """``{name: options}``: the kind's tuned configurations (``tfseqrec train --preset``)."""
-        return {}
+        return {name: dict(preset.options) for name, preset in self.spec.presets.items()}
 
     def options(self, values, preset=None):
         """The kind's options dataclass of a dict (unknown keys are an error).
@@ -161,27 +154,25 @@ class IdModelKind(ModelKind):
     """SASRec, BERT4Rec and HSTU: item-id models trained by ``tfseqrec.training.id_models``.
 
     Args:
-        name: the ``--model`` name.
-        model_class: name of the class in ``tfseqrec.models``.
-        cloze: trained on masked sequences (``pipeline.cloze_dataset``) rather than
-            next-item targets at every position (``pipeline.causal_dataset``).
-        time_bias: the model has a relative time bias (``num_time_buckets``), which
-            the data's event times switch on (``with_time_bias``).
+        spec: its ``tfseqrec.registry.ModelSpec``: the model class (``class_name``), and
+            whether it trains on masked sequences (``preparation`` ``"cloze"``:
+            ``pipeline.cloze_dataset``) or on next-item targets at every position
+            (``pipeline.causal_dataset``; ``"timed"`` with the events' times).
 
     The model is built from the config's ``model_options`` (its constructor's
     arguments; those left out take the constructor's defaults), the training
-    options from ``TrainConfig`` (left ``None``: the model class's
-    ``default_training``).
+    options from ``TrainConfig`` (left ``None``: the registry's defaults, or the
+    data's choice, ``tfseqrec.presets.for_data``).
     """
 
     config_file = "train_config.json"
     attention_maps = True
 
-    def __init__(self, name, model_class, cloze, time_bias=False):
-        self.name = name
-        self.model_class = model_class
-        self.cloze = cloze
-        self.time_bias = time_bias
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.model_class = spec.class_name
+        self.cloze = spec.preparation == "cloze"
+        self.time_bias = spec.time_bias
 
     @property
     def config_class(self):
@@ -190,14 +181,6 @@ class IdModelKind(ModelKind):
     def takes_option(self, name):
         """Every name: one that is not a training option is a model option, checked by ``check``."""
         return True
-
-    @property
-    def pretrainable(self):
-        return self.name in PRETRAINED_MODELS
-
-    @property
-    def presets(self):
-        return MODELS[self.name].presets
 
     def options(self, values, preset=None):
         return super().options({**values, "model": self.name}, preset)
@@ -213,15 +196,16 @@ class IdModelKind(ModelKind):
             **options,
             **model_kwargs,
             "num_items": num_items,
-            "max_sequence_length": config.max_sequence_length,
             "loss": loss,
             "loss_normalizer": loss_normalizer,
         }
+        if config.max_sequence_length is not None:  # None before the data settle it: the constructor's
+            kwargs["max_sequence_length"] = config.max_sequence_length
         if self.cloze:
             kwargs.update(last_item_only_prob=config.last_item_only_prob, seed=config.seed)
             if config.mask_prob is not None:  # None before the data settle it: the constructor's
                 kwargs["mask_prob"] = config.mask_prob
-        return _constructed(getattr(models, self.model_class), kwargs, options)
+        return _constructed(self.spec, kwargs, options)
 
     def check(self, config):
         """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one).
@@ -233,7 +217,7 @@ class IdModelKind(ModelKind):
     def constructor_options(self, config):
         """``config.model_options`` less the values files written before presets recorded for every
         model (``LEGACY_MODEL_OPTIONS``) where the constructor does not take them."""
-        accepted = _model_arguments(getattr(models, self.model_class))
+        accepted = presets.constructor_arguments(self.spec)
         return {
             k: v for k, v in config.model_options.items() if k in accepted or LEGACY_MODEL_OPTIONS.get(k) != v
         }
@@ -251,39 +235,6 @@ class IdModelKind(ModelKind):
         Id models need nothing; a kind that reads item text encodes it here.
         """
         return config, {}
-
-    def with_time_bias(self, config, sequences):
-        """``(config, note)``: ``num_time_buckets`` settled by whether ``sequences`` carry times.
-
-        A kind whose model has a time bias (``time_bias``) uses 128 buckets when the
-        data has event times and the model option is unset, none otherwise; ``note``
-        is the line the training log prints about it. Asking for buckets without
-        times, or of a kind without a time bias, is an error.
-        """
-        wanted = config.model_options.get("num_time_buckets")
-        has_times = sequences.timestamps is not None
-        if not self.time_bias:
-            if wanted:
-                raise ValueError(
-                    f"num_time_buckets applies to models with a time bias (hstu), not {self.name}"
-                )
-            return config, None
-        if wanted and not has_times:
-            raise ValueError(
-                f"num_time_buckets={wanted} needs event times, and the data has none (the SASRec "
-                "text format, or a CSV without a time column)"
-            )
-        buckets = (DEFAULT_TIME_BUCKETS if has_times else 0) if wanted is None else wanted
-        config = dataclasses.replace(
-            config, model_options={**config.model_options, "num_time_buckets": buckets}
-        )
-        if buckets:
-            return (
-                config,
-                f"{self.name}: the data has event times: relative time bias over {buckets} log buckets",
-            )
-        reason = "the data has no event times" if not has_times else "num_time_buckets=0"
-        return config, f"{self.name}: no time bias ({reason}); relative position bias only"
 
     def training_dataset(self, config, sequences):
         """The ``tf.data`` training pipeline of ``config``."""
@@ -306,30 +257,13 @@ class IdModelKind(ModelKind):
             timestamps=bool(config.time_buckets),
         )
 
-    def _windows(self, config):
-        """The training windows' ``sliding_windows`` arguments: Cloze windows of ``N`` items, or
-        next-item windows of ``N + 1`` (inputs and the targets one item later) holding two or more."""
-        if self.cloze:
-            return {"width": config.max_sequence_length, "stride": config.window_stride, "min_length": 1}
-        return {"width": config.max_sequence_length + 1, "stride": config.window_stride, "min_length": 2}
-
-    def targets_per_window(self, config, sequences):
-        """Expected training targets of each window of ``sequences`` (the loss normaliser's input)."""
-        windows, _ = pipeline.sliding_windows(sequences, **self._windows(config))
-        if self.cloze:
-            items = (windows != vocab.PAD_ID).sum(axis=1)
-            # mask_prob of the items, at least one; or only the last item.
-            p = config.last_item_only_prob
-            return (1 - p) * np.maximum(config.mask_prob * items, 1) + p
-        return (windows[:, :-1] != vocab.PAD_ID).sum(axis=1)
-
     def targets_outside_windows(self, config, sequences):
         """``(outside, total)``: the training targets of ``sequences`` that no training window of
         ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them. A next-item
         window's first item is input only."""
-        return numpy_pipeline.targets_outside_windows(
-            sequences, **self._windows(config), first_is_target=self.cloze
-        )
+        windows = presets.windows_of(self.spec, {"max_sequence_length": config.max_sequence_length,
+                                                  "window_stride": config.window_stride})
+        return numpy_pipeline.targets_outside_windows(sequences, **windows, first_is_target=self.cloze)
 
     def train(
         self,
@@ -412,8 +346,6 @@ class UniSRecKind(IdModelKind):
     def pretrain(self, domains, config, output_dir, verbose="auto"):
         return pretrain.pretrain_unisrec(self, domains, config, output_dir, verbose)
 
-    def __init__(self):
-        super().__init__("unisrec", "UniSRec", cloze=False)
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
@@ -424,7 +356,7 @@ class UniSRecKind(IdModelKind):
 
     def prepare(self, model, train):
         """With id embeddings: the items absent from ``train`` are scored by their text alone."""
-        model.set_trained_items(train.item_counts(vocab.NUM_RESERVED + model.num_items))
+        model.backbone.set_trained_items(train.item_counts(vocab.NUM_RESERVED + model.num_items))
 
     def train(
         self,
@@ -481,25 +413,25 @@ class UniSRecKind(IdModelKind):
         """``(model, vocabulary, info)``; the model keeps the items' strings (``set_item_text``: the export's warm-up)."""
         model, vocabulary, info = super().load(model_dir)
         raw_text = directory.read_item_text(model_dir)
-        if model.text_encoder is not None and raw_text is not None:
-            texts, _ = text.item_texts(raw_text, vocabulary, model.text_encoder["attributes"])
-            model.set_item_text(texts)
+        if model.backbone.text_encoder is not None and raw_text is not None:
+            texts, _ = text.item_texts(raw_text, vocabulary, model.backbone.text_encoder["attributes"])
+            model.backbone.set_item_text(texts)
         return model, vocabulary, info
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
-        if model.text_encoder is None:
+        if model.backbone.text_encoder is None:
             return super().serving_module(model, vocabulary, vocabulary_path, k)
         return UniSRecTextRecommender(
             model,
             vocabulary,
             vocabulary_path,
-            models.SentenceEncoder.from_pretrained(**model.text_encoder),
+            models.SentenceEncoder.from_pretrained(**model.backbone.text_encoder),
             k=k,
         )
 
     def add_items(self, model, vocabulary, info, raw_text):
         """New items by their text alone: vectors from the model's sentence encoder, no retraining."""
-        if model.text_encoder is None:
+        if model.backbone.text_encoder is None:
             raise ValueError(
                 "this UniSRec does not record how its text vectors were made (text_encoder); "
                 "it cannot encode new items"
@@ -507,25 +439,22 @@ class UniSRecKind(IdModelKind):
         grown, added = vocabulary.with_items(raw_text)
         if not added:
             return model, vocabulary, []
-        texts, _ = text.item_texts(raw_text, grown, model.text_encoder["attributes"])
+        texts, _ = text.item_texts(raw_text, grown, model.backbone.text_encoder["attributes"])
         directory.require_new_item_text(
-            "--item-text", texts, grown, vocabulary.size, model.text_encoder["attributes"]
+            "--item-text", texts, grown, vocabulary.size, model.backbone.text_encoder["attributes"]
         )
-        vectors = models.SentenceEncoder.from_pretrained(**model.text_encoder).encode(
+        vectors = models.SentenceEncoder.from_pretrained(**model.backbone.text_encoder).encode(
             texts[vocabulary.size :]
         )
         grown_model = model.resized(grown.num_items, vectors)
-        grown_model.set_item_text(texts)
+        grown_model.backbone.set_item_text(texts)
         return grown_model, grown, added
 
 
 class RecformerKind(ModelKind):
     """Recformer: item text in, trained by ``tfseqrec.training.recformer``."""
 
-    name = "recformer"
     config_file = "recformer_config.json"
-    needs_item_text = True
-    pretrainable = True
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
         return recformer.pretrain_recformer(domains, config, output_dir, verbose)
@@ -594,27 +523,28 @@ class RecformerKind(ModelKind):
         return recformer.add_items(model, vocabulary, raw_text, self.options(info["config"]))
 
 
-# Each id-model kind's defaults and presets are its model class's (``tfseqrec.models.presets``).
-KINDS = {
-    kind.name: kind
-    for kind in (
-        IdModelKind("sasrec", "SASRec", cloze=False),
-        IdModelKind("bert4rec", "BERT4Rec", cloze=True),
-        UniSRecKind(),
-        IdModelKind("hstu", "HSTU", cloze=False, time_bias=True),
-        RecformerKind(),
-    )
-}
+def _kind(spec):
+    """The kind object of a registry entry, by how its data are prepared."""
+    if spec.preparation == "text":
+        return RecformerKind(spec)
+    if spec.reads_item_text:
+        return UniSRecKind(spec)
+    return IdModelKind(spec)
 
 
-def _constructed(model_class, kwargs, model_options):
+# Every registry entry's kind: its defaults and presets are the registry's (``tfseqrec.registry``).
+KINDS = {name: _kind(spec) for name, spec in registry.MODELS.items()}
+
+
+def _constructed(spec, kwargs, model_options):
     """``model_class(**kwargs)``; a model option it does not take is a ``ValueError`` naming it.
 
     Which options the model takes is read from the constructors' signatures
-    (``_model_arguments``) before anything is built; the constructor's own checks
+    (``presets.constructor_arguments``) before anything is built; the constructor's own checks
     name an option out of range.
     """
-    unknown = sorted(set(model_options) - _model_arguments(model_class))
+    model_class = presets.model_class(spec)
+    unknown = sorted(set(model_options) - presets.constructor_arguments(spec))
     if unknown:
         training = sorted(f.name for f in dataclasses.fields(TrainConfig))
         raise ValueError(
@@ -622,24 +552,6 @@ def _constructed(model_class, kwargs, model_options):
             f"arguments of {model_class.__name__}'s constructor (model options)"
         )
     return model_class(**kwargs)
-
-
-def _model_arguments(model_class):
-    """The names of the keyword arguments ``model_class`` takes: its own and its task's, and its
-    backbone's (``backbone_cls``), which the task passes on; read from the ``__init__`` of each
-    tfseqrec class up the hierarchy for as long as one passes ``**kwargs`` on."""
-    names = set()
-    for cls in (model_class, model_class.backbone_cls):
-        for klass in cls.__mro__:
-            if klass.__module__.split(".")[0] != "tfseqrec":
-                break  # Keras's own: the task's signature names what it passes to them
-            if "__init__" not in vars(klass):
-                continue
-            parameters = inspect.signature(klass.__init__).parameters.values()
-            names.update(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-            if all(p.kind != p.VAR_KEYWORD for p in parameters):
-                break  # passes nothing on to the classes above it
-    return names - {"self"}
 
 
 def get(name):

@@ -662,15 +662,17 @@ LOSSES = {
 
 
 def get(identifier):
-    """A loss from a name in ``LOSSES``, a config dict, or a loss object."""
+    """A loss from a name in ``LOSSES``, a config dict, or a loss object.
+
+    A name (or ``None``, the full softmax) gives the loss ``build`` makes of it with no
+    other option: ``SASRec(loss="softmax")`` trains as ``SASRec()`` and ``tfseqrec train``.
+    """
     if identifier is None:
-        return FullSoftmaxCrossEntropy()
+        return build("softmax")
     if isinstance(identifier, _CandidateLoss):
         return identifier
     if isinstance(identifier, str):
-        if identifier not in LOSSES:
-            raise ValueError(f"unknown loss {identifier!r}; expected one of {sorted(LOSSES)}")
-        return LOSSES[identifier]()
+        return build(identifier)
     return keras.saving.deserialize_keras_object(identifier)
 
 

@@ -55,7 +55,8 @@ def test_task_holds_a_given_backbone_and_scores_with_its_table(backbone_cls, tas
     sizes = {"num_items": 12, "max_sequence_length": 5, "hidden_dim": 8, "num_layers": 1, **extra}
     backbone = backbone_cls(**sizes)
     task = task_cls(backbone=backbone, loss="softmax")
-    assert task.backbone is backbone and task.hidden_dim == 8 and task.num_items == 12
+    assert task.backbone is backbone and task.backbone.hidden_dim == 8 and task.num_items == 12
+    assert not hasattr(task, "hidden_dim")  # the backbone's own attributes are read on it
     assert task.weights and all(any(w is b for b in backbone.weights) for w in task.trainable_weights)
     # The oracle: the last position's output against the table, in NumPy.
     inputs = np.asarray(task.inference_inputs(IDS)["item_ids"]) if task_cls is BERT4Rec else IDS
@@ -63,14 +64,12 @@ def test_task_holds_a_given_backbone_and_scores_with_its_table(backbone_cls, tas
     table, bias = (None if t is None else np.asarray(t) for t in backbone.output_table())
     expected = hidden @ table.T + (0 if bias is None else bias)
     np.testing.assert_allclose(np.asarray(task.score(IDS)), expected, rtol=1e-5, atol=1e-5)
-    # The config is the constructor's, flat: the backbone's arguments and the task's.
+    # The config nests the backbone's (keras.layers.serialize) beside the task's own options.
     config = task.get_config()
-    assert {k: v for k, v in backbone.get_config().items() if k != "name"}.items() <= config.items()
+    assert config["backbone"]["class_name"] == backbone_cls.__name__
+    assert config["backbone"]["config"] == backbone.get_config()
     restored = task_cls.from_config(config)
-    assert type(restored.backbone) is backbone_cls and restored.get_config() == {
-        **config,
-        "name": restored.name,
-    }
+    assert type(restored.backbone) is backbone_cls and restored.get_config() == config
     with pytest.raises(ValueError, match="a backbone or the backbone's arguments, not both"):
         task_cls(backbone=backbone, hidden_dim=8)
 

@@ -194,7 +194,7 @@ def _loss_against_numpy(model, loss_name, table_of):
     with _fixed_draws(model.loss_fn):
         hidden = model(x, training=True)
         got = float(model.compute_loss(x, tf.constant(BATCH_Y), hidden, tf.constant(weight)))
-    table = table_of(np.asarray(model.item_embedding.embeddings))
+    table = table_of(np.asarray(model.backbone.item_embedding.embeddings))
     return got, _numpy_loss(loss_name, np.asarray(hidden), table)
 
 
@@ -270,7 +270,7 @@ def test_bert4rec_masks_inside_the_train_step():
     history = model.fit(ds, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
     assert model.masking.mask_token_id == vocab.MASK_ID
-    assert isinstance(model.output_bias, keras.Variable) and model.output_bias.shape == (NUM_ITEMS,)
+    assert isinstance(model.backbone.output_bias, keras.Variable) and model.backbone.output_bias.shape == (NUM_ITEMS,)
 
 
 def test_xla_loss_path_equals_the_gathering_path():
@@ -346,9 +346,9 @@ def test_bert4rec_original_masking_always_uses_the_mask_token():
 
 def test_sasrec_position_ids_from_either_end():
     mask = tf.constant([[False, False, True, True, True, True], [True] * 6])
-    oldest = _tiny(SASRec).position_ids(mask).numpy()
+    oldest = _tiny(SASRec).backbone.position_ids(mask).numpy()
     np.testing.assert_array_equal(oldest, [[0, 0, 0, 1, 2, 3], [0, 1, 2, 3, 4, 5]])
-    newest = _tiny(SASRec, position_origin="newest").position_ids(mask[:, 2:]).numpy()
+    newest = _tiny(SASRec, position_origin="newest").backbone.position_ids(mask[:, 2:]).numpy()
     np.testing.assert_array_equal(newest, [[2, 3, 4, 5], [2, 3, 4, 5]])  # LENGTH - 1 at the last slot
 
 
@@ -363,9 +363,13 @@ def test_output_does_not_depend_on_the_padding_width(cls):
 
 @pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
 def test_saved_before_position_origin_loads_counting_from_the_newest(cls):
-    config = _tiny(cls).get_config()
-    del config["position_origin"]
-    assert cls.from_config(config).position_origin == "newest"
+    # The flat config of files written before the task's config nested its backbone's.
+    config = _tiny(cls, position_origin="oldest").get_config()
+    backbone = config.pop("backbone")["config"]
+    flat = {**config, **{k: v for k, v in backbone.items() if k not in ("name", "trainable", "dtype")}}
+    assert cls.from_config(flat).backbone.position_origin == "oldest"
+    del flat["position_origin"]
+    assert cls.from_config(flat).backbone.position_origin == "newest"
 
 
 def test_initializer_range_sets_the_spread_of_every_kernel():
@@ -379,7 +383,7 @@ def test_initializer_range_sets_the_spread_of_every_kernel():
             num_items=200, max_sequence_length=8, hidden_dim=64, num_layers=2, initializer_range=None
         )
         assert (
-            np.std(np.asarray(glorot.blocks[0].ffn_in.kernel)) > 0.07
+            np.std(np.asarray(glorot.backbone.blocks[0].ffn_in.kernel)) > 0.07
         )  # Glorot: sqrt(2 / (fan_in + fan_out))
 
 
@@ -388,7 +392,7 @@ def test_hstu_scores_are_cosines_over_the_temperature():
     assert isinstance(model.loss_fn, losses.FullSoftmaxCrossEntropy) and model.loss_fn.exclude_history
     test_case.set_numpy_weights(model, scale=3.0)
     scores = np.asarray(model.score(np.array([[3, 4, 5]])))
-    hidden = np.asarray(model.item_embedding.embeddings)  # recomputed by hand below
+    hidden = np.asarray(model.backbone.item_embedding.embeddings)  # recomputed by hand below
     assert np.abs(scores).max() <= 1 / 0.5 + 1e-5
     out = np.asarray(model(np.array([[3, 4, 5]])))[0, -1] * 0.5  # unit vector
     table = hidden[vocab.NUM_RESERVED :] / np.linalg.norm(hidden[vocab.NUM_RESERVED :], axis=1, keepdims=True)

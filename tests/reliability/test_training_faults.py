@@ -40,7 +40,7 @@ class _Poison(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         if epoch == self.at_epoch:
-            table = self.model.item_embedding.embeddings
+            table = self.model.backbone.item_embedding.embeddings
             table.assign(np.full(table.shape, np.nan, "float32"))
 
 
@@ -200,7 +200,7 @@ def test_a_nan_model_scores_zero_not_perfect():
     from tfseqrec.models import SASRec
 
     model = SASRec(num_items=50, max_sequence_length=4, hidden_dim=8)
-    table = model.item_embedding.embeddings
+    table = model.backbone.item_embedding.embeddings
     table.assign(np.full(table.shape, np.nan, "float32"))
     cases = splits.Cases(splits.Sequences.from_list(["a", "b"], [[3, 4], [5]]), np.array([6, 7]))
     result = evaluation.evaluate(model, cases, progress=False)

@@ -570,7 +570,7 @@ class UniSRecTextRecommender(Recommender):
         vectors, present = self._history_vectors(history_text)
         empty = tf.logical_not(tf.reduce_any(present, axis=1))
         if tf.shape(vectors)[1] > 0:
-            scores = tf.cast(self.model.score_text_vectors(vectors, present), tf.float32)
+            scores = tf.cast(self.model.backbone.score_text_vectors(vectors, present), tf.float32)
         else:  # no item at all: every row is scored by popularity
             scores = tf.zeros([tf.shape(vectors)[0], self.model.num_items])
         scores = tf.where(empty[:, None], self.popularity[None, :], scores)
@@ -580,7 +580,7 @@ class UniSRecTextRecommender(Recommender):
     @signature(tf.TensorSpec([None, None], tf.string, name="item_text"))
     def encode_items(self, item_text):
         vectors = self.encoder.encode_text(_fit_attributes(item_text[:, None, :], self.num_attributes)[:, 0])
-        return {"embeddings": tf.cast(self.model.text_item_vectors(vectors), tf.float32)}
+        return {"embeddings": tf.cast(self.model.backbone.text_item_vectors(vectors), tf.float32)}
 
     def signature_names(self):
         return super().signature_names() + list(TEXT_SIGNATURES)

@@ -2,9 +2,8 @@
 
 Each id model is a task (``tasks.NextItemTask``, ``tasks.ClozeTask``) holding its backbone
 (``SASRecBackbone``, ...: the sequence output), as keras-hub splits them; one package
-per model (``sasrec/``: ``backbone.py``, ``sasrec.py``, ``presets.py``).
-
-Which model a ``--model`` name builds is decided in ``tfseqrec.kinds``.
+per model (``sasrec/``: ``backbone.py``, ``sasrec.py``). Each model's training defaults and
+named presets are its entry in ``tfseqrec.registry``.
 
 The id models and UniSRec (over text vectors computed beforehand) are ``keras.ops`` and
 import on any Keras backend. Recformer and the sentence encoder need TensorFlow

@@ -12,13 +12,16 @@ when the tasks inherited their backbone (its weights at the top) load too: the t
 reads them from there (``tests/models/test_saved_v0.py``).
 """
 
+import inspect
+import json
+import os
 import posixpath
 
 import keras
 import numpy as np
 from keras import ops
 
-from tfseqrec import keras_internals, ranking
+from tfseqrec import keras_internals, ranking, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import masking as masking_lib
@@ -43,6 +46,11 @@ else:
     _BASES = (keras.Model,)
 
 
+# The model file inside a preset directory (as ``tfseqrec train`` names it).
+PRESET_MODEL_FILE = "model.keras"
+PRESET_RUN_FILE = "train_config.json"
+
+
 class NextItemTask(*_BASES):
     """Next-item prediction on a backbone: loss, validation ranking, scores, top-k.
 
@@ -51,9 +59,11 @@ class NextItemTask(*_BASES):
     subclass names its backbone class (``backbone_cls``) and is built either from the
     backbone's arguments (``SASRec(num_items=..., hidden_dim=...)``) or around a
     backbone (``SASRec(backbone=SASRecBackbone(...))``), as keras-hub's tasks are. The
-    backbone's public attributes read through the task (``model.hidden_dim``,
-    ``model.set_text_embeddings``); the config is the flat one of the constructor:
-    the backbone's arguments and the task's.
+    backbone's own attributes are read on it (``model.backbone.hidden_dim``); the config
+    nests the backbone's (``keras.layers.serialize``) beside the task's own options.
+    ``from_preset`` opens a trained model directory or builds a named preset's
+    architecture; ``save_to_preset`` writes a directory ``from_preset`` and
+    ``tfseqrec.load`` open.
 
     Training (``fit``) takes ``(x, y, sample_weight)`` with
     ``x = {"item_ids", "padding_mask"}``, ``y`` the target id of every position
@@ -85,9 +95,6 @@ class NextItemTask(*_BASES):
 
     # The backbone class a subclass builds from its arguments.
     backbone_cls = None
-    # Training options the data's history length settles when they are left None
-    # (``{"short": {...}, "long": {...}}``; ``tfseqrec.training.config.history_training``).
-    history_training = None
 
     def __init__(
         self,
@@ -102,9 +109,10 @@ class NextItemTask(*_BASES):
         **kwargs,
     ):
         super().__init__(name=name, dtype=dtype, trainable=trainable)
-        # Before the backbone's layers, as before the split: a loss named by a string
-        # may draw a seed, and the layers' initializers draw theirs after it.
-        default = losses_lib.FullSoftmaxCrossEntropy(exclude_history=True)
+        # Before the backbone's layers: a loss's seed generator draws from the global seed,
+        # and the layers' initializers draw theirs after it. The default is made whatever
+        # ``loss`` is, so that a seed gives the initial weights it gave the stored runs.
+        default = losses_lib.get(None)
         self.loss_fn = default if loss is None else losses_lib.get(loss)
         self.exclude_seen_in_validation = exclude_seen_in_validation
         self.loss_normalizer = loss_normalizer
@@ -136,25 +144,15 @@ class NextItemTask(*_BASES):
     def with_backbone(self, backbone):
         """A new task of this one's class and options (``loss``, ...) over ``backbone``."""
         config = self.get_config()
-        for key in self.backbone.get_config():
-            if key not in ("trainable", "dtype"):
-                config.pop(key, None)
+        config["backbone"] = backbone
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
-        return type(self)(backbone=backbone, **config)
+        return type(self)(**config)
 
     def call(self, inputs, training=None, return_attention_scores=False):
         """The backbone's sequence output (and attention maps when asked)."""
         if return_attention_scores:
             return self.backbone(inputs, training=training, return_attention_scores=True)
         return self.backbone(inputs, training=training)
-
-    def __getattr__(self, name):
-        # Only reached when the task has no attribute ``name``: the backbone's public
-        # ones (its sizes, UniSRec's text methods) read through the task.
-        backbone = self.__dict__.get("backbone")
-        if name.startswith("_") or backbone is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(backbone, name)
 
     # --- the model contract (``tfseqrec.models.protocol``), the backbone's -----------
 
@@ -528,12 +526,9 @@ class NextItemTask(*_BASES):
 
     def get_config(self):
         config = super().get_config()  # the task's name, trainable and dtype
-        backbone = self.backbone.get_config()
-        for key in ("name", "trainable", "dtype"):
-            backbone.pop(key, None)
-        config.update(backbone)
         config.update(
             {
+                "backbone": keras.layers.serialize(self.backbone),
                 "loss": keras.saving.serialize_keras_object(self.loss_fn),
                 "exclude_seen_in_validation": self.exclude_seen_in_validation,
                 "loss_normalizer": self.loss_normalizer,
@@ -544,10 +539,98 @@ class NextItemTask(*_BASES):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        # Models saved before position_origin existed counted from the newest item.
-        config.setdefault("position_origin", "newest")
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
+        if isinstance(config.get("backbone"), dict):
+            config["backbone"] = keras.layers.deserialize(config["backbone"])
+            return cls(**config)
+        # Files written before the config nested the backbone's: its arguments flat beside the
+        # task's; and before position_origin existed, positions counted from the newest item.
+        config.setdefault("position_origin", "newest")
         return cls(**config)
+
+    # --- presets (keras-hub's ``from_preset`` / ``save_to_preset``) -------------------
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """A model of a trained model directory, or of a named preset's architecture.
+
+        Args:
+            preset: a directory that ``tfseqrec train`` or ``save_to_preset`` wrote (its
+                ``model.keras``, with the weights), or the name of a tuned configuration
+                in ``tfseqrec.registry`` (``"sasrec_ml1m"``: its model options, new weights).
+            **kwargs: with a name, the constructor's other arguments (``num_items`` at
+                least), which override the preset's; with a directory, none.
+
+        Example:
+
+        >>> from tfseqrec.models import SASRec
+        >>> model = SASRec.from_preset("sasrec_ml1m", num_items=20)
+        >>> model.backbone.hidden_dim, model.max_sequence_length
+        (64, 200)
+        """
+        if os.path.isdir(preset):
+            if kwargs:
+                raise ValueError(
+                    f"{preset} is a trained model: its options are its own (got {sorted(kwargs)})"
+                )
+            model = keras.saving.load_model(os.path.join(preset, PRESET_MODEL_FILE), safe_mode=True)
+            if not isinstance(model, cls):
+                raise ValueError(f"{preset} holds a {type(model).__name__}, not a {cls.__name__}")
+            return model
+        spec, key = registry.find_preset(preset)
+        if spec.class_name != cls.__name__:
+            raise ValueError(
+                f"preset {preset!r} is {spec.class_name}'s; {cls.__name__}'s presets: "
+                f"{', '.join(cls.preset_names()) or 'none'}"
+            )
+        accepted = cls.constructor_arguments()
+        options = {k: v for k, v in spec.presets[key].options.items() if k in accepted}
+        return cls(**{**options, **kwargs})
+
+    @classmethod
+    def constructor_arguments(cls):
+        """The keyword arguments the model takes: its own, its task's and its backbone's, read
+        from each tfseqrec class's ``__init__`` up the hierarchy while one passes ``**kwargs`` on."""
+        names = set()
+        for top in (cls, cls.backbone_cls):
+            for klass in top.__mro__:
+                if klass.__module__.split(".")[0] != "tfseqrec":
+                    break  # Keras's own: the task's signature names what it passes to them
+                if "__init__" not in vars(klass):
+                    continue
+                parameters = inspect.signature(klass.__init__).parameters.values()
+                names.update(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+                if all(p.kind != p.VAR_KEYWORD for p in parameters):
+                    break  # passes nothing on to the classes above it
+        return names - {"self"}
+
+    @classmethod
+    def preset_names(cls):
+        """The names of this class's tuned configurations (``from_preset``)."""
+        return sorted(
+            registry.preset_name(spec.name, key)
+            for spec in registry.MODELS.values()
+            if spec.class_name == cls.__name__
+            for key in spec.presets
+        )
+
+    def save_to_preset(self, preset_dir, vocabulary):
+        """Writes the model (config and weights, ``model.keras``), its item vocabulary and a run
+        file naming its kind to ``preset_dir``: a directory ``from_preset`` and ``tfseqrec.load``
+        open, as they open one ``tfseqrec train`` wrote."""
+        if vocabulary.num_items != self.num_items:
+            raise ValueError(
+                f"the vocabulary lists {vocabulary.num_items} items, the model scores {self.num_items}"
+            )
+        names = [spec.name for spec in registry.MODELS.values() if spec.class_name == type(self).__name__]
+        if not names:
+            raise ValueError(f"{type(self).__name__} is not a model kind of tfseqrec.registry")
+        os.makedirs(preset_dir, exist_ok=True)
+        self.save(os.path.join(preset_dir, PRESET_MODEL_FILE))
+        vocabulary.save(preset_dir)
+        run = {"config": {"model": names[0], "max_sequence_length": self.max_sequence_length}}
+        with open(os.path.join(preset_dir, PRESET_RUN_FILE), "w") as f:
+            json.dump({**run, "written_by": "save_to_preset"}, f, indent=2)
 
 
 def _flat_path(store, path):

@@ -23,14 +23,7 @@ from tfseqrec.training.callbacks import (
     TrainingDiverged,
     weights_finite,
 )
-from tfseqrec.training.config import (
-    Options,
-    RecformerConfig,
-    TrainConfig,
-    batch_learning_rate,
-    default_batch_size,
-    history_training,
-)
+from tfseqrec.training.config import Options, RecformerConfig, TrainConfig
 from tfseqrec.training.directory import MODEL_FILE, PARTIAL_SUFFIX, output_directory
 from tfseqrec.training.id_models import (
     CONFIG_FILE,

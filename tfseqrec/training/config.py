@@ -8,9 +8,7 @@ main training stage, ``patience`` epochs without a better validation NDCG@10.
 import dataclasses
 import typing
 
-import numpy as np
-
-from tfseqrec import models
+from tfseqrec import presets, registry
 from tfseqrec.checks import check_choice, check_number
 
 
@@ -36,134 +34,13 @@ class Options:
         """Raises ``ValueError`` naming the first option out of range (subclasses extend it)."""
 
 
-# The model class of each ``--model`` name ``TrainConfig`` trains (``tfseqrec.kinds`` builds a kind of
-# each). A model option's default is its constructor's; the training defaults of each model (loss,
-# learning rate, warm-up) are its ``default_training``, its tuned configurations its ``presets``
-# (both in ``tfseqrec.models.presets``).
-MODELS = {
-    "sasrec": models.SASRec,
-    "bert4rec": models.BERT4Rec,
-    "unisrec": models.UniSRec,
-    "hstu": models.HSTU,
-}
-
-# The id models that ``tfseqrec pretrain`` pre-trains (a checkpoint ``init_from`` starts from).
-PRETRAINED_MODELS = ("unisrec",)
+# The id models ``TrainConfig`` trains: every registry entry but the text-only one (Recformer,
+# ``RecformerConfig``).
+MODELS = tuple(name for name, spec in registry.MODELS.items() if spec.preparation != "text")
 
 # Values that train_config.json files written before presets recorded for every model, UniSRec's
 # defaults then; a model whose constructor does not take them never received them.
 LEGACY_MODEL_OPTIONS = {"num_experts": 8, "adaptor_dropout": 0.2}
-
-
-def preset_options(model, preset):
-    """The options of ``model``'s preset ``preset``; ``ValueError`` listing its presets otherwise."""
-    presets = MODELS[model].presets
-    if preset not in presets:
-        known = ", ".join(sorted(presets)) or "none"
-        raise ValueError(f"{model} has no preset {preset!r}; its presets: {known}")
-    return dict(presets[preset])
-
-
-# ``batch_size`` left ``None`` by the options and the model's ``default_training`` (BERT4Rec, HSTU;
-# SASRec and UniSRec train on batches of 128): the largest of these that gives an epoch at least
-# ``MIN_BATCHES_PER_EPOCH`` batches. BERT4Rec and HSTU leave their popularity-level start after some
-# hundreds of updates, not epochs: on ML-100K (943 users, so 8 batches of 128 an epoch) BERT4Rec with
-# batches of 128 stayed at popularity's NDCG@10 for 60 epochs (test 0.043 in 4 CPU minutes; 0.045
-# without early stopping), with batches of 32 it reached 0.102 (SASRec: 0.115); HSTU reached 0.083 against 0.068
-# (benchmarks/results/defaults-probes-4min.json). ML-1M (6,040 users) and Amazon Scientific (8,317)
-# keep 128.
-BATCH_SIZES = (128, 64, 32, 16)
-MIN_BATCHES_PER_EPOCH = 24
-
-# The training batches' widths (``bucket_boundaries``; ``max_sequence_length`` is the last) when
-# unset, by the length of the histories (``history_training``): each window is padded to the smallest
-# width that holds it. Short histories add 10 and 20: on Amazon Scientific (5 items a window) 94% of
-# the windows fit in 10, and with [50, 100] every one was padded to 50; a BERT4Rec epoch there (with
-# its validation) went from 10 to 4 CPU seconds (benchmarks/results/defaults-probes-10min-2.json).
-# Long ones keep [50, 100]: on ML-100K, with 10 and 20 as well, BERT4Rec (seed 0) sat near
-# popularity's level for most of its run (test NDCG@10 0.0492 against SASRec's 0.1078;
-# benchmarks/results/defaults-widths-ml100k.json).
-BUCKET_BOUNDARIES = {"short": (10, 20, 50, 100), "long": (50, 100)}
-
-
-# A model's ``history_training`` (BERT4Rec's learning rate, mask share and layers) is its "short" values when
-# the data's mean training window is under this many items (Amazon-like data: 5 on Scientific), its
-# "long" ones otherwise (MovieLens: 89 on ML-100K, 108 on ML-1M).
-SHORT_HISTORY_ITEMS = 20
-
-
-def history_training(config, sequences):
-    """``(config, note)``: the options ``config`` leaves ``None`` that the length of the histories settles.
-
-    The histories of ``sequences`` are short when their mean training window (each
-    history cut to ``max_sequence_length``) is under ``SHORT_HISTORY_ITEMS`` items,
-    long otherwise. ``bucket_boundaries`` (every model) takes ``BUCKET_BOUNDARIES[which]``,
-    and each option of the model's ``history_training`` (BERT4Rec's learning rate, mask
-    share and number of layers) its ``"short"`` or ``"long"`` value: a training option
-    when it is ``None``, a model option when ``model_options`` leaves it out. ``note`` is
-    the line the training log prints when the model's own options were settled (else
-    ``None``; the widths alone are recorded in ``train_config.json``, not printed).
-    """
-    by_length = MODELS[config.model].history_training or {}
-    unset = [name for name in by_length.get("long", ()) if _unset(config, name)]
-    if not unset and config.bucket_boundaries is not None:
-        return config, None
-    lengths = np.minimum(sequences.lengths, config.max_sequence_length)
-    mean = float(np.mean(lengths)) if len(lengths) else 0.0
-    which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
-    settled = {name: by_length[which][name] for name in unset}
-    if config.bucket_boundaries is None:
-        settled["bucket_boundaries"] = list(BUCKET_BOUNDARIES[which])
-    said = ", ".join(
-        f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
-        for name, value in settled.items()
-    )
-    note = f"{config.model}: {which} histories ({mean:.1f} items a window on average): {said}"
-    values = {name: value for name, value in settled.items() if name in _FIELDS}
-    options = {name: value for name, value in settled.items() if name not in _FIELDS}
-    if options:
-        values["model_options"] = {**config.model_options, **options}
-    return dataclasses.replace(config, **values), note if unset else None
-
-
-def _unset(config, name):
-    """Whether ``name`` (a training option, or else a model option) is left for the data to settle."""
-    if name in _FIELDS:
-        return getattr(config, name) is None
-    return name not in config.model_options
-
-
-def default_batch_size(num_windows):
-    """The batch size ``batch_size=None`` settles to for ``num_windows`` training windows an epoch.
-
-    128, halved (down to 16) while an epoch would have fewer than ``MIN_BATCHES_PER_EPOCH``
-    batches: small data get more updates an epoch, so early stopping's patience and a
-    warm-up, counted in epochs, still span enough updates.
-    """
-    for size in BATCH_SIZES:
-        if num_windows >= MIN_BATCHES_PER_EPOCH * size:
-            return size
-    return BATCH_SIZES[-1]
-
-
-# A learning rate the data settle (BERT4Rec's: ``history_training``) is the one tuned at batches of
-# ``BATCH_SIZES[0]``. When the data settle a smaller batch as well (``default_batch_size``), it shrinks
-# with the square root of the batches' ratio, the scaling rule for Adam (Malladi et al., "On the SDEs
-# and Scaling Rules for Adaptive Gradient Algorithms", NeurIPS 2022): BERT4Rec's 4e-3 becomes 2e-3 at
-# batches of 32. On ML-100K (batches of 32), 10 CPU minutes, seeds 0, 1 and 2, test NDCG@10 was 0.1124,
-# 0.1081 and 0.1127 at 2e-3 (0.96x SASRec's mean), 0.0964, 0.0918 and 0.1049 at 1e-3 (the linear rule),
-# and 0.1017, 0.0346 and 0.1116 at the unscaled 4e-3, whose seed 1 never left popularity's level
-# (benchmarks/results/defaults-probes-rate-seed-*.json). ML-1M and Amazon Scientific keep batches of 128
-# and their rates. HSTU's rate is left to the data too (4e-3 on any histories), so it scales alike:
-# 2e-3 at ML-100K's batches of 32.
-
-
-def batch_learning_rate(learning_rate, batch_size):
-    """``learning_rate``, set for batches of ``BATCH_SIZES[0]``, for batches of ``batch_size``.
-
-    Scaled by ``sqrt(batch_size / BATCH_SIZES[0])``: Adam's square-root rule.
-    """
-    return learning_rate * float(np.sqrt(batch_size / BATCH_SIZES[0]))
 
 
 @dataclasses.dataclass
@@ -172,7 +49,8 @@ class TrainConfig(Options):
 
     The fields are training options: how the data are cut into windows and batches,
     the loss, the optimizer and its schedule, validation and stopping. ``None`` means
-    the model's ``default_training`` (``tfseqrec.models.presets``); the config
+    the model's training defaults (``tfseqrec.registry``), or the data's choice
+    (``tfseqrec.presets.for_data``); the config
     records the resolved value. ``max_sequence_length`` is both: the windows'
     length and the model's constructor argument.
 
@@ -181,7 +59,7 @@ class TrainConfig(Options):
     constructor's default. They are checked by building the model: its constructor
     raises a ``ValueError`` naming the option (``tfseqrec.kinds.IdModelKind.check``).
     ``num_time_buckets`` (HSTU) is one of them; left out, the data decide
-    (``IdModelKind.with_time_bias``: 128 when the data has event times, else 0).
+    (``tfseqrec.presets.for_data``: 128 when the data has event times, else 0).
 
     The loss is a training option: ``loss`` (a name in ``tfseqrec.losses.LOSSES``)
     and its arguments ``num_negatives``, ``negatives_per_position``, ``sampler``
@@ -202,10 +80,10 @@ class TrainConfig(Options):
     """
 
     model: str = "sasrec"
-    preset: str = None  # a tuned configuration, Model.presets[preset] (tfseqrec.models.presets)
+    preset: str = None  # a tuned configuration (tfseqrec.registry)
     model_options: dict = dataclasses.field(default_factory=dict)
-    max_sequence_length: int = 200
-    loss: str = None  # softmax, sampled_softmax, bce, gbce (None: default_training's)
+    max_sequence_length: int = None  # None: the model's constructor default (presets.for_data)
+    loss: str = None  # softmax, sampled_softmax, bce, gbce (None: the model's default, tfseqrec.registry)
     loss_normalization: str = "fixed"
     num_negatives: int = None
     negatives_exclude_history: bool = None
@@ -217,17 +95,17 @@ class TrainConfig(Options):
     seq_seq_weight: float = 1e-3  # UniSRec pre-training: weight of the sequence-sequence loss
     item_drop: float = 0.2  # UniSRec pre-training: item drop of the augmented history
     init_from: str = None  # UniSRec: a directory written by `tfseqrec pretrain --model unisrec`
-    mask_prob: float = None  # BERT4Rec: Cloze masking probability (None: by the data, history_training)
+    mask_prob: float = None  # BERT4Rec: Cloze masking probability (None: by the data, presets.for_data)
     last_item_only_prob: float = 0.0  # BERT4Rec: share of training sequences with only the last item masked
-    batch_size: int = None  # None: default_training's, else settled by the data (default_batch_size)
-    learning_rate: float = None  # None: the model's default_training (BERT4Rec: history_training)
+    batch_size: int = None  # None: the model's default, else by the data (presets.for_data)
+    learning_rate: float = None  # None: the model's default (BERT4Rec, HSTU: by the data)
     learning_rate_schedule: str = "constant"
-    warmup_epochs: float = None  # None: the model's default_training
+    warmup_epochs: float = None  # None: the model's default
     epochs: int = 200
     patience: int = 20
     validation: str = "last"  # "last": the second-to-last item validates; "none": no validation split
     window_stride: int = None
-    bucket_boundaries: list = None  # None: by the data (history_training); [] for none
+    bucket_boundaries: list = None  # None: by the data (presets.for_data); [] for none
     validation_batch_size: int = 512
     validation_users: int = None  # validate on a fixed, seeded sample of this many users (None: all)
     max_train_minutes: float = None
@@ -249,7 +127,7 @@ class TrainConfig(Options):
         if preset is not None:
             model = values.get("model", cls.model)
             check_choice("model", model, MODELS)
-            values = {**preset_options(model, preset), **values}
+            values = {**presets.preset_options(model, preset), **values}
         model_options = {k: v for k, v in values.items() if k not in _FIELDS and v is not None}
         model_options.update(values.get("model_options") or {})
         training = {k: v for k, v in values.items() if k in _FIELDS}
@@ -263,13 +141,8 @@ class TrainConfig(Options):
             )
         self.model_options = dict(self.model_options)
         if self.preset is not None:
-            preset_options(self.model, self.preset)
-        for name, value in MODELS[self.model].default_training.items():
-            # A model's number of negatives is for a sampled loss, not for its full softmax.
-            if name == "num_negatives" and self.loss == "softmax":
-                continue
-            if name == "negatives_per_position" and self.loss != "sampled_softmax":
-                continue
+            presets.preset_options(self.model, self.preset)
+        for name, value in presets.training_defaults(self.model, {"loss": self.loss}).items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
         self.check()
@@ -287,13 +160,10 @@ class TrainConfig(Options):
 
     def check(self):
         # Training options only: the model checks its own options when it is built.
-        for name in (
-            "max_sequence_length",
-            "epochs",
-            "validation_batch_size",
-        ):
+        for name in ("epochs", "validation_batch_size"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
         for name in (
+            "max_sequence_length",
             "batch_size",
             "num_negatives",
             "window_stride",
@@ -310,7 +180,7 @@ class TrainConfig(Options):
         check_choice("sampler", self.sampler, SAMPLERS, optional=True)
         if self.sampler is not None and self.loss != "sampled_softmax":
             raise ValueError(f"sampler applies to the sampled_softmax loss, not {self.loss!r}")
-        if self.init_from is not None and self.model not in PRETRAINED_MODELS:
+        if self.init_from is not None and not registry.get(self.model).pretrainable:
             raise ValueError(
                 f"init_from is for models that 'tfseqrec pretrain' pre-trains (unisrec, recformer), "
                 f"not {self.model}"

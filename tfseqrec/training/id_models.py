@@ -19,23 +19,18 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 
 import keras
 import tensorflow as tf
 
-from tfseqrec import distribute, evaluation
+from tfseqrec import distribute, evaluation, presets
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
-from tfseqrec.training.config import (
-    BATCH_SIZES,
-    TrainConfig,
-    batch_learning_rate,
-    default_batch_size,
-    history_training,
-)
+from tfseqrec.training.config import TrainConfig
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
@@ -113,7 +108,8 @@ def train(
     split, vocabulary, report = splits.prepare(events, validation=config.validation)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     # The options settled by the data once: what the run trains with, and what a resumed run must match.
-    config, per_window = _run_config(kind, config, split, vocabulary.num_items, verbose)
+    config, per_window, choices = _run_config(kind, config, split, vocabulary.num_items, verbose)
+    data["choices"] = choices
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
@@ -177,7 +173,8 @@ def fit(
         (with ``validation="none"``, those of the last epoch).
     """
     strategy = distribute.resolve(strategy)
-    config, per_window = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
+    config, per_window, choices = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
+    data = {**(data or {}), "choices": choices}
     return _fit_settled(
         kind,
         split,
@@ -227,11 +224,10 @@ def _fit_settled(
 
 
 def _run_config(kind, config, split, num_items, verbose):
-    """``(config, targets_per_window)``: ``config`` settled by the data (the time bias, the
-    history rules, the batch size, and a learning rate the data set scaled with that batch),
-    its notes printed, and the training targets of each window, which the batch size and the
-    loss normaliser both count (the windows cut once); a split that does not match
-    ``config.validation`` is an error."""
+    """``(config, targets_per_window, choices)``: ``config`` with what the data settle
+    (``tfseqrec.presets.for_data``: one line each on stderr), the training targets of each window
+    (which the loss normaliser counts), and the choices as ``train_config.json`` records them
+    (``{option: {"value", "reason"}}``); a split that does not match ``config.validation`` is an error."""
     if config.validation == "none" and len(split.valid):
         raise ValueError(
             "validation='none' trains on each user's second-to-last item, but the split holds "
@@ -241,16 +237,33 @@ def _run_config(kind, config, split, num_items, verbose):
         raise ValueError(
             "the split has no validation cases; train with validation='none' for a fixed epoch count"
         )
-    config = _with_time_bias(kind, config, split.train, verbose)
-    rate_by_data = config.learning_rate is None  # settled by history_training, for batches of 128
-    config, note = history_training(config, split.train)
-    if note and verbose:
-        print(note, flush=True)
-    per_window = kind.targets_per_window(config, split.train)
+    choices = presets.for_data(kind.name, split.train, config)
+    if verbose:
+        for line in choices.lines():
+            print(line, file=sys.stderr, flush=True)
+    config = settled(config, choices)
+    per_window = presets.targets_per_window(kind.spec, _flat_options(config), split.train)
     _note_outside_windows(kind, config, split.train, verbose)
-    config = _with_batch_size(config, len(per_window), verbose, scale_learning_rate=rate_by_data)
     _note_sparse_updates(config, num_items, verbose)
-    return config, per_window
+    recorded = {name: {"value": value, "reason": choices.reasons[name]} for name, value in choices.items()}
+    return config, per_window, recorded
+
+
+def settled(config, choices):
+    """``config`` with ``choices`` (``presets.for_data``) in it: training options as fields, the
+    model's own in ``model_options``."""
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    values = {name: value for name, value in choices.items() if name in fields}
+    model_options = {name: value for name, value in choices.items() if name not in fields}
+    if model_options:
+        values["model_options"] = {**config.model_options, **model_options}
+    return dataclasses.replace(config, **values)
+
+
+def _flat_options(config):
+    """A ``TrainConfig`` as one flat dict (``presets``' form)."""
+    values = dataclasses.asdict(config)
+    return {**values, **values.pop("model_options")}
 
 
 def _validation_dataset(config, split, vocabulary):
@@ -307,34 +320,6 @@ def _require_saved_epoch(best):
         raise TrainingDiverged(f"no epoch gave {what}; nothing was saved to {best.path}")
 
 
-def _with_batch_size(config, windows, verbose, scale_learning_rate=False):
-    """``config`` with ``batch_size`` settled by the number of training windows when it is ``None``
-    (``default_batch_size``); the training log says so when the data make it smaller than 128.
-
-    ``scale_learning_rate``: the learning rate was settled by the data too, for batches of 128;
-    a smaller settled batch scales it (``batch_learning_rate``), and the log says so.
-    """
-    if config.batch_size is not None:
-        return config
-    size = default_batch_size(windows)
-    values = {"batch_size": size}
-    if scale_learning_rate and size < BATCH_SIZES[0]:
-        values["learning_rate"] = batch_learning_rate(config.learning_rate, size)
-    if size < BATCH_SIZES[0] and verbose:
-        print(
-            f"{config.model}: batch size {size}: {windows:,} training windows would make "
-            f"{-(-windows // BATCH_SIZES[0])} batches of {BATCH_SIZES[0]} an epoch (--batch-size to choose)",
-            flush=True,
-        )
-        if "learning_rate" in values:
-            print(
-                f"{config.model}: learning rate {values['learning_rate']:g}: {config.learning_rate:g} "
-                f"at batches of {BATCH_SIZES[0]}, times sqrt({size}/{BATCH_SIZES[0]}) (--learning-rate to choose)",
-                flush=True,
-            )
-    return dataclasses.replace(config, **values)
-
-
 def _note_outside_windows(kind, config, train, verbose):
     """The training log's line when some training targets lie outside every training window:
     without ``window_stride``, the items of a history before its newest ``max_sequence_length``."""
@@ -352,16 +337,9 @@ def _note_outside_windows(kind, config, train, verbose):
             f"{config.model}: {outside:,} of {total:,} training targets ({share}) are "
             f"outside the training windows ({windows}) and are not trained on; "
             f"--window-stride {config.max_sequence_length} trains on them too",
+            file=sys.stderr,
             flush=True,
         )
-
-
-def _with_time_bias(kind, config, train, verbose):
-    """``config`` with the kind's time bias settled by the data; the training log says which."""
-    config, note = kind.with_time_bias(config, train)
-    if note and verbose:
-        print(note, flush=True)
-    return config
 
 
 # Catalogues from this size on get RowSparseAdam with a sampled loss, unless the config says otherwise.
@@ -386,6 +364,7 @@ def _note_sparse_updates(config, num_items, verbose):
         print(
             f"{config.model}: row-sparse Adam on the item table ({config.loss} over {num_items:,} items; "
             f"--no-sparse-item-updates for dense Adam)",
+            file=sys.stderr,
             flush=True,
         )
 
@@ -471,7 +450,7 @@ def learning_rate(config, total_steps):
     """
     if config.learning_rate is None:
         raise ValueError(
-            f"{config.model}'s learning_rate is unset: the data settle it (training.history_training)"
+            f"{config.model}'s learning_rate is unset: the data settle it (tfseqrec.presets.for_data)"
         )
     if config.learning_rate_schedule == "constant":
         if not config.warmup_epochs:
@@ -504,9 +483,8 @@ def loss_normalizer(kind, config, sequences):
     """
     if config.loss_normalization == "batch":
         return None
-    config, _ = history_training(config, sequences)
-    per_window = kind.targets_per_window(config, sequences)
-    return _normalizer(_with_batch_size(config, len(per_window), verbose=False), per_window)
+    config = settled(config, presets.for_data(kind.name, sequences, config))
+    return _normalizer(config, presets.targets_per_window(kind.spec, _flat_options(config), sequences))
 
 
 def _normalizer(config, targets_per_window):

@@ -3,7 +3,6 @@
 import keras
 
 from tfseqrec.models.bert4rec.backbone import BERT4RecBackbone
-from tfseqrec.models.bert4rec.presets import HISTORY_TRAINING, PRESETS, TRAINING
 from tfseqrec.models.tasks import ClozeTask
 
 
@@ -46,7 +45,3 @@ class BERT4Rec(ClozeTask):
     """
 
     backbone_cls = BERT4RecBackbone
-    # Training defaults and tuned configurations: ``tfseqrec.models.bert4rec.presets``.
-    default_training = TRAINING
-    history_training = HISTORY_TRAINING
-    presets = PRESETS

@@ -3,7 +3,6 @@
 import keras
 
 from tfseqrec.models.hstu.backbone import HSTUBackbone
-from tfseqrec.models.hstu.presets import HISTORY_TRAINING, PRESETS, TRAINING
 from tfseqrec.models.tasks import NextItemTask
 
 
@@ -44,7 +43,3 @@ class HSTU(NextItemTask):
     """
 
     backbone_cls = HSTUBackbone
-    # Training defaults and tuned configurations: ``tfseqrec.models.hstu.presets``.
-    default_training = TRAINING
-    history_training = HISTORY_TRAINING
-    presets = PRESETS

@@ -3,7 +3,6 @@
 import keras
 
 from tfseqrec.models.sasrec.backbone import SASRecBackbone
-from tfseqrec.models.sasrec.presets import PRESETS, TRAINING
 from tfseqrec.models.tasks import NextItemTask
 
 
@@ -40,6 +39,3 @@ class SASRec(NextItemTask):
     """
 
     backbone_cls = SASRecBackbone
-    # Training defaults and tuned configurations: ``tfseqrec.models.sasrec.presets``.
-    default_training = TRAINING
-    presets = PRESETS

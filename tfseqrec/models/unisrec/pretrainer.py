@@ -41,7 +41,7 @@ class UniSRecPretrainer(keras.Model):
 
     def __init__(self, model, seq_seq_weight=1e-3, item_drop=0.2, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if model.temperature is None:
+        if model.backbone.temperature is None:
             raise ValueError("UniSRec pre-training contrasts cosines: the model needs a temperature")
         self.model = model
         self.seq_seq_weight = seq_seq_weight
@@ -70,10 +70,10 @@ class UniSRecPretrainer(keras.Model):
         )
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        t = self.model.temperature
+        t = self.model.backbone.temperature
         y = ops.reshape(ops.cast(y, "int32"), [-1])
         sequence = y_pred[:, -1] * t  # the model returns normalised vectors over t
-        items = l2_normalize(self.model.item_vectors(y, training=training))
+        items = l2_normalize(self.model.backbone.item_vectors(y, training=training))
         ids = x["item_ids"] if isinstance(x, dict) else x
         augmented = self.model(self.augment(ids), training=training)[:, -1] * t
         n = ops.shape(y)[0]

@@ -4,7 +4,6 @@ import keras
 
 from tfseqrec.models.tasks import NextItemTask
 from tfseqrec.models.unisrec.backbone import UniSRecBackbone
-from tfseqrec.models.unisrec.presets import PRESETS, TRAINING
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -80,9 +79,6 @@ class UniSRec(NextItemTask):
     """
 
     backbone_cls = UniSRecBackbone
-    # Training defaults and tuned configurations: ``tfseqrec.models.unisrec.presets``.
-    default_training = TRAINING
-    presets = PRESETS
 
     def resized(self, num_items, text_embeddings):
         """A copy over ``num_items`` items: the first ones keep their weights
