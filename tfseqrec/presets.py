@@ -241,7 +241,9 @@ def _flat(model, options):
     if options is None:
         options = {}
     elif dataclasses.is_dataclass(options):
-        options = dataclasses.asdict(options)
+        # A TrainConfig holds the training defaults it filled in: they are reported as chosen.
+        defaults = training_defaults(model, {"loss": options.loss})
+        options = {k: v for k, v in dataclasses.asdict(options).items() if k not in defaults or v != defaults[k]}
     options = dict(options)
     nested = options.pop("model_options", None) or {}
     flat = {**options, **nested}
