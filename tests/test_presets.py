@@ -38,7 +38,7 @@ def test_the_command_line_and_python_choose_the_same_options(cli_runs, name):
     split, vocabulary, _ = data.prepare(data.read_interactions(str(path)))
     choices = presets.for_data("bert4rec", split.train, {**TINY, "epochs": 1})
     assert {k: v["value"] for k, v in recorded["choices"].items()} == dict(choices)
-    for option, value in choices.items():  # one line each on stderr
+    for option in choices:  # one line each on stderr
         assert f"bert4rec: {option} " in stderr
     keras.utils.set_random_seed(0)
     model = tfseqrec.BERT4Rec(num_items=vocabulary.num_items, **TINY, **choices.model_options)
@@ -52,10 +52,16 @@ def test_the_command_line_and_python_choose_the_same_options(cli_runs, name):
     assert np.isfinite(model.fit(train.take(2), epochs=1, verbose=0).history["loss"][-1])
     trained, _, _ = tfseqrec.load(str(run))
     ours, theirs = model.get_config(), trained.get_config()
-    assert ours["backbone"]["config"] == {**theirs["backbone"]["config"], "name": ours["backbone"]["config"]["name"]}
+    assert ours["backbone"]["config"] == {
+        **theirs["backbone"]["config"],
+        "name": ours["backbone"]["config"]["name"],
+    }
     assert {k: ours[k] for k in ("mask_prob", "loss")} == {k: theirs[k] for k in ("mask_prob", "loss")}
     config = recorded["config"]
-    assert (config["batch_size"], config["learning_rate"]) == (choices["batch_size"], choices["learning_rate"])
+    assert (config["batch_size"], config["learning_rate"]) == (
+        choices["batch_size"],
+        choices["learning_rate"],
+    )
     # The two datasets differ where the rules say they should: short histories on Scientific.
     assert choices["num_layers"] == (1 if name == "scientific" else 2)
 
@@ -65,7 +71,9 @@ def test_a_trained_directory_is_a_preset_and_save_to_preset_round_trips(cli_runs
     model = tfseqrec.BERT4Rec.from_preset(str(run))
     trained, vocabulary, _ = tfseqrec.load(str(run))
     histories = [[5, 6, 7], [9]]
-    np.testing.assert_array_equal(model.score(model_inputs(histories)), trained.score(model_inputs(histories)))
+    np.testing.assert_array_equal(
+        model.score(model_inputs(histories)), trained.score(model_inputs(histories))
+    )
     model.save_to_preset(str(tmp_path / "copy"), vocabulary)
     again = tfseqrec.BERT4Rec.from_preset(str(tmp_path / "copy"))
     np.testing.assert_array_equal(again.score(model_inputs(histories)), model.score(model_inputs(histories)))
@@ -114,7 +122,9 @@ def test_the_registry_is_the_one_table_of_kinds():
         registry.get("gru4rec")
     # The registry imports no TensorFlow (the CLI's help reads it).
     code = "import sys, tfseqrec.registry; print('tensorflow' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    )
 
 
 def test_a_named_loss_is_the_default_loss():

@@ -159,8 +159,12 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, other, 
     config = kinds.get("unisrec").options({**UNISREC, "init_from": str(checkpoint)})
     model = kinds.get("unisrec").build(config, 20, text_dim=384)
     assert kinds.get("unisrec").initialize(model, str(checkpoint)) == len(model.weights) - 1
-    np.testing.assert_array_equal(model.backbone.adaptor.expert_kernel, pretrained.backbone.adaptor.expert_kernel)
-    np.testing.assert_array_equal(model.backbone.blocks[0].ffn_in.kernel, pretrained.backbone.blocks[0].ffn_in.kernel)
+    np.testing.assert_array_equal(
+        model.backbone.adaptor.expert_kernel, pretrained.backbone.adaptor.expert_kernel
+    )
+    np.testing.assert_array_equal(
+        model.backbone.blocks[0].ffn_in.kernel, pretrained.backbone.blocks[0].ffn_in.kernel
+    )
     # A text-only checkpoint starts a model with id embeddings too. Item 19 is left out
     # of the training sequences (all but each user's last two items): read by its text alone.
     users = json.loads((data / "Tiny.inter.json").read_text())

@@ -504,7 +504,9 @@ def test_hstu_reads_event_times_when_the_data_has_them_and_says_so(tmp_path, cap
     assert evaluation.evaluate(model, split.test, progress=False)["num_users"] == len(split.test)
     untimed = {**config, "num_time_buckets": 0}
     model, _, _ = kinds.get("hstu").train(data, tmp_path / "untimed", untimed, verbose=2)
-    assert "num_time_buckets" not in capsys.readouterr().err and not model.uses_timestamps  # given, not chosen
+    assert (
+        "num_time_buckets" not in capsys.readouterr().err and not model.uses_timestamps
+    )  # given, not chosen
 
 
 def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_rate(tmp_path, capsys):
@@ -577,7 +579,11 @@ def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     assert chosen.model_options == {"num_layers": 1, "mask_prob": 0.4, "max_sequence_length": 200}
     assert chosen.reasons["num_layers"] == chosen.reasons["mask_prob"]  # one rule, one reason
     chosen = presets.for_data("bert4rec", long, at_128)
-    assert (chosen["learning_rate"], chosen["mask_prob"], chosen["bucket_boundaries"]) == (4e-3, 0.2, [50, 100])
+    assert (chosen["learning_rate"], chosen["mask_prob"], chosen["bucket_boundaries"]) == (
+        4e-3,
+        0.2,
+        [50, 100],
+    )
     assert chosen["num_layers"] == 2
     # A model option given stays (not chosen); the others are.
     chosen = presets.for_data("bert4rec", short, {**at_128, "model_options": {"num_layers": 3}})
@@ -592,7 +598,9 @@ def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     assert [presets.for_data("hstu", s, at_128)["learning_rate"] for s in (short, long)] == [4e-3, 4e-3]
     # A TrainConfig is read as the options given; a preset's options are given too.
     config = training.TrainConfig(model="bert4rec", batch_size=128)
-    assert dict(presets.for_data("bert4rec", short, config)) == dict(presets.for_data("bert4rec", short, at_128))
+    assert dict(presets.for_data("bert4rec", short, config)) == dict(
+        presets.for_data("bert4rec", short, at_128)
+    )
     assert set(presets.for_data("sasrec", short, {"preset": "ml1m"})) == set()
 
 

@@ -48,8 +48,14 @@ def test_cli_trains_over_text_vectors_and_the_directory_reloads(trained, loaded,
     model, vocabulary, info = loaded
     assert isinstance(model, UniSRec) and kinds.for_model(model).name == "unisrec"
     assert info["config"]["attributes"] == ATTRIBUTES and info["item_text"].endswith("Tiny.item.json")
-    assert model.backbone.text_encoder == {"attributes": ATTRIBUTES, "max_attribute_tokens": 6, "num_layers": 6}
-    assert model.backbone.text_dim == 384 and not model.backbone.use_id_embeddings  # the kind's default: text only
+    assert model.backbone.text_encoder == {
+        "attributes": ATTRIBUTES,
+        "max_attribute_tokens": 6,
+        "num_layers": 6,
+    }
+    assert (
+        model.backbone.text_dim == 384 and not model.backbone.use_id_embeddings
+    )  # the kind's default: text only
     # The frozen table holds unit vectors (mean-pooled MiniLM), one per item.
     table = np.asarray(model.backbone.text_embedding.embeddings)[vocab_lib.NUM_RESERVED :]
     np.testing.assert_allclose(np.linalg.norm(table, axis=1), 1.0, atol=1e-5)

@@ -19,9 +19,9 @@ import tempfile
 import textwrap
 
 from tfseqrec import registry
-from tfseqrec.version import __version__
 from tfseqrec.checks import check_number
 from tfseqrec.data.readers import FORMATS
+from tfseqrec.version import __version__
 
 # The model kinds, one line each, and their presets (tuned configurations), for help: the
 # registry's, which imports no TensorFlow.
@@ -823,9 +823,19 @@ TRAIN_FLAGS = [
     (
         "learning_rate",
         float,
-        "Adam learning rate (default: SASRec and UniSRec 2e-3, BERT4Rec 4e-3 after a "
-        "5-epoch warm-up, 1e-3 on short histories, HSTU 4e-3, Recformer 5e-5; BERT4Rec's and "
-        "HSTU's scaled down with a smaller batch the data settle)",
+        "Adam learning rate (default: "
+        + ", ".join(
+            f"{spec.class_name} {spec.training['learning_rate']:g}"
+            for spec in registry.MODELS.values()
+            if "learning_rate" in spec.training
+        )
+        + "; "
+        + ", ".join(
+            spec.class_name
+            for spec in registry.MODELS.values()
+            if "learning_rate" in spec.by_history.get("long", {})
+        )
+        + ": by the data, tfseqrec.presets.for_data; Recformer 5e-5)",
     ),
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),

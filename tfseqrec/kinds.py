@@ -20,8 +20,6 @@ import dataclasses
 import json
 import os
 
-import numpy as np
-
 from tfseqrec import export, models, presets, registry
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.export.module import (
@@ -261,8 +259,10 @@ class IdModelKind(ModelKind):
         """``(outside, total)``: the training targets of ``sequences`` that no training window of
         ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them. A next-item
         window's first item is input only."""
-        windows = presets.windows_of(self.spec, {"max_sequence_length": config.max_sequence_length,
-                                                  "window_stride": config.window_stride})
+        windows = presets.windows_of(
+            self.spec,
+            {"max_sequence_length": config.max_sequence_length, "window_stride": config.window_stride},
+        )
         return numpy_pipeline.targets_outside_windows(sequences, **windows, first_is_target=self.cloze)
 
     def train(
@@ -345,7 +345,6 @@ class UniSRecKind(IdModelKind):
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
         return pretrain.pretrain_unisrec(self, domains, config, output_dir, verbose)
-
 
     def initialize(self, model, checkpoint):
         """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""

@@ -143,7 +143,11 @@ def for_data(model, sequences, options=None):
     if given.get("batch_size") is None:
         windows = len(numpy_pipeline.sliding_windows(sequences, **windows_of(spec, given))[0])
         size = default_batch_size(windows)
-        choose("batch_size", size, f"{windows:,} training windows, at least {MIN_BATCHES_PER_EPOCH} batches an epoch")
+        choose(
+            "batch_size",
+            size,
+            f"{windows:,} training windows, at least {MIN_BATCHES_PER_EPOCH} batches an epoch",
+        )
         if rate_by_data and size < BATCH_SIZES[0]:
             rate = values["learning_rate"]
             choose(
@@ -243,7 +247,9 @@ def _flat(model, options):
     elif dataclasses.is_dataclass(options):
         # A TrainConfig holds the training defaults it filled in: they are reported as chosen.
         defaults = training_defaults(model, {"loss": options.loss})
-        options = {k: v for k, v in dataclasses.asdict(options).items() if k not in defaults or v != defaults[k]}
+        options = {
+            k: v for k, v in dataclasses.asdict(options).items() if k not in defaults or v != defaults[k]
+        }
     options = dict(options)
     nested = options.pop("model_options", None) or {}
     flat = {**options, **nested}

@@ -270,7 +270,9 @@ def test_bert4rec_masks_inside_the_train_step():
     history = model.fit(ds, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
     assert model.masking.mask_token_id == vocab.MASK_ID
-    assert isinstance(model.backbone.output_bias, keras.Variable) and model.backbone.output_bias.shape == (NUM_ITEMS,)
+    assert isinstance(model.backbone.output_bias, keras.Variable) and model.backbone.output_bias.shape == (
+        NUM_ITEMS,
+    )
 
 
 def test_xla_loss_path_equals_the_gathering_path():

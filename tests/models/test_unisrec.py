@@ -166,7 +166,9 @@ def test_for_catalogue_keeps_everything_but_the_items():
     other = model.for_catalogue(other_text)
     assert other.num_items == 4 and other.backbone.item_embedding is None
     np.testing.assert_array_equal(other.backbone.adaptor.expert_kernel, model.backbone.adaptor.expert_kernel)
-    np.testing.assert_array_equal(other.backbone.blocks[1].ffn_in.kernel, model.backbone.blocks[1].ffn_in.kernel)
+    np.testing.assert_array_equal(
+        other.backbone.blocks[1].ffn_in.kernel, model.backbone.blocks[1].ffn_in.kernel
+    )
     # Its item vectors are the adapted new text; the old model's text path agrees.
     expected = _normalize(_numpy_adaptor(other_text.astype(np.float64), model.backbone.adaptor))
     np.testing.assert_allclose(other.output_table()[0], expected, atol=1e-5)
@@ -177,7 +179,11 @@ def test_for_catalogue_keeps_everything_but_the_items():
     hidden = np.asarray(other(ids))[0, -1]
     np.testing.assert_allclose(np.asarray(other.score(ids))[0], expected @ hidden, atol=1e-4)
     np.testing.assert_allclose(
-        hidden, np.asarray(model.backbone.encode(model.backbone.adaptor(vectors), np.ones((1, 3), bool)))[0, -1], atol=1e-5
+        hidden,
+        np.asarray(model.backbone.encode(model.backbone.adaptor(vectors), np.ones((1, 3), bool)))[0, -1],
+        atol=1e-5,
     )
-    by_text = np.asarray(model.backbone.score_text_vectors(vectors, np.ones((1, 3), bool)))  # over the old catalogue
+    by_text = np.asarray(
+        model.backbone.score_text_vectors(vectors, np.ones((1, 3), bool))
+    )  # over the old catalogue
     np.testing.assert_allclose(by_text[0], np.asarray(model.output_table()[0]) @ hidden, atol=1e-4)

@@ -599,7 +599,9 @@ class NextItemTask(*_BASES):
                 if "__init__" not in vars(klass):
                     continue
                 parameters = inspect.signature(klass.__init__).parameters.values()
-                names.update(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+                names.update(
+                    p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                )
                 if all(p.kind != p.VAR_KEYWORD for p in parameters):
                     break  # passes nothing on to the classes above it
         return names - {"self"}

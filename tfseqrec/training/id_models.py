@@ -173,7 +173,9 @@ def fit(
         (with ``validation="none"``, those of the last epoch).
     """
     strategy = distribute.resolve(strategy)
-    config, per_window, choices = _run_config(kind, options(kind, config), split, vocabulary.num_items, verbose)
+    config, per_window, choices = _run_config(
+        kind, options(kind, config), split, vocabulary.num_items, verbose
+    )
     data = {**(data or {}), "choices": choices}
     return _fit_settled(
         kind,
