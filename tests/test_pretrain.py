@@ -189,8 +189,8 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, other, 
     )
     assert json.loads(out.stdout.strip().splitlines()[-1])["epochs"] == 1
     tuned, vocabulary, _ = kinds.load(str(tmp_path / "ft"))
-    assert tuned.use_id_embeddings and tuned.id_dropout == 0.2
-    known = np.asarray(tuned.id_known.embeddings)[R:, 0]
+    assert tuned.backbone.use_id_embeddings and tuned.backbone.id_dropout == 0.2
+    known = np.asarray(tuned.backbone.id_known.embeddings)[R:, 0]
     assert {item: k for item, k in zip(vocabulary.items, known) if k != 1} == {"19": 0.0}
     wider = _tfseqrec(
         "train",

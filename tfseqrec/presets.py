@@ -95,7 +95,8 @@ def for_data(model, sequences, options=None):
         ``Choices``: every option set here, in the order they are settled: the training
         defaults (``registry``), the windows' length (the constructor's default), the
         options the histories' length settles (``by_history``, ``bucket_boundaries``),
-        the time bias, the batch size, and a data-settled learning rate scaled to it.
+        the time bias, the batch size, a data-settled learning rate scaled to it, and a
+        default warm-up cut to the registry's ``warmup_steps`` updates.
     """
     spec = registry.get(model)
     if spec.preparation == "text":
@@ -112,36 +113,11 @@ def for_data(model, sequences, options=None):
             choose(name, value, f"{model}'s default")
     if given.get("max_sequence_length") is None:
         choose("max_sequence_length", constructor_default(spec, "max_sequence_length"), "the model's default")
-    length = int(given["max_sequence_length"])
-
-    lengths = np.minimum(sequences.lengths, length)
-    mean = float(np.mean(lengths)) if len(lengths) else 0.0
-    which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
-    why = f"{which} histories: {mean:.1f} items a window on average"
     rate_by_data = given.get("learning_rate") is None
-    for name, value in spec.by_history.get(which, {}).items():
-        if given.get(name) is None:
-            choose(name, value, why)
-    if given.get("bucket_boundaries") is None:
-        choose("bucket_boundaries", list(BUCKET_BOUNDARIES[which]), why)
-
-    if spec.time_bias and given.get("num_time_buckets") is None:
-        timed = sequences.timestamps is not None
-        choose(
-            "num_time_buckets",
-            TIME_BUCKETS if timed else 0,
-            "the data have event times: relative time bias" if timed else "the data have no event times",
-        )
-    elif not spec.time_bias and given.get("num_time_buckets"):
-        raise ValueError(f"num_time_buckets applies to models with a time bias (hstu), not {model}")
-    elif given.get("num_time_buckets") and sequences.timestamps is None:
-        raise ValueError(
-            f"num_time_buckets={given['num_time_buckets']} needs event times, and the data has none "
-            "(the SASRec text format, or a CSV without a time column)"
-        )
-
+    _by_history(spec, sequences, given, choose)
+    _time_bias(spec, sequences, given, choose)
+    windows = len(numpy_pipeline.sliding_windows(sequences, **windows_of(spec, given))[0])
     if given.get("batch_size") is None:
-        windows = len(numpy_pipeline.sliding_windows(sequences, **windows_of(spec, given))[0])
         size = default_batch_size(windows)
         choose(
             "batch_size",
@@ -150,12 +126,42 @@ def for_data(model, sequences, options=None):
         )
         if rate_by_data and size < BATCH_SIZES[0]:
             rate = values["learning_rate"]
-            choose(
-                "learning_rate",
-                batch_learning_rate(rate, size),
-                f"{_show(rate)} at batches of {BATCH_SIZES[0]}, times sqrt({size}/{BATCH_SIZES[0]})",
-            )
+            reason = f"{_show(rate)} at batches of {BATCH_SIZES[0]}, times sqrt({size}/{BATCH_SIZES[0]})"
+            choose("learning_rate", batch_learning_rate(rate, size), reason)
+    if spec.warmup_steps and "warmup_epochs" in values:  # the default warm-up, not one given
+        batches = -(-windows // given["batch_size"])
+        if values["warmup_epochs"] * batches > spec.warmup_steps:
+            reason = f"at most {spec.warmup_steps} updates: {batches} batches an epoch"
+            choose("warmup_epochs", spec.warmup_steps / batches, reason)
     return Choices(model, values, reasons)
+
+
+def _by_history(spec, sequences, given, choose):
+    """The options the mean length of the training windows settles (``by_history``, widths)."""
+    lengths = np.minimum(sequences.lengths, int(given["max_sequence_length"]))
+    mean = float(np.mean(lengths)) if len(lengths) else 0.0
+    which = "short" if mean < SHORT_HISTORY_ITEMS else "long"
+    why = f"{which} histories: {mean:.1f} items a window on average"
+    for name, value in spec.by_history.get(which, {}).items():
+        if given.get(name) is None:
+            choose(name, value, why)
+    if given.get("bucket_boundaries") is None:
+        choose("bucket_boundaries", list(BUCKET_BOUNDARIES[which]), why)
+
+
+def _time_bias(spec, sequences, given, choose):
+    """HSTU's time buckets by whether the events carry times; buckets that cannot apply are refused."""
+    timed = sequences.timestamps is not None
+    if spec.time_bias and given.get("num_time_buckets") is None:
+        reason = "the data have event times: relative time bias" if timed else "the data have no event times"
+        choose("num_time_buckets", TIME_BUCKETS if timed else 0, reason)
+    elif not spec.time_bias and given.get("num_time_buckets"):
+        raise ValueError(f"num_time_buckets applies to models with a time bias (hstu), not {spec.name}")
+    elif given.get("num_time_buckets") and not timed:
+        raise ValueError(
+            f"num_time_buckets={given['num_time_buckets']} needs event times, and the data has none "
+            "(the SASRec text format, or a CSV without a time column)"
+        )
 
 
 def training_defaults(model, given):
@@ -226,10 +232,10 @@ def model_class(spec):
 def constructor_default(spec, name):
     """The default of the argument ``name`` of ``spec``'s model (its backbone's constructor)."""
     cls = model_class(spec)
-    for klass in (cls, getattr(cls, "backbone_cls", None)):
-        if klass is None:
-            continue
-        parameter = inspect.signature(klass.__init__).parameters.get(name)
+    for klass in (*cls.__mro__, *cls.backbone_cls.__mro__):  # the first class that names it
+        parameter = (
+            inspect.signature(klass.__init__).parameters.get(name) if "__init__" in vars(klass) else None
+        )
         if parameter is not None and parameter.default is not inspect.Parameter.empty:
             return parameter.default
     raise ValueError(f"{spec.class_name} has no default for {name}")

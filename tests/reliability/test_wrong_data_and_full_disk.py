@@ -89,8 +89,10 @@ def test_item_text_of_no_item_is_refused_the_same_way(model, data, tmp_path, cap
     code, out, err = _cli(
         capsys, "train", "--model", model, *inputs, "--output", tmp_path / "model", "--quiet"
     )
-    line = _one_error_line(err)
-    assert code == 1 and not out
+    # stderr: the options the data settle (the id models', one line each), then the refusal.
+    *notes, line = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and not out and line.startswith("tfseqrec: error: ")
+    assert all(note.startswith(f"{model}: ") for note in notes)
     assert f"{other}: none of the data's 20 items has text there" in line and "x0" in line
     assert not (tmp_path / "model").exists()
 

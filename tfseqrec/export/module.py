@@ -515,7 +515,9 @@ class TextRecommender(Recommender):
         return super().signature_names() + list(TEXT_SIGNATURES)
 
     def _texts(self, histories):
-        return [[list(self.model.item_text[i]) for i in self.vocabulary.lookup(h)] for h in histories]
+        return [
+            [list(self.model.backbone.item_text[i]) for i in self.vocabulary.lookup(h)] for h in histories
+        ]
 
     def _warmup_recommend_texts(self, histories, model_name):
         return serving.text_request(
@@ -586,7 +588,7 @@ class UniSRecTextRecommender(Recommender):
         return super().signature_names() + list(TEXT_SIGNATURES)
 
     def _texts(self, histories):
-        table = self.model.item_text
+        table = self.model.backbone.item_text
         if table is None:  # the model came without its text: the raw ids stand in for titles
             return [[[raw] for raw in h] for h in histories]
         return [[list(table[i]) for i in self.vocabulary.lookup(h)] for h in histories]
