@@ -12,6 +12,11 @@ import os
 
 import protocols  # benchmarks/protocols.py
 
+from tfseqrec.data import synthetic
+
+# Where a synthetic dataset's log is written the first time it is asked for.
+CACHE = os.environ.get("TFSEQREC_CACHE", os.path.expanduser("~/.cache/tfseqrec/synthetic"))
+
 
 @dataclasses.dataclass(frozen=True)
 class Dataset:
@@ -28,10 +33,18 @@ class Dataset:
     protocol: str
     item_text: str | None
     attributes: str
+    synthetic: dict = None  # tfseqrec.data.synthetic.generate's arguments: a log written, not read
 
     def path(self, data_root):
-        """The interaction file under ``data_root``."""
-        return os.path.join(data_root, self.interactions)
+        """The interaction file under ``data_root``; a synthetic log's under ``CACHE``, written once."""
+        if self.synthetic is None:
+            return os.path.join(data_root, self.interactions)
+        path = os.path.join(CACHE, self.interactions)
+        if not os.path.exists(path):
+            os.makedirs(CACHE, exist_ok=True)
+            synthetic.write_csv(synthetic.generate(**self.synthetic), path + ".tmp")
+            os.replace(path + ".tmp", path)
+        return path
 
     def item_text_path(self, data_root):
         """The item-text file under ``data_root``; an error for a dataset whose text is written."""
@@ -48,6 +61,15 @@ DATASETS = {
         "scientific",
         "amazon-scientific-text/Scientific.item.json",
         "amazon",
+    ),
+    # An Amazon catalogue's shape, which nobody tuned on: 54,000 items, 350,000 events, 50,000
+    # users (7 events each on average, at least 5), popular items by Zipf's law.
+    "synthetic-amazon": Dataset(
+        "synthetic-amazon.csv",
+        "synthetic-amazon",
+        None,
+        "none",
+        synthetic={"num_events": 350_000, "num_items": 54_000, "num_users": 50_000, "seed": 0},
     ),
 }
 

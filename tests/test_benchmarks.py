@@ -131,6 +131,9 @@ def test_every_benchmark_dataset_names_files_the_data_root_holds(data_root):
     from tfseqrec.data import text as text_lib
 
     for name, dataset in datasets.DATASETS.items():
+        if dataset.synthetic is not None:  # written by tfseqrec.data.synthetic, not read
+            assert dataset.item_text is None and name == "synthetic-amazon"
+            continue
         assert os.path.isfile(dataset.path(data_root)), name
         assert dataset.attributes in text_lib.ATTRIBUTES, name
         if dataset.item_text is not None:
@@ -138,11 +141,11 @@ def test_every_benchmark_dataset_names_files_the_data_root_holds(data_root):
     # ML-1M's text is written from movies.dat under ml-1m.txt's ids: nothing to read as it is.
     with pytest.raises(ValueError, match="written from another file"):
         datasets.get("ml-1m").item_text_path(data_root)
-    with pytest.raises(KeyError, match="known: \\['ml-100k', 'ml-1m', 'scientific'\\]"):
+    with pytest.raises(KeyError, match="known: \\['ml-100k', 'ml-1m', 'scientific', 'synthetic-amazon'\\]"):
         datasets.get("ml-10m")
     # The transfer targets and the defaults' datasets are the registry's, under the names of the stored runs.
     assert set(_script("transfer").TARGETS.values()) <= set(datasets.DATASETS)
-    assert _script("defaults").DATASETS == ("ml-100k", "ml-1m", "scientific")
+    assert _script("defaults").DATASETS == ("ml-100k", "ml-1m", "scientific", "synthetic-amazon")
 
 
 def test_transfer_catalogue_overlap_by_title_by_hand():

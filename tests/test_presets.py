@@ -140,7 +140,7 @@ def test_bert4recs_default_warm_up_spans_at_most_240_updates():
     def users(n):  # n users of 3 items: one window each
         return data.Sequences(np.arange(n), np.tile([2, 3, 4], n), np.arange(0, 3 * n + 1, 3))
 
-    # Hand-computed: 20,000 windows in batches of 128 are 157 a epoch; 240 / 157 epochs of warm-up.
+    # Hand-computed: 20,000 windows in batches of 128 are 157 an epoch; 240 / 157 epochs of warm-up.
     chosen = presets.for_data("bert4rec", users(20_000))
     assert chosen["batch_size"] == 128 and chosen["warmup_epochs"] == pytest.approx(240 / 157)
     # ML-1M's 6,040 windows (48 batches: 5 epochs are 240 updates) and small data keep 5 epochs.

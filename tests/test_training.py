@@ -199,7 +199,7 @@ def test_cosine_learning_rate_warms_up_then_decays_to_zero():
         with pytest.raises(ValueError, match=f"{model}'s learning_rate is unset: the data settle it"):
             training.learning_rate(training.TrainConfig(model=model), 100)
     assert (
-        training.TrainConfig(model="bert4rec").warmup_epochs == 5
+        training.TrainConfig(model="bert4rec").warmup_epochs is None  # the data settle it
         and training.TrainConfig().warmup_epochs == 0
     )
     assert training.learning_rate(training.TrainConfig(learning_rate=5e-4), 100) == 5e-4
@@ -290,7 +290,7 @@ DEFAULTS = {
 }
 TRAINING_DEFAULTS = {
     "sasrec": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0),
-    "bert4rec": dict(loss="softmax", learning_rate=None, mask_prob=None, warmup_epochs=5.0),  # by the data
+    "bert4rec": dict(loss="softmax", learning_rate=None, mask_prob=None, warmup_epochs=None),  # by the data
     "hstu": dict(loss="softmax", learning_rate=None, warmup_epochs=0.0, num_negatives=None),  # by the data
     "unisrec": dict(loss="softmax", learning_rate=2e-3, warmup_epochs=0.0),
 }
@@ -343,7 +343,11 @@ def test_presets_split_into_training_and_model_options_and_are_recorded(tmp_path
             batch_size=default.batch_size,
             bucket_boundaries=default.bucket_boundaries,
             max_sequence_length=None,  # the constructor's 200 unless given
-            **({"learning_rate": None, "mask_prob": None} if name == "bert4rec" else {}),
+            **(
+                {"learning_rate": None, "mask_prob": None, "warmup_epochs": None}
+                if name == "bert4rec"
+                else {}
+            ),
             **({"learning_rate": None} if name == "hstu" else {}),
         ) == default and preset.bucket_boundaries == [50, 100]
         keras.utils.set_random_seed(0)

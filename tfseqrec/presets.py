@@ -95,8 +95,8 @@ def for_data(model, sequences, options=None):
         ``Choices``: every option set here, in the order they are settled: the training
         defaults (``registry``), the windows' length (the constructor's default), the
         options the histories' length settles (``by_history``, ``bucket_boundaries``),
-        the time bias, the batch size, a data-settled learning rate scaled to it, and a
-        default warm-up cut to the registry's ``warmup_steps`` updates.
+        the time bias, the batch size, a data-settled learning rate scaled to it, and
+        the warm-up (the registry's ``warmup``: epochs, at most so many updates).
     """
     spec = registry.get(model)
     if spec.preparation == "text":
@@ -128,11 +128,11 @@ def for_data(model, sequences, options=None):
             rate = values["learning_rate"]
             reason = f"{_show(rate)} at batches of {BATCH_SIZES[0]}, times sqrt({size}/{BATCH_SIZES[0]})"
             choose("learning_rate", batch_learning_rate(rate, size), reason)
-    if spec.warmup_steps and "warmup_epochs" in values:  # the default warm-up, not one given
+    if spec.warmup and given.get("warmup_epochs") is None:
+        epochs, updates = spec.warmup
         batches = -(-windows // given["batch_size"])
-        if values["warmup_epochs"] * batches > spec.warmup_steps:
-            reason = f"at most {spec.warmup_steps} updates: {batches} batches an epoch"
-            choose("warmup_epochs", spec.warmup_steps / batches, reason)
+        reason = f"{_show(epochs)} epochs, at most {updates} updates: {batches} batches an epoch"
+        choose("warmup_epochs", min(epochs, updates / batches), reason)
     return Choices(model, values, reasons)
 
 

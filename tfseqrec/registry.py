@@ -54,9 +54,9 @@ class ModelSpec:
         reads_item_text: training reads the items' text (``--item-text``).
         pretrainable: ``tfseqrec pretrain`` pre-trains it (``init_from`` starts from that).
         training: training defaults (``TrainConfig`` fields the kind leaves ``None``).
-        warmup_steps: a default warm-up (``training``'s ``warmup_epochs``) spans at most this
-            many updates: on data with many batches an epoch, fewer epochs
-            (``tfseqrec.presets.for_data``).
+        warmup: ``(epochs, updates)``: a warm-up of ``epochs`` epochs and at most ``updates``
+            updates when ``warmup_epochs`` is unset (``tfseqrec.presets.for_data``): on data
+            with many batches an epoch, fewer epochs.
         by_history: ``{"short": {...}, "long": {...}}``: options the mean length of the
             training windows settles when left unset (``tfseqrec.presets.for_data``).
         presets: ``{name: Preset}``.
@@ -69,7 +69,7 @@ class ModelSpec:
     reads_item_text: bool = False
     pretrainable: bool = False
     training: dict = dataclasses.field(default_factory=dict)
-    warmup_steps: int = None
+    warmup: tuple = None
     by_history: dict = dataclasses.field(default_factory=dict)
     presets: dict = dataclasses.field(default_factory=dict)
 
@@ -100,9 +100,10 @@ _SASREC_ML1M = {
     "bucket_boundaries": [50, 100],
     **_SASREC_TRAINING,
 }
+_BERT4REC_TRAINING = {"loss": "softmax"}
 # BERT4Rec: a warm-up keeps 4e-3 from stalling some seeds near popularity (ml1m-bert4rec-*): five
 # epochs, the 240 updates of ML-1M's (its 6,040 windows in batches of 128), and no more on larger data.
-_BERT4REC_TRAINING = {"loss": "softmax", "warmup_epochs": 5.0}
+_BERT4REC_WARMUP = (5.0, 240)
 # Short histories (a few items a window) mask more and need one layer and a lower rate
 # (defaults-probes-10min-2, defaults-probes-layers-seed-*).
 _BERT4REC_BY_HISTORY = {
@@ -158,7 +159,7 @@ MODELS = {
             description="BERT4Rec (2019): bidirectional attention, trained to fill in masked items",
             preparation="cloze",
             training=_BERT4REC_TRAINING,
-            warmup_steps=240,
+            warmup=_BERT4REC_WARMUP,
             by_history=_BERT4REC_BY_HISTORY,
             presets={
                 "ml1m": Preset(
@@ -172,6 +173,7 @@ MODELS = {
                         "dropout": 0.1,
                         "bucket_boundaries": [50, 100],
                         **_BERT4REC_TRAINING,
+                        "warmup_epochs": _BERT4REC_WARMUP[0],
                         **_BERT4REC_BY_HISTORY["long"],
                     },
                     ("ml1m-bert4rec-seed-0", "ml1m-bert4rec-seeds-1-2"),

@@ -515,9 +515,7 @@ class TextRecommender(Recommender):
         return super().signature_names() + list(TEXT_SIGNATURES)
 
     def _texts(self, histories):
-        return [
-            [list(self.model.backbone.item_text[i]) for i in self.vocabulary.lookup(h)] for h in histories
-        ]
+        return [[list(self.model.item_text[i]) for i in self.vocabulary.lookup(h)] for h in histories]
 
     def _warmup_recommend_texts(self, histories, model_name):
         return serving.text_request(

@@ -100,7 +100,7 @@ class TrainConfig(Options):
     batch_size: int = None  # None: the model's default, else by the data (presets.for_data)
     learning_rate: float = None  # None: the model's default (BERT4Rec, HSTU: by the data)
     learning_rate_schedule: str = "constant"
-    warmup_epochs: float = None  # None: the model's default
+    warmup_epochs: float = None  # None: the model's default (BERT4Rec: by the data)
     epochs: int = 200
     patience: int = 20
     validation: str = "last"  # "last": the second-to-last item validates; "none": no validation split
@@ -198,7 +198,7 @@ class TrainConfig(Options):
             )
         check_number("last_item_only_prob", self.last_item_only_prob, minimum=0, maximum=1)
         check_number("learning_rate", self.learning_rate, minimum=0, exclusive_minimum=True, optional=True)
-        check_number("warmup_epochs", self.warmup_epochs, minimum=0)
+        check_number("warmup_epochs", self.warmup_epochs, minimum=0, optional=True)
         check_number(
             "max_train_minutes", self.max_train_minutes, minimum=0, exclusive_minimum=True, optional=True
         )

@@ -468,7 +468,7 @@ def learning_rate(config, total_steps):
         )
     if total_steps <= 0:
         raise ValueError("a cosine schedule needs a known number of training steps")
-    warmup = int(total_steps * config.warmup_epochs / config.epochs)
+    warmup = int(total_steps * (config.warmup_epochs or 0) / config.epochs)
     return keras.optimizers.schedules.CosineDecay(
         0.0 if warmup else config.learning_rate,
         decay_steps=max(total_steps - warmup, 1),
