@@ -1,30 +1,20 @@
 """``benchmarks/render.py`` and ``benchmarks/records.py``: the committed tables are the stored
 records rendered, every record keeps the schema, and the staleness check reads git (no training)."""
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+
+from tests.test_case import benchmark_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 
 
-def _module(name):
-    # The renderer imports its sibling ``records`` as a script run from benchmarks/ would.
-    if BENCHMARKS not in sys.path:
-        sys.path.append(BENCHMARKS)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCHMARKS, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-render = _module("render")
-records = _module("records")
+render = benchmark_script("render")
+records = benchmark_script("records")
 
 
 def test_committed_tables_are_the_records_rendered():

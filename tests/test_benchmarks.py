@@ -1,15 +1,14 @@
 """The benchmark scripts' own arithmetic, checked by hand (the scripts train for minutes; these checks take none)."""
 
 import gzip
-import importlib.util
 import json
 import os
-import sys
 import types
 
 import numpy as np
 import pytest
 
+from tests.test_case import benchmark_script
 from tfseqrec import kinds, training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -17,13 +16,7 @@ BENCHMARKS = os.path.join(ROOT, "benchmarks")
 
 
 def _script(name):
-    # The scripts import their sibling ``machine`` as a script run from benchmarks/ would.
-    if BENCHMARKS not in sys.path:
-        sys.path.append(BENCHMARKS)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCHMARKS, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script(name)
 
 
 def _batch(batch, length):
@@ -302,7 +295,7 @@ def test_defaults_table_ratios_to_sasrec_by_hand():
     assert lines[8].startswith("| c | p | sasrec | learning_rate_schedule=cosine, epochs=9 | 0.0300 |")
     assert lines[9] == "| a | p | unisrec | defaults | 0.0600 | 0.1200 | 0.0300 | 1.20 | 4 (2) |  | 1.5 |"
     assert lines[10].startswith("| a | p | unisrec | use_id_embeddings=False | 0.0300 |")
-    assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific"}
+    assert set(defaults.DATASETS) == {"ml-100k", "ml-1m", "scientific", "synthetic-amazon"}
 
 
 def test_defaults_seeds_table_by_hand():

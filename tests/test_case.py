@@ -1,12 +1,28 @@
 """Shared test helpers, after keras-hub's ``tests/test_case.py``."""
 
 import hashlib
+import importlib.util
 import json
 import pathlib
+import sys
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def benchmark_script(name, relative=None):
+    """``benchmarks/NAME.py`` (or ``relative`` under benchmarks/) imported as ``python benchmarks/NAME.py``
+    runs it: its sibling scripts (``machine``, ``records``, ...) importable by name."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.append(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / (relative or f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # The smallest Recformer the tests train: one layer over 48 tokens, one epoch of each stage.
 TINY_RECFORMER = {

@@ -2,15 +2,14 @@
 tfseqrec's evaluation (against a NumPy oracle), and the fitted interactions it writes for
 the runner."""
 
-import importlib.util
 import json
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 
+from tests.test_case import benchmark_script
 from tfseqrec import evaluation
 from tfseqrec.data import splits, vocab
 
@@ -20,14 +19,7 @@ BENCHMARKS = os.path.join(ROOT, "benchmarks")
 
 @pytest.fixture(scope="module")
 def side_by_side():
-    # The script imports its siblings in benchmarks/ (machine, ml1m, protocols) as a script would.
-    if BENCHMARKS not in sys.path:
-        sys.path.append(BENCHMARKS)
-    path = os.path.join(BENCHMARKS, "peers", "side_by_side.py")
-    spec = importlib.util.spec_from_file_location("side_by_side", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("side_by_side", "peers/side_by_side.py")
 
 
 R = vocab.NUM_RESERVED
