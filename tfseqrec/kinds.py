@@ -163,7 +163,7 @@ class IdModelKind(ModelKind):
     data's choice, ``tfseqrec.presets.for_data``).
     """
 
-    config_file = "train_config.json"
+    config_file = id_models.CONFIG_FILE
     attention_maps = True
 
     def __init__(self, spec):

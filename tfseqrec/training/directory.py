@@ -28,8 +28,9 @@ import numpy as np
 # import modules named in a saved file by itself.
 import tfseqrec.models  # noqa: F401
 from tfseqrec.data import vocab as vocab_lib
+from tfseqrec.models.tasks import PRESET_MODEL_FILE
 
-MODEL_FILE = "model.keras"
+MODEL_FILE = PRESET_MODEL_FILE  # a trained model directory is a preset
 BACKUP_DIR = "backup"
 PARTIAL_SUFFIX = ".partial"
 TEXT_FILE = "item_text.json"

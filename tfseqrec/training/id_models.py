@@ -28,13 +28,14 @@ from tfseqrec import distribute, evaluation, presets
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
 from tfseqrec.data import pipeline, readers, splits
+from tfseqrec.models.tasks import PRESET_RUN_FILE
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import TrainConfig
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
-CONFIG_FILE = "train_config.json"
+CONFIG_FILE = PRESET_RUN_FILE  # what from_preset and save_to_preset name it too
 MONITOR = "val_ndcg_10"
 BEST_STATE_FILE = "best_model.json"
 
