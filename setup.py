@@ -15,6 +15,7 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.10,<3.13",
     packages=setuptools.find_packages(include=["tfseqrec", "tfseqrec.*", "components", "components.*"]),
+    package_data={"tfseqrec": ["defaults.json"]},  # `tfseqrec train -h` reads it
     install_requires=[
         "tensorflow>=2.16,<2.22",
         "keras>=3.3",

@@ -149,3 +149,24 @@ def test_bert4recs_default_warm_up_spans_at_most_240_updates():
     # A warm-up given is kept, and the other models have none to cut.
     assert "warmup_epochs" not in presets.for_data("bert4rec", users(20_000), {"warmup_epochs": 5.0})
     assert presets.for_data("sasrec", users(20_000))["warmup_epochs"] == 0.0
+
+
+def test_help_shows_the_defaults_the_constructors_and_registry_hold():
+    from tfseqrec import cli
+    from tfseqrec.training import config
+
+    with open(cli.DEFAULTS_FILE) as f:
+        stored = json.load(f)
+    # `python -m tfseqrec.training.config` rewrites the file after a default changes.
+    assert stored == json.loads(json.dumps({m: config.defaults(m) for m in registry.MODELS}))
+    help_text = subprocess.run(
+        [sys.executable, "-m", "tfseqrec", "train", "-h"], capture_output=True, text=True, timeout=120
+    ).stdout
+    lines = {line.split()[0]: line for line in help_text.splitlines() if line.startswith("  --")}
+    # Read independently of the file: the constructors' own signatures.
+    hstu_width = presets.constructor_default(registry.get("hstu"), "hidden_dim")
+    sasrec_length = presets.constructor_default(registry.get("sasrec"), "max_sequence_length")
+    assert f"hstu: {hstu_width}" in lines["--hidden-dim"]
+    assert lines["--max-sequence-length"].split()[1] == f"{sasrec_length};"
+    assert registry.get("bert4rec").by_history["short"]["num_layers"] == 1
+    assert "1 short" in lines["--num-layers"]

@@ -10,7 +10,7 @@ from tests.test_cli import _tfseqrec
 from tfseqrec import cli, kinds
 from tfseqrec.data import splits, vocab
 from tfseqrec.models import UniSRec, UniSRecPretrainer
-from tfseqrec.training import pretrain
+from tfseqrec.training import id_models, pretrain
 
 R = vocab.NUM_RESERVED
 UNISREC = {"hidden_dim": 8, "max_sequence_length": 5, "max_attribute_tokens": 6}
@@ -158,7 +158,7 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, other, 
     # --init-from copies everything but the item tables.
     config = kinds.get("unisrec").options({**UNISREC, "init_from": str(checkpoint)})
     model = kinds.get("unisrec").build(config, 20, text_dim=384)
-    assert kinds.get("unisrec").initialize(model, str(checkpoint)) == len(model.weights) - 1
+    assert id_models.initialize(model, str(checkpoint)) == len(model.weights) - 1
     np.testing.assert_array_equal(
         model.backbone.adaptor.expert_kernel, pretrained.backbone.adaptor.expert_kernel
     )

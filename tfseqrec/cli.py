@@ -12,6 +12,7 @@ The model kinds (``--model``'s choices, their descriptions and presets in help) 
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -34,6 +35,8 @@ PRESETS = {
 # The kinds 'tfseqrec pretrain' pre-trains, and tfseqrec.distribute.STRATEGIES (which imports TensorFlow).
 PRETRAINABLE = sorted(name for name, spec in registry.MODELS.items() if spec.pretrainable)
 STRATEGIES = ("mirrored", "multi_worker")
+# Each model's defaults, written by tfseqrec.training.config.write_defaults (which imports TensorFlow).
+DEFAULTS_FILE = os.path.join(os.path.dirname(__file__), "defaults.json")
 # What 'pipeline run --metric' may bless by: the metrics the RankingEvaluator computes
 # (components.ranking_evaluator.BLESSING_METRICS, which imports TFX; a test checks them).
 BLESSING_METRICS = ("ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "hr@1", "hr@5", "hr@10", "hr@20", "mrr")
@@ -275,6 +278,34 @@ def _table(title, rows):
     return f"{title}:\n" + "".join(f"  {name:<{width}}  {text}\n" for name, text in rows.items())
 
 
+def _defaults_help():
+    """A help block: each training flag's default, by model, as ``tfseqrec/defaults.json`` holds
+    them (written from the constructors and the registry: ``tfseqrec.training.config.defaults``)."""
+    with open(DEFAULTS_FILE) as f:
+        defaults = json.load(f)
+    rows = {}
+    for name in [flag[0] for flag in TRAIN_FLAGS] + ["bucket_boundaries"]:
+        by_value = {}
+        for model, values in defaults.items():
+            if name in values:
+                by_value.setdefault(json.dumps(values[name]), []).append(model)
+        if not by_value:
+            continue
+        # The value most models share first, then the others with their models.
+        ordered = sorted(by_value.items(), key=lambda item: -len(item[1]))
+        parts = [_shown(ordered[0][0]) + ("" if len(ordered[0][1]) > 1 else f" ({ordered[0][1][0]})")]
+        parts += [f"{', '.join(models)}: {_shown(value)}" for value, models in ordered[1:]]
+        rows["--" + name.replace("_", "-")] = "; ".join(parts)
+    title = "defaults (the constructors' and tfseqrec.registry's; tfseqrec.presets.for_data settles the rest)"
+    return _table(title, rows)
+
+
+def _shown(value):
+    """A default from ``defaults.json`` (JSON text) as help shows it."""
+    value = json.loads(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _commands_help(parent=""):
     """The commands under ``parent`` ('' for the top level, or 'data'), as a help block."""
     depth = len(parent.split()) + 1
@@ -415,6 +446,7 @@ def _command(sub, name, models=False):
             f"{model} {preset}": text for model, rows in PRESETS.items() for preset, text in rows.items()
         }
         epilog += _table("presets (--model MODEL --preset NAME)", presets) + "\n"
+        epilog += _defaults_help() + "\n"
     if name in EXAMPLES:
         epilog += "examples:\n" + "".join(f"  {line}\n" for line in EXAMPLES[name])
     parser = sub.add_parser(
@@ -556,7 +588,7 @@ def _add_train_switches(train):
         "--bucket-boundaries",
         type=_int_list,
         default=None,
-        help="comma-separated batch widths for length bucketing (default 50,100; 10,20,50,100 on short histories; '' for none)",
+        help="comma-separated batch widths for length bucketing ('' for none)",
     )
     train.add_argument(
         "--mixed-precision", action="store_true", default=None, help="bfloat16 on CPU, float16 on GPU"
@@ -792,54 +824,25 @@ def _add_pipeline(sub):
 
 # Training options settable as flags; each must be an option of the chosen model's kind.
 TRAIN_FLAGS = [
-    (
-        "epochs",
-        int,
-        "maximum epochs (default 200; Recformer: of stage 1; early stopping on validation NDCG@10)",
-    ),
-    ("patience", int, "epochs without improvement before stopping (default 20)"),
-    ("max_sequence_length", int, "items of history the model reads (default 200; Recformer 20)"),
-    ("max_tokens", int, "Recformer: tokens per packed input (default 128)"),
-    ("hidden_dim", int, "model width (default 64; HSTU 50)"),
-    ("num_layers", int, "transformer blocks (default 2; HSTU 8; BERT4Rec 1 on short histories)"),
-    ("num_heads", int, "attention heads (SASRec 1, BERT4Rec 2, HSTU 2)"),
+    ("epochs", int, "maximum epochs (Recformer: of stage 1); early stopping on validation NDCG@10"),
+    ("patience", int, "epochs without improvement before stopping"),
+    ("max_sequence_length", int, "items of history the model reads"),
+    ("max_tokens", int, "Recformer: tokens per packed input"),
+    ("hidden_dim", int, "model width"),
+    ("num_layers", int, "transformer blocks"),
+    ("num_heads", int, "attention heads"),
     ("intermediate_dim", int, "feed-forward width"),
-    ("dropout", float, "dropout (default 0.1)"),
-    (
-        "num_time_buckets",
-        int,
-        "HSTU: buckets of the relative time bias (default 128 when the data has event "
-        "times, else 0; 0 turns it off)",
-    ),
-    ("loss", str, "softmax (default), bce, sampled_softmax or gbce"),
+    ("dropout", float, "dropout"),
+    ("num_time_buckets", int, "HSTU: buckets of the relative time bias (0 turns it off)"),
+    ("loss", str, "softmax, bce, sampled_softmax or gbce"),
     ("num_negatives", int, "negatives for sampled losses"),
-    ("mask_prob", float, "BERT4Rec Cloze masking probability (default 0.2; 0.4 on short histories)"),
+    ("mask_prob", float, "BERT4Rec Cloze masking probability"),
     ("last_item_only_prob", float, "BERT4Rec share of sequences with only the last item masked"),
-    (
-        "batch_size",
-        int,
-        "training batch size (default 128; BERT4Rec, HSTU: smaller when an epoch would have under 24 batches)",
-    ),
-    (
-        "learning_rate",
-        float,
-        "Adam learning rate (default: "
-        + ", ".join(
-            f"{spec.class_name} {spec.training['learning_rate']:g}"
-            for spec in registry.MODELS.values()
-            if "learning_rate" in spec.training
-        )
-        + "; "
-        + ", ".join(
-            spec.class_name
-            for spec in registry.MODELS.values()
-            if "learning_rate" in spec.by_history.get("long", {})
-        )
-        + ": by the data, tfseqrec.presets.for_data; Recformer 5e-5)",
-    ),
+    ("batch_size", int, "training batch size"),
+    ("learning_rate", float, "Adam learning rate"),
     ("window_stride", int, "also train on earlier windows of long histories, this many items apart"),
     ("max_train_minutes", float, "stop after the first epoch past this much training time"),
-    ("seed", int, "random seed (default 0)"),
+    ("seed", int, "random seed"),
     ("init_from", str, "unisrec, recformer: start from a directory written by 'tfseqrec pretrain'"),
 ]
 TRAIN_SWITCHES = [

@@ -20,8 +20,8 @@ import dataclasses
 import json
 import os
 
-from tfseqrec import export, models, presets, registry
-from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
+from tfseqrec import export, models, registry
+from tfseqrec.data import readers, splits, text
 from tfseqrec.export.module import (
     Recommender,
     TextRecommender,
@@ -29,7 +29,7 @@ from tfseqrec.export.module import (
     UniSRecTextRecommender,
 )
 from tfseqrec.training import directory, id_models, pretrain, recformer
-from tfseqrec.training.config import LEGACY_MODEL_OPTIONS, RecformerConfig, TrainConfig
+from tfseqrec.training.config import RecformerConfig, TrainConfig
 
 
 class ModelKind:
@@ -184,86 +184,20 @@ class IdModelKind(ModelKind):
         return super().options({**values, "model": self.name}, preset)
 
     def build(self, config, num_items, loss_normalizer=None, loss=None, **model_kwargs):
-        """The model of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its constructor).
-
-        A model option the constructor does not take, or one out of range, is a
-        ``ValueError`` naming it.
-        """
-        options = self.constructor_options(config)
-        kwargs = {
-            **options,
-            **model_kwargs,
-            "num_items": num_items,
-            "loss": loss,
-            "loss_normalizer": loss_normalizer,
-        }
-        if config.max_sequence_length is not None:  # None before the data settle it: the constructor's
-            kwargs["max_sequence_length"] = config.max_sequence_length
-        if self.cloze:
-            kwargs.update(last_item_only_prob=config.last_item_only_prob, seed=config.seed)
-            if config.mask_prob is not None:  # None before the data settle it: the constructor's
-                kwargs["mask_prob"] = config.mask_prob
-        return _constructed(self.spec, kwargs, options)
+        """The model of ``config`` for a catalogue of ``num_items`` (``id_models.construct``)."""
+        return id_models.construct(self.spec, config, num_items, loss_normalizer, loss, **model_kwargs)
 
     def check(self, config):
-        """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one).
-
-        This creates TensorFlow variables: call it after a multi-worker strategy exists.
-        """
-        self.build(config, 1)
+        """``id_models.check``: a bad model option is a ``ValueError`` naming it."""
+        id_models.check(self.spec, config)
 
     def constructor_options(self, config):
-        """``config.model_options`` less the values files written before presets recorded for every
-        model (``LEGACY_MODEL_OPTIONS``) where the constructor does not take them."""
-        accepted = presets.constructor_arguments(self.spec)
-        return {
-            k: v for k, v in config.model_options.items() if k in accepted or LEGACY_MODEL_OPTIONS.get(k) != v
-        }
-
-    def initialize(self, model, checkpoint):
-        """Starts ``model`` from a pre-trained checkpoint (``init_from``); only UniSRec has one."""
-        raise ValueError(f"{self.name} has no pre-training; init_from is for unisrec and recformer")
-
-    def prepare(self, model, train):
-        """Tells a freshly built ``model`` what it needs of the training sequences ``train`` (id models: nothing)."""
-
-    def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
-        """``(config, model_kwargs)``: what the model's constructor needs beyond ``build``'s options.
-
-        Id models need nothing; a kind that reads item text encodes it here.
-        """
-        return config, {}
+        """``id_models.constructor_options``."""
+        return id_models.constructor_options(self.spec, config)
 
     def training_dataset(self, config, sequences):
-        """The ``tf.data`` training pipeline of ``config``."""
-        if self.cloze:
-            return pipeline.cloze_dataset(
-                sequences,
-                config.max_sequence_length,
-                config.batch_size,
-                seed=config.seed,
-                window_stride=config.window_stride,
-                bucket_boundaries=config.bucket_boundaries,
-            )
-        return pipeline.causal_dataset(
-            sequences,
-            config.max_sequence_length,
-            config.batch_size,
-            seed=config.seed,
-            window_stride=config.window_stride,
-            bucket_boundaries=config.bucket_boundaries,
-            timestamps=bool(config.time_buckets),
-        )
-
-    def targets_outside_windows(self, config, sequences):
-        """``(outside, total)``: the training targets of ``sequences`` that no training window of
-        ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them. A next-item
-        window's first item is input only."""
-        windows = presets.windows_of(
-            self.spec,
-            {"max_sequence_length": config.max_sequence_length, "window_stride": config.window_stride},
-        )
-        return numpy_pipeline.targets_outside_windows(sequences, **windows, first_is_target=self.cloze)
+        """The ``tf.data`` training pipeline of ``config`` (``id_models.training_dataset``)."""
+        return id_models.training_dataset(self.spec, config, sequences)
 
     def train(
         self,
@@ -301,8 +235,8 @@ class IdModelKind(ModelKind):
         item_text=None,
         strategy=None,
     ):
-        config, model_kwargs = self.model_inputs(
-            self.options(options), vocabulary, item_text, output_dir, verbose
+        config, model_kwargs = id_models.model_inputs(
+            self.spec, self.options(options), vocabulary, item_text, output_dir, verbose
         )
         model, _ = id_models.fit(
             self,
@@ -336,8 +270,8 @@ class IdModelKind(ModelKind):
 class UniSRecKind(IdModelKind):
     """UniSRec: an id model's training over frozen text vectors of the items' text.
 
-    Before training, ``item_inputs`` encodes every item's text once with the frozen
-    sentence encoder (all-MiniLM-L6-v2, ``tfseqrec.models.SentenceEncoder``) and
+    Before training, ``id_models.model_inputs`` encodes every item's text once with the
+    frozen sentence encoder (all-MiniLM-L6-v2, ``tfseqrec.models.SentenceEncoder``) and
     keeps the text beside the model (``item_text.json``).
     """
 
@@ -345,17 +279,6 @@ class UniSRecKind(IdModelKind):
 
     def pretrain(self, domains, config, output_dir, verbose="auto"):
         return pretrain.pretrain_unisrec(self, domains, config, output_dir, verbose)
-
-    def initialize(self, model, checkpoint):
-        """Starts ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the item tables)."""
-
-        pretrain.read_config(checkpoint, "unisrec")
-        pretrained = directory.load_model_file(os.path.join(checkpoint, pretrain.MODEL_FILE))
-        return model.load_shared_weights(pretrained)
-
-    def prepare(self, model, train):
-        """With id embeddings: the items absent from ``train`` are scored by their text alone."""
-        model.backbone.set_trained_items(train.item_counts(vocab.NUM_RESERVED + model.num_items))
 
     def train(
         self,
@@ -371,42 +294,10 @@ class UniSRecKind(IdModelKind):
         if item_text is None:
             raise ValueError("unisrec needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         options = dict(options)
-        options["attributes"] = self.with_attributes(self.options(options), item_text).attributes
+        options["attributes"] = id_models.with_attributes(self.options(options), item_text).attributes
         return super().train(
             data_path, output_dir, options, item_text, verbose, overwrite, strategy, **read_kwargs
         )
-
-    def model_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
-        if item_text is None:
-            raise ValueError(
-                f"{self.name} reads the items' text: give its file (in the TFX pipeline, "
-                "custom_config={'item_text': PATH})"
-            )
-        config = self.with_attributes(config, item_text)
-        os.makedirs(output_dir, exist_ok=True)
-        return config, self.item_inputs(config, vocabulary, item_text, output_dir, verbose)
-
-    @staticmethod
-    def with_attributes(config, item_text):
-        """``config`` with the attributes of ``item_text``'s format when it names none."""
-        if config.attributes is None:
-            config = dataclasses.replace(config, attributes=text.default_attributes(item_text))
-        return config
-
-    def item_inputs(self, config, vocabulary, item_text, output_dir, verbose="auto"):
-        """``{"text_dim", "text_embeddings"}`` of the vocabulary's items; writes their text to ``output_dir``."""
-        raw_text = readers.read_item_text(item_text)
-        texts, missing = text.item_texts(raw_text, vocabulary, config.attributes)
-        directory.require_text(item_text, raw_text, vocabulary, missing)
-        directory.write_item_text(output_dir, raw_text, vocabulary)
-        encoder_config = {
-            "attributes": list(config.attributes),
-            "max_attribute_tokens": config.max_attribute_tokens,
-            "num_layers": 6,
-        }
-        encoder = models.SentenceEncoder.from_pretrained(**encoder_config)
-        vectors = encoder.encode(texts[vocab.NUM_RESERVED :], progress=None if verbose == "auto" else False)
-        return {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
 
     def load(self, model_dir):
         """``(model, vocabulary, info)``; the model keeps the items' strings (``set_item_text``: the export's warm-up)."""
@@ -533,24 +424,6 @@ def _kind(spec):
 
 # Every registry entry's kind: its defaults and presets are the registry's (``tfseqrec.registry``).
 KINDS = {name: _kind(spec) for name, spec in registry.MODELS.items()}
-
-
-def _constructed(spec, kwargs, model_options):
-    """``model_class(**kwargs)``; a model option it does not take is a ``ValueError`` naming it.
-
-    Which options the model takes is read from the constructors' signatures
-    (``presets.constructor_arguments``) before anything is built; the constructor's own checks
-    name an option out of range.
-    """
-    model_class = presets.model_class(spec)
-    unknown = sorted(set(model_options) - presets.constructor_arguments(spec))
-    if unknown:
-        training = sorted(f.name for f in dataclasses.fields(TrainConfig))
-        raise ValueError(
-            f"unknown training options {unknown}: neither training options ({training}) nor "
-            f"arguments of {model_class.__name__}'s constructor (model options)"
-        )
-    return model_class(**kwargs)
 
 
 def get(name):

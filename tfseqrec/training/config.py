@@ -6,9 +6,12 @@ main training stage, ``patience`` epochs without a better validation NDCG@10.
 """
 
 import dataclasses
+import inspect
+import json
+import os
 import typing
 
-from tfseqrec import presets, registry
+from tfseqrec import models, presets, registry
 from tfseqrec.checks import check_choice, check_number
 
 
@@ -233,7 +236,7 @@ class RecformerConfig(Options):
 
     attributes: list = None  # None: by the item-text file (Amazon: title, brand, categories)
     max_attribute_tokens: int = 12
-    max_sequence_length: int = 20
+    max_sequence_length: int = None  # None: the backbone's default (RecformerBackbone)
     max_tokens: int = 128
     num_layers: int = 2  # of all-MiniLM-L6-v2's 6
     cached_layers: int = 0  # lower layers frozen, run once per item and cached (RecformerBackbone)
@@ -265,6 +268,11 @@ class RecformerConfig(Options):
     validation_users: int = None  # validate on a fixed, seeded sample of this many users (None: all)
     max_train_minutes: float = None
     seed: int = 0
+
+    def __post_init__(self):
+        if self.max_sequence_length is None:
+            self.max_sequence_length = _backbone_default("max_sequence_length")
+        super().__post_init__()
 
     def check(self):
         for name in (
@@ -323,3 +331,73 @@ class RecformerConfig(Options):
             )
         if self.attention_window % 2:
             raise ValueError(f"attention_window must be even, got {self.attention_window}")
+
+
+# The file ``tfseqrec train -h`` reads each model's defaults from, so that help needs no
+# TensorFlow: ``defaults()`` writes it, and a test keeps it equal to what ``defaults()`` reads.
+DEFAULTS_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "defaults.json")
+
+
+def defaults(model):
+    """``{option: value}``: what ``tfseqrec train --model MODEL`` uses for an option left unset.
+
+    Read from where each lives: the model's constructor (architecture), the registry
+    (training defaults, options the histories' length settles, the warm-up), the options
+    dataclass (``TrainConfig``, ``RecformerConfig``) and ``tfseqrec.presets`` (batch size and
+    time bias by the data). A value the data settle is a string saying how.
+    """
+    spec = registry.get(model)
+    if spec.preparation == "text":
+        values = {f.name: f.default for f in dataclasses.fields(RecformerConfig) if f.default is not None}
+        return dict(
+            sorted({**values, "max_sequence_length": _backbone_default("max_sequence_length")}.items())
+        )
+    values = {}
+    for name in sorted(presets.constructor_arguments(spec) - {"trainable"}):  # Keras's own
+        try:
+            values[name] = presets.constructor_default(spec, name)
+        except ValueError:  # a required argument (num_items)
+            continue
+    for field in dataclasses.fields(TrainConfig):
+        if field.default not in (None, dataclasses.MISSING) and field.name != "model":
+            values[field.name] = field.default
+    values.update(presets.training_defaults(model, {}))
+    for name in {n for options in spec.by_history.values() for n in options}:
+        long, short = spec.by_history["long"][name], spec.by_history["short"][name]
+        values[name] = long if long == short else f"{_text(long)} long histories, {_text(short)} short"
+    long, short = (presets.BUCKET_BOUNDARIES[k] for k in ("long", "short"))
+    values["bucket_boundaries"] = f"{_text(list(long))} long histories, {_text(list(short))} short"
+    if "batch_size" not in spec.training:
+        sizes = presets.BATCH_SIZES
+        values["batch_size"] = (
+            f"{sizes[0]}, halved down to {sizes[-1]} while an epoch has under "
+            f"{presets.MIN_BATCHES_PER_EPOCH} batches"
+        )
+    if spec.warmup:
+        epochs, updates = spec.warmup
+        values["warmup_epochs"] = f"{_text(epochs)}, at most {updates} updates"
+    if spec.time_bias:
+        values["num_time_buckets"] = f"{presets.TIME_BUCKETS} when the events have times, else 0"
+    return {name: value for name, value in sorted(values.items()) if value is not None}
+
+
+def write_defaults(path=DEFAULTS_FILE):
+    """Writes every model's ``defaults`` to ``path`` (JSON), for ``tfseqrec train -h``."""
+    with open(path, "w") as f:
+        json.dump({model: defaults(model) for model in registry.MODELS}, f, indent=1)
+        f.write("\n")
+
+
+def _backbone_default(name):
+    """The default of ``RecformerBackbone``'s argument ``name``."""
+    return inspect.signature(models.RecformerBackbone).parameters[name].default
+
+
+def _text(value):
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+if __name__ == "__main__":
+    write_defaults()

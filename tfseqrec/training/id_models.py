@@ -1,8 +1,12 @@
-"""The SASRec / BERT4Rec driver: from a data file to a trained model directory.
+"""The id models' driver (SASRec, BERT4Rec, HSTU, UniSRec): from a data file to a trained model directory.
 
-``train`` reads and splits the data, builds the model of its ``kind`` (the
-``tfseqrec.kinds`` entry its caller passes down, e.g. ``kinds.get("sasrec")``), fits it with the standard callbacks, and writes a model
-directory (``tfseqrec.training.directory``):
+``train`` reads and splits the data, builds the model its registry entry names
+(``tfseqrec.registry``: the class, and how its data are prepared: ``causal``
+next-item windows, ``cloze`` masked windows, ``timed`` windows with the events'
+times; whether it reads item text, whether it starts from a pre-training), fits it
+with the standard callbacks, and writes a model directory
+(``tfseqrec.training.directory``). It reads what the entry declares and calls
+nothing back:
 
     model.keras       the best model by validation NDCG@10 (``BestModel``)
     item_vocab.tsv    the item vocabulary (raw ids <-> ids)
@@ -24,14 +28,15 @@ import sys
 import keras
 import tensorflow as tf
 
-from tfseqrec import distribute, evaluation, presets
+from tfseqrec import distribute, evaluation, models, presets, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
-from tfseqrec.data import pipeline, readers, splits
+from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
 from tfseqrec.optimizers import RowSparseAdam
+from tfseqrec.training import directory, pretrain
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
-from tfseqrec.training.config import TrainConfig
+from tfseqrec.training.config import LEGACY_MODEL_OPTIONS, TrainConfig
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
 from tfseqrec.training.schedules import WarmupLinearDecay
 
@@ -40,20 +45,32 @@ MONITOR = "val_ndcg_10"
 BEST_STATE_FILE = "best_model.json"
 
 
-def options(kind, config):
-    """``config`` (a ``TrainConfig`` or a dict) as the ``TrainConfig`` of ``kind``.
+def spec_of(model):
+    """The registry entry of ``model``: a name, a ``ModelSpec``, or a kind (``tfseqrec.kinds``)."""
+    if isinstance(model, registry.ModelSpec):
+        return model
+    spec = registry.get(getattr(model, "name", model))
+    if spec.preparation == "text":
+        raise ValueError(f"{spec.name} reads item text; tfseqrec.training.recformer trains it")
+    return spec
 
-    A dict without ``model`` is the kind's; options of another model are an error.
+
+def options(model, config):
+    """``config`` (a ``TrainConfig`` or a dict) as the ``TrainConfig`` of ``model`` (a name, a
+    ``ModelSpec`` or a kind).
+
+    A dict without ``model`` is the model's; options of another model are an error.
     """
+    name = spec_of(model).name
     if not isinstance(config, TrainConfig):
-        config = TrainConfig.from_dict({"model": kind.name, **(config or {})})
-    if config.model != kind.name:
-        raise ValueError(f"the options are for model {config.model!r}, the kind is {kind.name!r}")
+        config = TrainConfig.from_dict({"model": name, **(config or {})})
+    if config.model != name:
+        raise ValueError(f"the options are for model {config.model!r}, the kind is {name!r}")
     return config
 
 
-def build_model(kind, config, num_items, loss_normalizer=None, **model_kwargs):
-    """The model of ``kind`` (a ``tfseqrec.kinds`` id-model kind) and ``config`` for ``num_items`` items.
+def build_model(model, config, num_items, loss_normalizer=None, **model_kwargs):
+    """The model ``model`` names (a name, a ``ModelSpec`` or a kind) of ``config``, for ``num_items`` items.
 
     ``model_kwargs`` go to the constructor (UniSRec's ``text_dim`` and ``text_embeddings``).
     The global random streams are seeded with ``config.seed`` first
@@ -61,9 +78,139 @@ def build_model(kind, config, num_items, loss_normalizer=None, **model_kwargs):
     seed and the options alone, whatever drew from the streams before (reading the
     data, a check build, another model).
     """
-    config = options(kind, config)
+    spec = spec_of(model)
+    config = options(spec, config)
     keras.utils.set_random_seed(config.seed)
-    return kind.build(config, num_items, loss_normalizer, _loss(config), **model_kwargs)
+    return construct(spec, config, num_items, loss_normalizer, _loss(config), **model_kwargs)
+
+
+def construct(spec, config, num_items, loss_normalizer=None, loss=None, **model_kwargs):
+    """``spec``'s model class of ``config`` for a catalogue of ``num_items`` (``model_kwargs`` to its
+    constructor), without seeding.
+
+    A model option the constructor does not take, or one out of range, is a
+    ``ValueError`` naming it: which options it takes is read from the constructors'
+    signatures (``presets.constructor_arguments``) before anything is built.
+    """
+    spec = spec_of(spec)
+    model_options = constructor_options(spec, config)
+    unknown = sorted(set(model_options) - presets.constructor_arguments(spec))
+    if unknown:
+        training = sorted(f.name for f in dataclasses.fields(TrainConfig))
+        raise ValueError(
+            f"unknown training options {unknown}: neither training options ({training}) nor "
+            f"arguments of {spec.class_name}'s constructor (model options)"
+        )
+    kwargs = {
+        **model_options,
+        **model_kwargs,
+        "num_items": num_items,
+        "loss": loss,
+        "loss_normalizer": loss_normalizer,
+    }
+    if config.max_sequence_length is not None:  # None before the data settle it: the constructor's
+        kwargs["max_sequence_length"] = config.max_sequence_length
+    if spec.preparation == "cloze":
+        kwargs.update(last_item_only_prob=config.last_item_only_prob, seed=config.seed)
+        if config.mask_prob is not None:  # None before the data settle it: the constructor's
+            kwargs["mask_prob"] = config.mask_prob
+    return presets.model_class(spec)(**kwargs)
+
+
+def check(model, config):
+    """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one).
+
+    This creates TensorFlow variables: call it after a multi-worker strategy exists.
+    """
+    construct(spec_of(model), config, 1)
+
+
+def constructor_options(model, config):
+    """``config.model_options`` less the values files written before presets recorded for every
+    model (``LEGACY_MODEL_OPTIONS``) where the constructor does not take them."""
+    accepted = presets.constructor_arguments(spec_of(model))
+    return {
+        k: v for k, v in config.model_options.items() if k in accepted or LEGACY_MODEL_OPTIONS.get(k) != v
+    }
+
+
+def training_dataset(model, config, sequences):
+    """The ``tf.data`` training pipeline of ``config``: Cloze windows, or next-item windows
+    (with the events' times when the model reads them), as ``model``'s entry prepares its data."""
+    spec = spec_of(model)
+    windows = {
+        "seed": config.seed,
+        "window_stride": config.window_stride,
+        "bucket_boundaries": config.bucket_boundaries,
+    }
+    if spec.preparation == "cloze":
+        return pipeline.cloze_dataset(sequences, config.max_sequence_length, config.batch_size, **windows)
+    return pipeline.causal_dataset(
+        sequences,
+        config.max_sequence_length,
+        config.batch_size,
+        timestamps=bool(config.time_buckets),
+        **windows,
+    )
+
+
+def targets_outside_windows(model, config, sequences):
+    """``(outside, total)``: the training targets of ``sequences`` that no training window of
+    ``config`` holds (``numpy_pipeline.targets_outside_windows``), and all of them. A next-item
+    window's first item is input only."""
+    spec = spec_of(model)
+    windows = presets.windows_of(
+        spec, {"max_sequence_length": config.max_sequence_length, "window_stride": config.window_stride}
+    )
+    return numpy_pipeline.targets_outside_windows(
+        sequences, **windows, first_is_target=spec.preparation == "cloze"
+    )
+
+
+def with_attributes(config, item_text):
+    """``config`` with the attributes of ``item_text``'s format when it names none."""
+    if config.attributes is None:
+        config = dataclasses.replace(config, attributes=text.default_attributes(item_text))
+    return config
+
+
+def model_inputs(model, config, vocabulary, item_text, output_dir, verbose="auto"):
+    """``(config, model_kwargs)``: what the constructor needs beyond the options.
+
+    A model that reads item text (``reads_item_text``: UniSRec) gets every item's text
+    encoded once by the frozen sentence encoder (all-MiniLM-L6-v2), and the text is kept
+    beside the model (``item_text.json``); the others need nothing.
+    """
+    spec = spec_of(model)
+    if not spec.reads_item_text:
+        return config, {}
+    if item_text is None:
+        raise ValueError(
+            f"{spec.name} reads the items' text: give its file (in the TFX pipeline, "
+            "custom_config={'item_text': PATH})"
+        )
+    config = with_attributes(config, item_text)
+    os.makedirs(output_dir, exist_ok=True)
+    raw_text = readers.read_item_text(item_text)
+    texts, missing = text.item_texts(raw_text, vocabulary, config.attributes)
+    directory.require_text(item_text, raw_text, vocabulary, missing)
+    directory.write_item_text(output_dir, raw_text, vocabulary)
+    encoder_config = {
+        "attributes": list(config.attributes),
+        "max_attribute_tokens": config.max_attribute_tokens,
+        "num_layers": 6,
+    }
+    encoder = models.SentenceEncoder.from_pretrained(**encoder_config)
+    vectors = encoder.encode(texts[vocab.NUM_RESERVED :], progress=None if verbose == "auto" else False)
+    return config, {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
+
+
+def initialize(model, checkpoint):
+    """Starts a UniSRec ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the
+    item tables); returns the number of weights loaded."""
+    pretrain.read_config(checkpoint, "unisrec")
+    pretrained = directory.load_model_file(os.path.join(checkpoint, pretrain.MODEL_FILE))
+    return model.load_shared_weights(pretrained)
 
 
 def train(
@@ -82,7 +229,7 @@ def train(
     """Trains a model of ``kind`` on leave-one-out splits of ``data_path``.
 
     Args:
-        kind: the model's kind (``tfseqrec.kinds.get(name)``, an id-model kind).
+        kind: the model: its name (``"sasrec"``), registry entry or kind (``tfseqrec.kinds``).
         data_path: interaction file or dataset directory (see ``readers``).
         output_dir: model directory, written when the run completes (see
             ``output_directory``: an unfinished run resumes).
@@ -94,32 +241,32 @@ def train(
         callbacks: extra Keras callbacks.
         verbose: ``fit``'s verbosity (progress bar on a terminal).
         overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
-        item_text: the items' text file, for kinds that read it (UniSRec; see
-            ``tfseqrec.kinds.IdModelKind.model_inputs``).
+        item_text: the items' text file, for models that read it (UniSRec; see ``model_inputs``).
         **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
 
     Returns:
         ``(model, history, split, vocabulary)``; ``model`` holds the best weights.
     """
-    config = options(kind, config)
+    spec = spec_of(kind)
+    config = options(spec, config)
     # The strategy first: a multi-worker one must exist before TensorFlow makes any variable.
     strategy = distribute.resolve(strategy)
-    kind.check(config)  # bad model options fail before the data are read
+    check(spec, config)  # bad model options fail before the data are read
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events, validation=config.validation)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     # The options settled by the data once: what the run trains with, and what a resumed run must match.
-    config, per_window, choices = _run_config(kind, config, split, vocabulary.num_items, verbose)
+    config, per_window, choices = _run_config(spec, config, split, vocabulary.num_items, verbose)
     data["choices"] = choices
     record = {"config": dataclasses.asdict(config), "data": data["data"]}
     # In a multi-worker cluster each worker trains into its own directory; the chief's is output_dir.
     own_dir = distribute.worker_output_dir(output_dir, strategy)
     with output_directory(own_dir, record, overwrite) as out:
-        config, inputs = kind.model_inputs(config, vocabulary, item_text, out, verbose)
+        config, inputs = model_inputs(spec, config, vocabulary, item_text, out, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
         model, history = _fit_settled(
-            kind,
+            spec,
             split,
             vocabulary,
             out,
@@ -155,7 +302,7 @@ def fit(
     What ``train`` does once the data are read (the TFX trainer's entry point).
 
     Args:
-        kind: the model's kind (``tfseqrec.kinds.get(name)``, an id-model kind).
+        kind: the model: its name, registry entry or kind, as for ``train``.
         split: a ``splits.Split`` (``test`` is not used; ``valid`` empty with
             ``validation="none"``).
         vocabulary: the ``ItemVocabulary`` of its ids.
@@ -173,13 +320,14 @@ def fit(
         ``(model, history)``; ``model`` holds the best weights by validation NDCG@10
         (with ``validation="none"``, those of the last epoch).
     """
+    spec = spec_of(kind)
     strategy = distribute.resolve(strategy)
     config, per_window, choices = _run_config(
-        kind, options(kind, config), split, vocabulary.num_items, verbose
+        spec, options(spec, config), split, vocabulary.num_items, verbose
     )
     data = {**(data or {}), "choices": choices}
     return _fit_settled(
-        kind,
+        spec,
         split,
         vocabulary,
         output_dir,
@@ -196,7 +344,7 @@ def fit(
 
 
 def _fit_settled(
-    kind,
+    spec,
     split,
     vocabulary,
     output_dir,
@@ -212,10 +360,10 @@ def _fit_settled(
 ):
     """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets)."""
     _start_run(output_dir, config, vocabulary, data)
-    train_ds = kind.training_dataset(config, split.train)
+    train_ds = training_dataset(spec, config, split.train)
     normalizer = _normalizer(config, per_window)
     model = _compiled_model(
-        kind, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs or {}
+        spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs or {}
     )
     best = _best_model(config, output_dir)
     extra = _callbacks(config, output_dir, best, callbacks, log_dir, max_steps)
@@ -226,7 +374,7 @@ def _fit_settled(
     return model, history
 
 
-def _run_config(kind, config, split, num_items, verbose):
+def _run_config(spec, config, split, num_items, verbose):
     """``(config, targets_per_window, choices)``: ``config`` with what the data settle
     (``tfseqrec.presets.for_data``: one line each on stderr), the training targets of each window
     (which the loss normaliser counts), and the choices as ``train_config.json`` records them
@@ -240,13 +388,13 @@ def _run_config(kind, config, split, num_items, verbose):
         raise ValueError(
             "the split has no validation cases; train with validation='none' for a fixed epoch count"
         )
-    choices = presets.for_data(kind.name, split.train, config)
+    choices = presets.for_data(spec.name, split.train, config)
     if verbose:
         for line in choices.lines():
             print(line, file=sys.stderr, flush=True)
     config = settled(config, choices)
-    per_window = presets.targets_per_window(kind.spec, _flat_options(config), split.train)
-    _note_outside_windows(kind, config, split.train, verbose)
+    per_window = presets.targets_per_window(spec, _flat_options(config), split.train)
+    _note_outside_windows(spec, config, split.train, verbose)
     _note_sparse_updates(config, num_items, verbose)
     recorded = {name: {"value": value, "reason": choices.reasons[name]} for name, value in choices.items()}
     return config, per_window, recorded
@@ -323,12 +471,12 @@ def _require_saved_epoch(best):
         raise TrainingDiverged(f"no epoch gave {what}; nothing was saved to {best.path}")
 
 
-def _note_outside_windows(kind, config, train, verbose):
+def _note_outside_windows(spec, config, train, verbose):
     """The training log's line when some training targets lie outside every training window:
     without ``window_stride``, the items of a history before its newest ``max_sequence_length``."""
     if not verbose:
         return
-    outside, total = kind.targets_outside_windows(config, train)
+    outside, total = targets_outside_windows(spec, config, train)
     if outside:
         windows = (
             f"each user's newest {config.max_sequence_length} items"
@@ -372,13 +520,15 @@ def _note_sparse_updates(config, num_items, verbose):
         )
 
 
-def _compiled_model(kind, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs):
-    """The model of ``kind`` and ``config``, built and compiled under ``strategy``."""
+def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs):
+    """The model of ``spec`` and ``config``, built and compiled under ``strategy``."""
     with (strategy or tf.distribute.get_strategy()).scope():
-        model = build_model(kind, config, vocabulary.num_items, normalizer, **model_kwargs)
-        kind.prepare(model, split.train)
+        model = build_model(spec, config, vocabulary.num_items, normalizer, **model_kwargs)
+        if spec.reads_item_text:
+            # With id embeddings: the items absent from the training sequences are scored by their text alone.
+            model.backbone.set_trained_items(split.train.item_counts(vocab.NUM_RESERVED + model.num_items))
         if config.init_from:
-            kind.initialize(model, config.init_from)
+            initialize(model, config.init_from)
         adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam
         model.compile(
             optimizer=adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
@@ -479,15 +629,16 @@ def learning_rate(config, total_steps):
 
 
 def loss_normalizer(kind, config, sequences):
-    """The fixed loss normaliser of ``kind`` and ``config`` (``tfseqrec.losses.fixed_normalizer``)
-    on ``sequences``, with the options the data settle settled as a run settles them.
+    """The fixed loss normaliser of ``kind`` (a name, a ``ModelSpec`` or a kind) and ``config``
+    (``tfseqrec.losses.fixed_normalizer``) on ``sequences``, with the options the data settle settled as a run settles them.
 
     ``None`` when ``config.loss_normalization`` is ``"batch"`` (each batch's own mean).
     """
     if config.loss_normalization == "batch":
         return None
-    config = settled(config, presets.for_data(kind.name, sequences, config))
-    return _normalizer(config, presets.targets_per_window(kind.spec, _flat_options(config), sequences))
+    spec = spec_of(kind)
+    config = settled(config, presets.for_data(spec.name, sequences, config))
+    return _normalizer(config, presets.targets_per_window(spec, _flat_options(config), sequences))
 
 
 def _normalizer(config, targets_per_window):
