@@ -107,8 +107,29 @@ COMPUTED = {
 }
 
 
-def value(rec, column):
+def _val_at(rec, minutes):
+    """The best validation NDCG@10 of ``rec``'s curve by ``minutes`` of training (``None``: no epoch yet)."""
+    points = [
+        c["val_ndcg@10"] for c in rec["curve"] if c["minutes"] <= minutes and c.get("val_ndcg@10") is not None
+    ]
+    return max(points) if points else None
+
+
+def value(rec, column, peers=()):
+    """Column ``column`` of ``rec``: a field, a ``COMPUTED`` name, ``val_at/M`` (``_val_at``), or
+    ``vs_sasrec/COLUMN``: COLUMN over that of SASRec's record of the same dataset and seed in ``peers``."""
     name = column[1]
+    if name.startswith("val_at/"):
+        return _val_at(rec, float(name.split("/")[1]))
+    if name.startswith("vs_sasrec/"):
+        inner = [column[0], name.split("/", 1)[1]]
+        same = [
+            p
+            for p in peers
+            if (p["model"], p["dataset"], p["seed"]) == ("sasrec", rec["dataset"], rec["seed"])
+        ]
+        mine, base = value(rec, inner), (value(same[0], inner) if same else None)
+        return mine / base if mine is not None and base else None
     return COMPUTED[name](rec) if name in COMPUTED else field(rec, name)
 
 
@@ -149,8 +170,9 @@ def record_links(stems, base):
     return ", ".join(f"[{s}]({base}{s}.json)" for s in dict.fromkeys(stems))
 
 
-def row_cells(spec, row, selected, base, anchors):
-    """The cells of one rendered row: ``selected`` holds one record, or several for a mean."""
+def row_cells(spec, row, selected, base, anchors, peers=()):
+    """The cells of one rendered row: ``selected`` holds one record, or several for a mean;
+    ``peers``: the records the row's spec selects (for ``vs_sasrec`` columns)."""
     cells = []
     for column in spec["columns"]:
         name, fmt_spec = column[1], (column[2] if len(column) > 2 else "")
@@ -165,7 +187,7 @@ def row_cells(spec, row, selected, base, anchors):
         elif name == "seed" and len(selected) > 1:
             cells.append(", ".join(fmt(r["seed"]) for _, r in selected))
         else:
-            v = aggregate([value(r, column) for _, r in selected])
+            v = aggregate([value(r, column, peers) for _, r in selected])
             cells.append(fmt(v, fmt_spec) if isinstance(v, (int, float)) else fmt(v))
     return cells
 
@@ -188,7 +210,8 @@ def render_table(spec, store, base, anchors):
     for row in spec["rows"]:
         selected = store.select(row)
         groups = [selected] if row.get("mean") else [[s] for s in selected]
-        rows += [row_cells(spec, row, group, base, anchors) for group in groups]
+        peers = [r for _, r in selected]
+        rows += [row_cells(spec, row, group, base, anchors, peers) for group in groups]
     return markdown([c[0] for c in spec["columns"]], rows)
 
 

@@ -214,3 +214,21 @@ def test_every_table_row_selects_records_and_every_file_is_listed():
     for stem in records.stems():
         assert f"[{stem}]({stem}.json)" in index
     assert json.dumps(specs)  # the specs are plain data
+
+
+def test_validation_at_a_budget_and_against_sasrec():
+    def run(model, seed, curve):
+        points = [{"epoch": i + 1, "minutes": m, "val_ndcg@10": v} for i, (m, v) in enumerate(curve)]
+        return records.record(model, "p", "d.csv", seed=seed, curve=points)
+
+    sasrec = run("sasrec", 0, [(2.0, 0.20), (4.5, 0.30), (9.0, 0.40)])
+    bert = run("bert4rec", 0, [(6.0, 0.10), (12.0, 0.32)])
+    other_seed = run("sasrec", 1, [(1.0, 0.9)])
+    peers = [sasrec, bert, other_seed]
+    at = {m: render.value(bert, ["", f"val_at/{m}"]) for m in (5, 10, 20)}
+    assert at == {5: None, 10: 0.10, 20: 0.32}  # no epoch done by 5 minutes
+    assert render.value(sasrec, ["", "val_at/5"]) == 0.30
+    # By 10 minutes: 0.10 against SASRec's 0.40; by 20: 0.32 against 0.40 (seed 0's SASRec, not seed 1's).
+    assert render.value(bert, ["", "vs_sasrec/val_at/10"], peers) == pytest.approx(0.25)
+    assert render.value(bert, ["", "vs_sasrec/val_at/20"], peers) == pytest.approx(0.8)
+    assert render.value(bert, ["", "vs_sasrec/val_at/5"], peers) is None
