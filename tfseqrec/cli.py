@@ -553,6 +553,12 @@ def _add_train(sub):
     train.add_argument(
         "--item-text", help="models that read item text (unisrec, recformer): *.item.json, movies.dat, u.item"
     )
+    train.add_argument(
+        "--item-features",
+        help="id models: a CSV, TSV or JSON-lines file of item attributes (an item id column, then "
+        "categorical, multi-valued 'a|b' or numeric columns), embedded beside the item ids; "
+        "--config '{\"use_id_embeddings\": false}' for attributes alone",
+    )
     train.add_argument("--data", required=True, help=DATA_HELP)
     train.add_argument(
         "--output",

@@ -195,6 +195,10 @@ def _train(args, stdout):
     kind = kinds.get(args.model)
     if args.item_text and not kind.needs_item_text:
         raise ValueError(f"--item-text is for models that read item text; {args.model} reads item ids only")
+    if args.item_features and kind.needs_item_text:
+        raise ValueError(
+            f"--item-features is for the id models; {args.model} reads the items' text (--item-text)"
+        )
     options = _json_option("--config", args.config) or {}
     for name in args.option_flags:
         if getattr(args, name) is not None:
@@ -213,6 +217,7 @@ def _train(args, stdout):
         {
             "--data": _resolve(args.data),
             "--item-text": _resolve(args.item_text),
+            "--item-features": _resolve(args.item_features),
             "--init-from": options.get("init_from"),
         },
     )
@@ -221,6 +226,7 @@ def _train(args, stdout):
         args.output,
         options,
         item_text=_resolve(args.item_text),
+        item_features=_resolve(args.item_features),
         verbose=2 if args.quiet else "auto",
         overwrite=args.overwrite,
         strategy=args.strategy,

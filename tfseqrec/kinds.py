@@ -101,11 +101,13 @@ class ModelKind:
         verbose="auto",
         overwrite=False,
         strategy=None,
+        item_features=None,
         **read_kwargs,
     ):
         """Trains on ``data_path``'s leave-one-out split; ``(model, split, epochs)``.
 
         ``strategy``: a ``tf.distribute`` strategy or its name (``tfseqrec.distribute``).
+        ``item_features``: an item-features file, for the id models.
         """
         raise NotImplementedError
 
@@ -208,6 +210,7 @@ class IdModelKind(ModelKind):
         verbose="auto",
         overwrite=False,
         strategy=None,
+        item_features=None,
         **read_kwargs,
     ):
         model, history, split, _ = id_models.train(
@@ -218,6 +221,7 @@ class IdModelKind(ModelKind):
             verbose=verbose,
             overwrite=overwrite,
             item_text=item_text,
+            item_features=item_features,
             strategy=strategy,
             **read_kwargs,
         )
@@ -289,8 +293,13 @@ class UniSRecKind(IdModelKind):
         verbose="auto",
         overwrite=False,
         strategy=None,
+        item_features=None,
         **read_kwargs,
     ):
+        if item_features is not None:
+            raise ValueError(
+                "unisrec reads its items' text (--item-text); --item-features is for the id models"
+            )
         if item_text is None:
             raise ValueError("unisrec needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         options = dict(options)
@@ -362,10 +371,15 @@ class RecformerKind(ModelKind):
         verbose="auto",
         overwrite=False,
         strategy=None,
+        item_features=None,
         **read_kwargs,
     ):
         if strategy is not None:
             raise ValueError("recformer trains on one device; --strategy is for the id models")
+        if item_features is not None:
+            raise ValueError(
+                "recformer reads its items' text (--item-text); --item-features is for the id models"
+            )
         if item_text is None:
             raise ValueError("recformer needs the items' text (--item-text: *.item.json, movies.dat, u.item)")
         split, vocabulary, report = splits.prepare(readers.read_interactions(data_path, **read_kwargs))

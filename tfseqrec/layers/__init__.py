@@ -1,6 +1,7 @@
 """Keras layers of tfseqrec: one public layer per file."""
 
 from tfseqrec.layers.hstu_layer import HSTULayer
+from tfseqrec.layers.item_feature_embedding import ItemFeatureEmbedding
 from tfseqrec.layers.moe_adaptor import MoEAdaptor
 from tfseqrec.layers.recformer_embedding import RecformerEmbedding
 from tfseqrec.layers.transformer_block import TransformerBlock

@@ -10,7 +10,7 @@ from keras import ops
 from tfseqrec import losses
 from tfseqrec.checks import check_number
 from tfseqrec.data import vocab
-from tfseqrec.layers import TransformerBlock
+from tfseqrec.layers import ItemFeatureEmbedding, TransformerBlock
 from tfseqrec.models.tasks import NextItemTask
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
@@ -50,6 +50,9 @@ class SequentialBackbone(keras.Model):
         activation,
         normalize_first,
         position_origin="newest",
+        item_features=None,
+        use_id_embeddings=True,
+        item_feature_tables=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -75,6 +78,66 @@ class SequentialBackbone(keras.Model):
         self.dropout = dropout
         self.activation = activation
         self.normalize_first = normalize_first
+        self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
+        self.use_id_embeddings = bool(use_id_embeddings)
+        # The items' attribute values (not config: the weights carry them, as UniSRec's text vectors).
+        self._feature_tables = item_feature_tables
+        if item_feature_tables is not None and not self.item_features:
+            raise ValueError("item_feature_tables without item_features (the attributes' kinds and sizes)")
+        if not self.use_id_embeddings and not self.item_features and not self.reads_item_inputs:
+            raise ValueError(
+                "use_id_embeddings=False needs item_features: without ids, items are their attributes"
+            )
+
+    # Whether the items have inputs of their own (UniSRec's text), so that they need no id.
+    reads_item_inputs = False
+
+    def make_item_embeddings(self, initializer):
+        """The id embedding (``item_embedding``, unless ``use_id_embeddings`` is false) and the
+        attributes' (``feature_embedding``, with ``item_features``) of every id."""
+        rows = vocab.NUM_RESERVED + self.num_items
+        self.item_embedding = self.feature_embedding = None
+        if self.use_id_embeddings:
+            self.item_embedding = keras.layers.Embedding(
+                rows, self.hidden_dim, embeddings_initializer=initializer, name="item_embedding"
+            )
+        if self.item_features:
+            self.feature_embedding = ItemFeatureEmbedding(
+                rows,
+                self.item_features,
+                self.hidden_dim,
+                # Without ids, padding and [MASK] still need a vector of their own.
+                reserved_rows=0 if self.use_id_embeddings else vocab.NUM_RESERVED,
+                embeddings_initializer=initializer,
+                name="feature_embedding",
+            )
+            if self._feature_tables is not None:
+                self.feature_embedding.set_tables(self._feature_tables)
+
+    def lookup_items(self, ids):
+        """Each id's vector ``[..., hidden_dim]``: its id embedding plus its attributes'."""
+        x = None if self.item_embedding is None else self.item_embedding(ids)
+        if self.feature_embedding is not None:
+            features = self.feature_embedding(ids)
+            x = features if x is None else x + features
+        return x
+
+    def item_table(self):
+        """Every id's vector ``[NUM_RESERVED + num_items, hidden_dim]``, as ``lookup_items`` gives it.
+
+        Without attributes this is the id embedding's variable itself, which a sampled
+        loss reads by rows (its gradient stays sparse).
+        """
+        if self.feature_embedding is None:
+            return self.item_embedding.embeddings
+        table = self.feature_embedding.table()
+        return table if self.item_embedding is None else self.item_embedding.embeddings + table
+
+    def set_item_features(self, tables):
+        """Writes the items' attribute values (``tfseqrec.data.features.encode``'s ``tables``)."""
+        if self.feature_embedding is None:
+            raise ValueError("this model was built without item_features; it reads item ids only")
+        self.feature_embedding.set_tables(tables)
 
     def make_blocks(self, causal, default_intermediate_dim, layer_norm_epsilon, **block_options):
         """The ``num_layers`` transformer blocks of this model (``block_options`` to each)."""
@@ -190,6 +253,8 @@ class SequentialBackbone(keras.Model):
                 "activation": self.activation,
                 "normalize_first": self.normalize_first,
                 "position_origin": self.position_origin,
+                "item_features": self.item_features,
+                "use_id_embeddings": self.use_id_embeddings,
             }
         )
         return config

@@ -31,6 +31,7 @@ import tensorflow as tf
 from tfseqrec import distribute, evaluation, models, presets, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import features as features_lib
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
 from tfseqrec.optimizers import RowSparseAdam
@@ -117,12 +118,14 @@ def construct(spec, config, num_items, loss_normalizer=None, loss=None, **model_
     return presets.model_class(spec)(**kwargs)
 
 
-def check(model, config):
-    """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one).
+def check(model, config, with_features=False):
+    """Checks ``config.model_options`` by building a one-item model of them (``ValueError`` naming a bad one);
+    ``with_features``: as a model with item attributes will be built (of a placeholder attribute).
 
     This creates TensorFlow variables: call it after a multi-worker strategy exists.
     """
-    construct(spec_of(model), config, 1)
+    placeholder = {"item_features": {"placeholder": {"kind": "numeric"}}} if with_features else {}
+    construct(spec_of(model), config, 1, **placeholder)
 
 
 def constructor_options(model, config):
@@ -205,6 +208,36 @@ def model_inputs(model, config, vocabulary, item_text, output_dir, verbose="auto
     return config, {"text_dim": encoder.dim, "text_embeddings": vectors, "text_encoder": encoder_config}
 
 
+# The model directory's record of the attributes: how to encode more items the same way (export).
+FEATURES_FILE = "item_features.json"
+
+
+def feature_inputs(model, path, vocabulary, output_dir, verbose="auto"):
+    """The constructor's ``item_features`` and ``item_feature_tables`` of the file ``path`` for
+    ``vocabulary``'s items; writes the attributes' kinds and values to ``output_dir``
+    (``FEATURES_FILE``) and prints what had no value."""
+    spec = spec_of(model)
+    if spec.reads_item_text:
+        raise ValueError(
+            f"{spec.name} reads the items' text (--item-text); --item-features is for the id models"
+        )
+    read = features_lib.read_item_features(path)
+    encoded = features_lib.encode(read, vocabulary)
+    if verbose:
+        for line in features_lib.report_lines(encoded, path):
+            print(line, file=sys.stderr, flush=True)
+    os.makedirs(output_dir, exist_ok=True)
+    record = {
+        "file": os.path.abspath(path),
+        "kinds": read.kinds,
+        "values": encoded.values,
+        "report": encoded.report,
+    }
+    with open(os.path.join(output_dir, FEATURES_FILE), "w") as f:
+        json.dump(record, f, indent=1)
+    return {"item_features": encoded.spec, "item_feature_tables": encoded.tables}
+
+
 def initialize(model, checkpoint):
     """Starts a UniSRec ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the
     item tables); returns the number of weights loaded."""
@@ -224,6 +257,7 @@ def train(
     verbose="auto",
     overwrite=False,
     item_text=None,
+    item_features=None,
     **read_kwargs,
 ):
     """Trains a model of ``kind`` on leave-one-out splits of ``data_path``.
@@ -242,6 +276,8 @@ def train(
         verbose: ``fit``'s verbosity (progress bar on a terminal).
         overwrite: replace a model already in ``output_dir`` (see ``output_directory``).
         item_text: the items' text file, for models that read it (UniSRec; see ``model_inputs``).
+        item_features: an item-features file (``tfseqrec.data.read_item_features``): each
+            item's attributes join its id embedding (SASRec, BERT4Rec, HSTU).
         **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
 
     Returns:
@@ -251,7 +287,7 @@ def train(
     config = options(spec, config)
     # The strategy first: a multi-worker one must exist before TensorFlow makes any variable.
     strategy = distribute.resolve(strategy)
-    check(spec, config)  # bad model options fail before the data are read
+    check(spec, config, item_features is not None)  # bad model options fail before the data are read
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events, validation=config.validation)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
@@ -265,6 +301,9 @@ def train(
         config, inputs = model_inputs(spec, config, vocabulary, item_text, out, verbose)
         if item_text is not None:
             data["item_text"] = os.path.abspath(item_text)
+        if item_features is not None:
+            inputs.update(feature_inputs(spec, item_features, vocabulary, out, verbose))
+            data["item_features"] = os.path.abspath(item_features)
         model, history = _fit_settled(
             spec,
             split,

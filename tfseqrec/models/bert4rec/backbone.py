@@ -90,9 +90,7 @@ class BERT4RecBackbone(SequentialBackbone):
         )
         # === Layers ===
         init = functools.partial(_initializer, initializer_range)
-        self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + num_items, hidden_dim, embeddings_initializer=init(), name="item_embedding"
-        )
+        self.make_item_embeddings(init())
         self.position_embedding = keras.layers.Embedding(
             max_sequence_length, hidden_dim, embeddings_initializer=init(), name="position_embedding"
         )
@@ -116,17 +114,17 @@ class BERT4RecBackbone(SequentialBackbone):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        x = self.item_embedding(ids) + self.position_embedding(self.position_ids(mask))
+        x = self.lookup_items(ids) + self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.head_norm(self.head_dense(x))
         return (x, attention) if return_attention_scores else x
 
     def output_table(self, training=False):
-        return self.item_embedding.embeddings[vocab.NUM_RESERVED :], self.output_bias
+        return self.item_table()[vocab.NUM_RESERVED :], self.output_bias
 
     def output_rows(self, training=False):
-        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED), self.output_bias
+        return losses.ItemRows(self.item_table(), vocab.NUM_RESERVED), self.output_bias
 
     def get_config(self):
         config = super().get_config()

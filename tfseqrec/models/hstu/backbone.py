@@ -144,12 +144,7 @@ class HSTUBackbone(SequentialBackbone):
     def make_layers(self):
         """Item and position embeddings and the ``num_layers`` HSTU layers."""
         d, length = self.hidden_dim, self.max_sequence_length
-        self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + self.num_items,
-            d,
-            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            name="item_embedding",
-        )
+        self.make_item_embeddings(keras.initializers.TruncatedNormal(stddev=self.initializer_range))
         self.position_embedding = keras.layers.Embedding(
             length,
             d,
@@ -185,7 +180,7 @@ class HSTUBackbone(SequentialBackbone):
                 f"this HSTU has a time bias (num_time_buckets={self.num_time_buckets}): "
                 "its inputs need 'timestamps' (seconds, aligned with 'item_ids')"
             )
-        x = self.item_embedding(ids) * math.sqrt(self.hidden_dim)
+        x = self.lookup_items(ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * ops.cast(mask[..., None], x.dtype)
         # The mask and the time buckets are the same in every layer: computed once.
@@ -217,7 +212,7 @@ class HSTUBackbone(SequentialBackbone):
         normalize = None
         if self.temperature is not None:
             normalize = l2_normalize
-        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED, normalize), None
+        return losses.ItemRows(self.item_table(), vocab.NUM_RESERVED, normalize), None
 
     def get_config(self):
         config = super().get_config()

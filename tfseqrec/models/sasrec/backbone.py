@@ -138,22 +138,17 @@ class SASRecBackbone(SequentialBackbone):
 
     def make_item_layers(self, init):
         """Creates the layers that embed items (``init(stddev)`` gives an initializer)."""
-        self.item_embedding = keras.layers.Embedding(
-            vocab.NUM_RESERVED + self.num_items,
-            self.hidden_dim,
-            embeddings_initializer=init(self.initializer_range or self.hidden_dim**-0.5),
-            name="item_embedding",
-        )
+        self.make_item_embeddings(init(self.initializer_range or self.hidden_dim**-0.5))
 
     def embed_items(self, ids, training=None):
         """Input vectors ``[..., hidden_dim]`` of item ids (scaled by ``sqrt(hidden_dim)``)."""
-        return self.item_embedding(ids) * math.sqrt(self.hidden_dim)
+        return self.lookup_items(ids) * math.sqrt(self.hidden_dim)
 
     def output_table(self, training=False):
-        return self.item_embedding.embeddings[vocab.NUM_RESERVED :], None
+        return self.item_table()[vocab.NUM_RESERVED :], None
 
     def output_rows(self, training=False):
-        return losses.ItemRows(self.item_embedding.embeddings, vocab.NUM_RESERVED), None
+        return losses.ItemRows(self.item_table(), vocab.NUM_RESERVED), None
 
     def get_config(self):
         config = super().get_config()

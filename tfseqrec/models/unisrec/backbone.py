@@ -39,6 +39,8 @@ class UniSRecBackbone(SASRecBackbone):
         text_embeddings=None,
         **kwargs,
     ):
+        if kwargs.get("item_features"):
+            raise ValueError("UniSRec reads its items' text; item_features are for sasrec, bert4rec and hstu")
         if not 0 <= id_dropout < 1:
             raise ValueError(f"id_dropout must be in [0, 1), got {id_dropout}")
         check_number("num_experts", num_experts, minimum=1, integer=True)
@@ -52,12 +54,15 @@ class UniSRecBackbone(SASRecBackbone):
         self.id_dropout = id_dropout
         self.temperature = temperature
         self.text_encoder = dict(text_encoder) if text_encoder is not None else None
-        super().__init__(num_items, **kwargs)
+        super().__init__(num_items, use_id_embeddings=use_id_embeddings, **kwargs)
         if text_embeddings is not None:
             self.set_text_embeddings(text_embeddings)
 
+    reads_item_inputs = True  # its items' text vectors
+
     def make_item_layers(self, init):
         # === Layers ===
+        self.feature_embedding = None
         self.text_embedding = keras.layers.Embedding(
             vocab.NUM_RESERVED + self.num_items,
             self.text_dim,
