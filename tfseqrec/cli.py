@@ -47,6 +47,7 @@ SUMMARIES = {
     "data stats": "counts and leave-one-out split sizes of a dataset",
     "data download": "fetch ml-1m or ml-100k from their publishers (checked)",
     "data item-text": "write item text as *.item.json, ids mapped (ml-1m.txt's ids)",
+    "data item-features": "write item attributes as CSV for --item-features (genres, year; categories, brand)",
     "data synthetic": "write a seeded synthetic log as user_id,item_id,timestamp CSV",
     "data tfrecord": "write leave-one-out splits as TFRecord tf.Examples",
     "train": "train a model on leave-one-out splits; prints its test metrics",
@@ -91,6 +92,14 @@ DETAILS = {
             "The text models (unisrec, recformer) read each item's attributes from --item-text. "
             "This writes them as *.item.json, keyed by the ids of the interaction file: with "
             "--id-map, ml-1m.txt's ids are mapped to movies.dat's. Prints a JSON summary."
+        ),
+    ],
+    "data item-features": [
+        (
+            "The id models read item attributes from --item-features: a CSV with an item_id column "
+            "and one column per attribute. This writes one from MovieLens's movies.dat or u.item "
+            "(genres, release year) or an Amazon *.item.json (categories, brand), keyed by the ids "
+            "of the interaction file (--id-map as for item-text). Prints a JSON summary."
         ),
     ],
     "data synthetic": [
@@ -472,6 +481,7 @@ def _add_data(sub):
         _add_data_stats,
         _add_data_download,
         _add_data_item_text,
+        _add_data_item_features,
         _add_data_synthetic,
         _add_data_tfrecord,
     ):
@@ -513,6 +523,16 @@ def _add_data_item_text(data_sub):
         "the output is keyed by the first",
     )
     item_text.add_argument("--output", required=True, help="the *.item.json to write")
+
+
+def _add_data_item_features(data_sub):
+    item_features = _command(data_sub, "data item-features")
+    item_features.add_argument("path", help="item text: movies.dat, u.item or *.item.json")
+    item_features.add_argument(
+        "--id-map",
+        help="two columns 'id original_id' (ml-1m/sas_to_original_items.txt): the output is keyed by the first",
+    )
+    item_features.add_argument("--output", required=True, help="the .csv to write")
 
 
 def _add_data_synthetic(data_sub):

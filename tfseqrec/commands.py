@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
-from tfseqrec.data import download, readers, splits, synthetic, tfrecord, vocab
+from tfseqrec.data import download, features, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, pretrain
 
 
@@ -115,6 +115,27 @@ def _data_download(args, stdout):
             "data_root": os.path.dirname(folder),
         },
     )
+    return 0
+
+
+def _data_item_features(args, stdout):
+    if not args.output.endswith(".csv"):
+        raise ValueError(f"--output {args.output}: the name must end in .csv")
+    inputs = {"PATH": _resolve(args.path), "--id-map": _resolve(args.id_map)}
+    checks.check_output_apart("--output", args.output, inputs)
+    raw_text = readers.read_item_text(_resolve(args.path))
+    missing = []
+    if args.id_map:
+        mapping = readers.read_id_map(_resolve(args.id_map))
+        missing = [new for new, original in mapping.items() if original not in raw_text]
+        raw_text = {new: raw_text[original] for new, original in mapping.items() if original in raw_text}
+    columns, rows = features.from_item_text(raw_text)
+    with _written_whole(args.output) as partial:
+        features.write_csv(partial, columns, rows)
+    summary = {"output": args.output, "items": len(rows), "columns": columns}
+    if args.id_map:
+        summary["mapped_ids_without_item"] = len(missing)
+    _print_json(stdout, summary)
     return 0
 
 
@@ -592,6 +613,7 @@ COMMANDS = {
     "data stats": _data_stats,
     "data download": _data_download,
     "data item-text": _data_item_text,
+    "data item-features": _data_item_features,
     "data synthetic": _data_synthetic,
     "data tfrecord": _data_tfrecord,
     "train": _train,

@@ -33,6 +33,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 
 import numpy as np
 
@@ -235,6 +236,37 @@ def report_lines(encoded, path):
                 f"{r['unknown_values'][name]:,} values the model was not trained with"
             )
     return lines
+
+
+def from_item_text(raw_text):
+    """``(columns, rows)``: the attributes of an item-text file (``readers.read_item_text``) that an
+    id model reads, one row an item: MovieLens's genres and release year (from the title),
+    Amazon's categories and brand; multi-valued fields joined by ``|``."""
+    rows = {}
+    for item, attributes in raw_text.items():
+        row = {}
+        if "genres" in attributes:
+            row["genres"] = "|".join(g.strip() for g in attributes["genres"].split(",") if g.strip())
+            year = re.search(r"\((\d{4})\)\s*$", attributes.get("title", ""))
+            row["year"] = year.group(1) if year else ""
+        if "categories" in attributes:
+            row["categories"] = "|".join(c.strip() for c in attributes["categories"].split(",") if c.strip())
+        if "brand" in attributes:
+            row["brand"] = attributes["brand"].strip()
+        rows[item] = row
+    columns = list(dict.fromkeys(c for row in rows.values() for c in row))
+    if not columns:
+        raise ValueError("the item text has none of genres, title years, categories or brand")
+    return columns, rows
+
+
+def write_csv(path, columns, rows):
+    """Writes ``rows`` (``{item: {column: value}}``) as a features CSV with an ``item_id`` column."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["item_id", *columns])
+        for item, row in rows.items():
+            writer.writerow([item, *(row.get(c, "") for c in columns)])
 
 
 def _records(path, encoding):
