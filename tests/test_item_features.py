@@ -52,24 +52,37 @@ def test_each_id_model_trains_with_attributes_beside_ids(data_root, features_fil
     np.testing.assert_allclose(np.asarray(table), expected[vocab.NUM_RESERVED :], rtol=1e-5, atol=1e-6)
 
 
-def test_attributes_alone_serve_through_the_saved_model(data_root, features_file, tmp_path):
+def test_attributes_alone_serve_items_never_trained_on(data_root, features_file, tmp_path):
+    # Training never sees items 1601..1682; the export adds them by their attributes.
+    log = tmp_path / "ml-100k" / "u.data"
+    log.parent.mkdir()
+    lines = (data_root / "ml-100k" / "u.data").read_text().splitlines()
+    log.write_text("".join(f"{line}\n" for line in lines if int(line.split("\t")[1]) <= 1600))
     out, base = tmp_path / "model", tmp_path / "export"
     _tfseqrec(
-        "train", "--model", "sasrec", "--data", data_root / "ml-100k", "--item-features", features_file,
+        "train", "--model", "sasrec", "--data", log, "--item-features", features_file,
         "--output", out, "--config", '{"use_id_embeddings": false}', *TINY,
     )  # fmt: skip
-    exported = json.loads(_tfseqrec("export", "--model-dir", out, "--output", base).stdout)
+    exported = json.loads(
+        _tfseqrec("export", "--model-dir", out, "--output", base, "--item-features", features_file).stdout
+    )
+    assert exported["added_items"] == 1682 - len(
+        {line.split("\t")[1] for line in log.read_text().splitlines()}
+    )
     served = tf.saved_model.load(exported["path"]).signatures["recommend_top_k"]
-    answer = served(history=tf.constant([["50", "172", "133"]]), k=tf.constant([1682]))
+    answer = served(history=tf.constant([["50", "172", "133"]]), k=tf.constant([exported["num_items"]]))
     scores = dict(zip((i.decode() for i in answer["item_ids"].numpy()[0]), answer["scores"].numpy()[0]))
-    # Without ids an item is its attributes: items with the same genres and year score the same.
+    assert {str(i) for i in range(1601, 1683)} <= set(scores)  # the new items are ranked too
+    # Without ids an item is its attributes: items with the same genres and year score the same,
+    # whether training saw them or not.
     with open(features_file, newline="") as f:
         by_attributes = {}
         for row in csv.DictReader(f):
             by_attributes.setdefault((row["genres"], row["year"]), []).append(row["item_id"])
     twins = [ids for ids in by_attributes.values() if len(ids) > 1 and all(i in scores for i in ids)]
-    assert twins
-    for ids in twins[:20]:
+    mixed = [ids for ids in twins if min(map(int, ids)) <= 1600 < max(map(int, ids))]
+    assert mixed
+    for ids in mixed[:20] + twins[:20]:
         assert max(scores[i] for i in ids) - min(scores[i] for i in ids) < 1e-4 * (1 + abs(scores[ids[0]]))
 
 
@@ -93,3 +106,13 @@ def test_bad_uses_are_refused(data_root, features_file, tmp_path):
         "--output", tmp_path / "n", *TINY, check=False,
     )  # fmt: skip
     assert ids_only.returncode == 1 and "use_id_embeddings=False needs item_features" in ids_only.stderr
+
+
+def test_export_refuses_attributes_for_a_model_trained_without_them(data_root, features_file, tmp_path):
+    out = tmp_path / "ids"
+    _tfseqrec("train", "--data", data_root / "ml-100k", "--output", out, *TINY)
+    refused = _tfseqrec(
+        "export", "--model-dir", out, "--output", tmp_path / "e", "--item-features", features_file, check=False
+    )
+    assert refused.returncode == 1 and "was trained without item attributes" in refused.stderr
+    assert not (tmp_path / "e").exists()

@@ -791,6 +791,11 @@ def _add_export(sub):
         help="models that read item text (recformer): add the items of this file "
         "the model has not seen to the served index (encoded by the trained encoder; no retraining)",
     )
+    export.add_argument(
+        "--item-features",
+        help="id models trained with --item-features: add the items of this file the model has not "
+        "seen, represented by their attributes (no retraining)",
+    )
 
 
 def _add_pipeline(sub):

@@ -459,9 +459,15 @@ def _export(args, stdout):
     kind = kinds.for_model_dir(args.model_dir)
     model, vocabulary, info = kind.load(args.model_dir)
     added = []
+    if args.item_text and args.item_features:
+        raise ValueError("--item-text and --item-features: give the one the model reads")
     if args.item_text:
         model, vocabulary, added = kind.add_items(
             model, vocabulary, info, readers.read_item_text(_resolve(args.item_text))
+        )
+    if args.item_features:
+        model, vocabulary, added = kind.add_featured_items(
+            model, vocabulary, args.model_dir, _resolve(args.item_features)
         )
     path, version = export.export_version(
         kind, model, vocabulary, args.output, args.version, k=args.k, warmup=args.warmup

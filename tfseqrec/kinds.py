@@ -142,6 +142,12 @@ class ModelKind:
         """The ``tf.Module`` whose signatures ``tfseqrec.export`` saves."""
         raise NotImplementedError
 
+    def add_featured_items(self, model, vocabulary, model_dir, path):
+        """``(model, vocabulary, added)`` with the items of the item-features file ``path`` it lacks."""
+        if self.needs_item_text:
+            raise ValueError(f"{self.name} reads the items' text; --item-features is for the id models")
+        return id_models.add_featured_items(model, vocabulary, model_dir, path)
+
     def add_items(self, model, vocabulary, info, raw_text):
         """``(model, vocabulary, added)`` with the items of ``raw_text`` it lacks."""
         raise ValueError(

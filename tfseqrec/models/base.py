@@ -5,6 +5,7 @@ tasks on top of it (``tfseqrec.models.tasks``) own the loss, validation and top-
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from tfseqrec import losses
@@ -132,6 +133,38 @@ class SequentialBackbone(keras.Model):
             return self.item_embedding.embeddings
         table = self.feature_embedding.table()
         return table if self.item_embedding is None else self.item_embedding.embeddings + table
+
+    def with_items(self, num_items, item_features=None, item_feature_tables=None):
+        """A copy over ``num_items`` items (at least this one's): the first ones keep their weights.
+
+        The rows of the added items start at zero (their id embedding, BERT4Rec's output
+        bias): a model with attributes scores them by their attributes alone. Their
+        attribute values are ``item_feature_tables`` (every row's: ``encode`` of the grown
+        vocabulary), ``item_features`` the attributes' sizes for them (a multi-valued field
+        may be wider).
+        """
+        if num_items < self.num_items:
+            raise ValueError(f"cannot shrink a model from {self.num_items} to {num_items} items")
+        config = {**self.get_config(), "num_items": num_items}
+        config.pop("name", None)
+        if item_features is not None:
+            config["item_features"] = item_features
+        grown = type(self).from_config(config)
+        slots = set() if grown.feature_embedding is None else {id(v) for v in grown.feature_embedding.slots}
+        for mine, theirs in zip(grown.weights, self.weights):
+            if id(mine) in slots:
+                continue  # the attributes' values: set below
+            value = np.asarray(theirs)
+            if tuple(mine.shape) != value.shape:  # a table of item rows: new rows start at zero
+                if tuple(mine.shape[1:]) != value.shape[1:]:
+                    raise ValueError(f"{mine.path}: shape {value.shape} cannot grow to {tuple(mine.shape)}")
+                value = np.concatenate(
+                    [value, np.zeros((mine.shape[0] - len(value), *value.shape[1:]), value.dtype)]
+                )
+            mine.assign(value)
+        if item_feature_tables is not None:
+            grown.set_item_features(item_feature_tables)
+        return grown
 
     def set_item_features(self, tables):
         """Writes the items' attribute values (``tfseqrec.data.features.encode``'s ``tables``)."""

@@ -148,6 +148,11 @@ class NextItemTask(*_BASES):
         config["loss"] = keras.saving.deserialize_keras_object(config["loss"])
         return type(self)(**config)
 
+    def with_items(self, num_items, item_features=None, item_feature_tables=None):
+        """A copy over ``num_items`` items, the first ones keeping their weights
+        (``SequentialBackbone.with_items``); the task's options stay."""
+        return self.with_backbone(self.backbone.with_items(num_items, item_features, item_feature_tables))
+
     def call(self, inputs, training=None, return_attention_scores=False):
         """The backbone's sequence output (and attention maps when asked)."""
         if return_attention_scores:

@@ -238,6 +238,39 @@ def feature_inputs(model, path, vocabulary, output_dir, verbose="auto"):
     return {"item_features": encoded.spec, "item_feature_tables": encoded.tables}
 
 
+def add_featured_items(model, vocabulary, model_dir, path):
+    """``(model, vocabulary, added)`` with the items of the features file ``path`` that
+    ``vocabulary`` lacks, represented by their attributes (no retraining).
+
+    The attributes are encoded as in training (``FEATURES_FILE`` of ``model_dir``: the
+    value slots and numeric scaling); a value training never saw takes the "unknown" slot.
+    """
+    if getattr(model.backbone, "feature_embedding", None) is None:
+        raise ValueError(
+            f"{model_dir} was trained without item attributes; --item-features needs a model trained "
+            "with them (tfseqrec train --item-features FILE)"
+        )
+    with open(os.path.join(model_dir, FEATURES_FILE)) as f:
+        trained = json.load(f)
+    read = features_lib.read_item_features(path, kinds=trained["kinds"])
+    if set(read.kinds) != set(trained["kinds"]):
+        raise ValueError(
+            f"{path} has the attributes {sorted(read.kinds)}; the model was trained with {sorted(trained['kinds'])}"
+        )
+    grown, added = vocabulary.with_items(list(read.rows))
+    encoded = features_lib.encode(read, grown, values=trained["values"])
+    if not added:
+        return model, vocabulary, []
+    spec = {name: {**encoded.spec[name], **_values_of(model, name)} for name in encoded.spec}
+    return model.with_items(grown.num_items, spec, encoded.tables), grown, added
+
+
+def _values_of(model, name):
+    """The value slots attribute ``name`` of ``model`` was built with (new items add none)."""
+    built = model.backbone.item_features[name]
+    return {"values": built["values"]} if "values" in built else {}
+
+
 def initialize(model, checkpoint):
     """Starts a UniSRec ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the
     item tables); returns the number of weights loaded."""
