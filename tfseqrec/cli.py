@@ -21,7 +21,7 @@ import textwrap
 
 from tfseqrec import registry
 from tfseqrec.checks import check_number
-from tfseqrec.data.readers import FORMATS
+from tfseqrec.data.readers import FORMATS, parse_timestamp
 from tfseqrec.version import __version__
 
 # The model kinds, one line each, and their presets (tuned configurations), for help: the
@@ -610,6 +610,7 @@ def _add_train(sub):
 
 def _add_train_switches(train):
     """``tfseqrec train``'s options that are not ``TRAIN_FLAGS``: lists, switches and choices."""
+    _add_split_flags(train)
     train.add_argument(
         "--bucket-boundaries",
         type=_int_list,
@@ -653,6 +654,45 @@ def _add_train_switches(train):
     )
 
 
+def _add_split_flags(parser, default=None):
+    """``--split``, ``--test-start``, ``--valid-start``, ``--targets``: how the data are split."""
+    parser.add_argument(
+        "--split",
+        choices=["leave_one_out", "temporal"],
+        default=default,
+        help="leave_one_out (default): each user's last item tests, the one before validates; "
+        "temporal: the events from --test-start on test (needs event times)",
+    )
+    parser.add_argument(
+        "--test-start",
+        type=_timestamp,
+        default=None,
+        help="--split temporal: the test period's start (ISO 8601, e.g. 1998-03-01, or epoch seconds); "
+        "each test user's earlier events are the history",
+    )
+    parser.add_argument(
+        "--valid-start",
+        type=_timestamp,
+        default=None,
+        help="--split temporal: the validation period's start, before --test-start (default: each "
+        "user's last event before --test-start validates)",
+    )
+    parser.add_argument(
+        "--targets",
+        choices=["all", "first"],
+        default=None,
+        help="--split temporal: every event of the period a target (default), or each user's first",
+    )
+
+
+def _timestamp(text):
+    """An argparse type: seconds since the epoch of ISO 8601 or a number (``readers.parse_timestamp``)."""
+    try:
+        return parse_timestamp(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _add_pretrain(sub):
     p = _command(sub, "pretrain")
     p.add_argument("--model", choices=PRETRAINABLE, required=True)
@@ -690,6 +730,25 @@ def _add_evaluate(sub):
     evaluate.add_argument("--data", required=True, help=DATA_HELP)
     evaluate.add_argument(
         "--split", choices=["test", "valid"], default="test", help="the cases to rank (default test)"
+    )
+    evaluate.add_argument(
+        "--test-start",
+        type=_timestamp,
+        default=None,
+        help="split the data in time at this point (ISO 8601 or epoch seconds) instead of as the model's "
+        "training did (its train_config.json)",
+    )
+    evaluate.add_argument(
+        "--valid-start",
+        type=_timestamp,
+        default=None,
+        help="with --test-start: the validation period's start",
+    )
+    evaluate.add_argument(
+        "--targets",
+        choices=["all", "first"],
+        default=None,
+        help="a temporal split's targets: every event of the period, or each user's first",
     )
     evaluate.add_argument(
         "--exclude-seen",
@@ -877,6 +936,10 @@ TRAIN_FLAGS = [
     ("init_from", str, "unisrec, recformer: start from a directory written by 'tfseqrec pretrain'"),
 ]
 TRAIN_SWITCHES = [
+    "split",
+    "test_start",
+    "valid_start",
+    "targets",
     "bucket_boundaries",
     "mixed_precision",
     "jit_compile",

@@ -22,7 +22,7 @@ import numpy as np
 
 from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
 from tfseqrec.data import download, features, readers, splits, synthetic, tfrecord, vocab
-from tfseqrec.training import directory, pretrain
+from tfseqrec.training import directory, id_models, pretrain
 
 
 def run(args, stdout):
@@ -59,7 +59,7 @@ def _read_kwargs(args):
     }
 
 
-def _load(args, vocabulary=None):
+def _load(args, vocabulary=None, split_options=None):
     interactions = readers.read_interactions(
         _resolve(args.path if hasattr(args, "path") else args.data), **_read_kwargs(args)
     )
@@ -68,8 +68,22 @@ def _load(args, vocabulary=None):
         getattr(args, "min_user_interactions", 0),
         getattr(args, "min_item_interactions", 0),
         vocabulary,
+        **(split_options or {}),
     )
     return interactions, split, vocabulary, report
+
+
+def _split_options(args, info):
+    """How ``evaluate`` splits the data: as the model's training did (its ``train_config.json``),
+    unless ``--test-start`` (a temporal split at that time) says otherwise."""
+    config = dict(info.get("config") or {})
+    if args.test_start is not None:
+        config = {"split": "temporal", "test_start": args.test_start, "valid_start": args.valid_start}
+    elif args.valid_start is not None:
+        raise ValueError("--valid-start needs --test-start")
+    if args.targets is not None:
+        config["targets"] = args.targets
+    return id_models.split_options(config)
 
 
 def _data_stats(args, stdout):
@@ -306,7 +320,8 @@ def _pretrain(args, stdout):
 
 def _evaluate(args, stdout):
     model, vocabulary, info = kinds.load(args.model_dir)
-    interactions, split, _, report = _load(args, vocabulary)
+    options = _split_options(args, info)
+    interactions, split, _, report = _load(args, vocabulary, options)
     if not args.allow_other_data:
         _require_training_data(args.model_dir, info, interactions.path, report)
     sampled = None
@@ -327,6 +342,15 @@ def _evaluate(args, stdout):
             file=sys.stderr,
         )
     result["split"] = args.split
+    if options:
+        result["temporal"] = {
+            **options,
+            **{
+                k: report[k]
+                for k in ("test_users", "test_users_without_history", "test_new_items")
+                if k in report
+            },
+        }
     result["skipped_unknown_targets"] = 0  # kept for old readers: unknown targets are misses, none is skipped
     result["oov_interactions"] = report["oov_interactions"]
     _print_json(stdout, result)

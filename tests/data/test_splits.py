@@ -183,3 +183,64 @@ def test_sequences_without_real_times_have_none():
 def test_item_counts_by_hand():
     seqs = splits.Sequences.from_list(["a", "b"], [[3, 4, 3], [5, 3]])
     assert seqs.item_counts(7).tolist() == [0, 0, 0, 3, 1, 1, 0]
+
+
+# --- the temporal split ---------------------------------------------------------------
+
+
+def _brute_force_temporal(seqs, times, test_start, valid_start, targets):
+    """The temporal split user by user, in plain Python: ``(train, valid, test)`` as lists."""
+    train, valid, test = [], [], []
+    for items, stamps in zip(seqs, times):
+        before = [i for i, t in zip(items, stamps) if t < test_start]
+        period = [i for i, t in zip(items, stamps) if t >= test_start]
+        if before and period:
+            test += [(list(before), target) for target in (period if targets == "all" else period[:1])]
+        if valid_start is None:
+            if len(before) >= 2:
+                valid.append((before[:-1], before[-1]))
+                train.append(before[:-1])
+            else:
+                train.append(before)
+        else:
+            early = [i for i, t in zip(items, stamps) if t < valid_start]
+            middle = [i for i, t in zip(items, stamps) if valid_start <= t < test_start]
+            if early and middle:
+                valid += [(list(early), target) for target in (middle if targets == "all" else middle[:1])]
+            train.append(early)
+    return train, valid, test
+
+
+def _as_lists(cases):
+    return [(h.tolist(), int(t)) for h, t in zip(cases.histories.to_list(), cases.targets)]
+
+
+@pytest.mark.parametrize("valid_start", [None, 55])
+@pytest.mark.parametrize("targets", ["all", "first"])
+def test_the_temporal_split_is_the_brute_force_one(valid_start, targets):
+    rng = np.random.default_rng(0)
+    users, seqs, times = [], [], []
+    for u in range(60):
+        n = int(rng.integers(1, 12))
+        users.append(f"u{u}")
+        seqs.append(rng.integers(3, 40, size=n).tolist())
+        times.append(np.sort(rng.integers(0, 100, size=n)).tolist())
+    split = splits.temporal_split(
+        splits.Sequences.from_list(users, seqs, times), 70, valid_start=valid_start, targets=targets
+    )
+    train, valid, test = _brute_force_temporal(seqs, times, 70, valid_start, targets)
+    assert [s.tolist() for s in split.train.to_list()] == train
+    assert _as_lists(split.valid) == valid and _as_lists(split.test) == test
+    assert len(test) > 10 and len(valid) > 10
+
+
+def test_a_temporal_split_at_a_time_outside_the_log_is_refused():
+    seqs = splits.Sequences.from_list(["a", "b"], [[3, 4], [5, 6]], [[10, 20], [15, 30]])
+    with pytest.raises(ValueError, match="test_start .* leaves a period empty: the events run from"):
+        splits.temporal_split(seqs, 31)
+    with pytest.raises(ValueError, match="leaves a period empty"):
+        splits.temporal_split(seqs, 10)  # nothing before it
+    with pytest.raises(ValueError, match="valid_start .* must come before test_start"):
+        splits.temporal_split(seqs, 15, valid_start=20)
+    with pytest.raises(ValueError, match="needs event times"):
+        splits.temporal_split(splits.Sequences.from_list(["a"], [[3, 4]]), 1)

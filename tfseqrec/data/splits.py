@@ -17,6 +17,7 @@ stores them) so a million events cost two NumPy arrays, not a million lists.
 """
 
 import dataclasses
+import datetime
 
 import numpy as np
 
@@ -322,6 +323,126 @@ def leave_one_out(sequences, min_length=3, validation="last"):
     return Split(train, valid, test, report)
 
 
+# How ``prepare`` splits: each user's last items, or the log at points in time.
+SPLITS = ("leave_one_out", "temporal")
+# The targets of a temporal split's test (and validation) period: every event of it, or a user's first.
+TARGETS = ("all", "first")
+
+
+def temporal_split(sequences, test_start, valid_start=None, targets="all", validation="last"):
+    """A global temporal split (RecTools' ``TimeRangeSplitter``, one fold).
+
+    Events from ``test_start`` on are the test period: each user with events both
+    before and in it gives test cases whose history is every event before
+    ``test_start`` and whose targets are the user's test-period events (``"all"``,
+    one case each, the same history) or the first of them (``"first"``). Training
+    sees nothing from the test period.
+
+    With ``valid_start`` (before ``test_start``), the events in ``[valid_start,
+    test_start)`` are the validation period, cases made the same way from the events
+    before ``valid_start``, and training holds only those. Without it, each user's last
+    event before ``test_start`` validates as in ``leave_one_out`` (``validation="none"``:
+    it is trained on, and there is no validation case).
+
+    Args:
+        sequences: ``Sequences`` with ``timestamps`` (seconds), each in time order.
+        test_start, valid_start: seconds since the epoch.
+        targets: ``"all"`` or ``"first"``.
+        validation: ``"last"`` or ``"none"``, without ``valid_start``.
+
+    Returns:
+        ``Split``; its report counts the users and items new in each period (no event
+        before it), the users of a period without history (no case: nothing to recommend
+        from), and the events of each period.
+
+    >>> seqs = Sequences.from_list(["a", "b"], [[3, 4, 5, 6], [7, 8]], [[1, 2, 3, 9], [8, 9]])
+    >>> split = temporal_split(seqs, test_start=9)
+    >>> split.test.targets.tolist(), split.test.histories.to_list()
+    ([6, 8], [array([3, 4, 5]), array([7])])
+    >>> split.train.to_list(), split.valid.targets.tolist()
+    ([array([3, 4]), array([7])], [5])
+    """
+    if sequences.timestamps is None:
+        raise ValueError(
+            "the temporal split needs event times, and the data has none (the SASRec text format, "
+            "or a CSV without a time column)"
+        )
+    if targets not in TARGETS:
+        raise ValueError(f"targets must be one of {list(TARGETS)}, got {targets!r}")
+    times = sequences.timestamps
+    first, last = times.min(), times.max()
+    for name, value in (("test_start", test_start), ("valid_start", valid_start)):
+        if value is not None and not first < value <= last:
+            raise ValueError(
+                f"{name} {_when(value)} leaves a period empty: the events run from {_when(first)} "
+                f"to {_when(last)}"
+            )
+    if valid_start is not None and valid_start >= test_start:
+        raise ValueError(f"valid_start {_when(valid_start)} must come before test_start {_when(test_start)}")
+    row = np.repeat(np.arange(len(sequences)), sequences.lengths)
+    before_test = np.bincount(row[times < test_start], minlength=len(sequences))
+    train_end = test_start if valid_start is None else valid_start
+    before_train_end = np.bincount(row[times < train_end], minlength=len(sequences))
+    test, test_counts = _period_cases(sequences, before_test, test_start, None, targets)
+    report = {"split": "temporal", "test_start": test_start, "test_events": int((times >= test_start).sum())}
+    report.update({f"test_{k}": v for k, v in test_counts.items()})
+    if valid_start is None:
+        held = before_test
+        if validation == "last":
+            held = np.where(before_test >= 2, before_test - 1, before_test)
+        train = sequences.keep_first(held)
+        evaluable = (before_test >= 2) & (validation == "last")
+        ev = sequences.select(evaluable)
+        cut = before_test[evaluable]
+        valid = Cases(ev.keep_first(cut - 1), ev.values[ev.row_splits[:-1] + cut - 1])
+    else:
+        train = sequences.keep_first(before_train_end)
+        in_valid = np.bincount(row[(times >= valid_start) & (times < test_start)], minlength=len(sequences))
+        valid_sequences = sequences.keep_first(before_train_end + in_valid)
+        valid, valid_counts = _period_cases(valid_sequences, before_train_end, valid_start, None, targets)
+        report.update(valid_start=valid_start, valid_events=int(in_valid.sum()))
+        report.update({f"valid_{k}": v for k, v in valid_counts.items()})
+    trained_items = set(np.unique(train.values).tolist())
+    report.update(
+        train_users=int((train.lengths > 0).sum()),
+        train_interactions=train.num_events,
+        valid_cases=len(valid),
+        test_cases=len(test),
+        test_new_items=len(set(np.unique(sequences.values[times >= test_start]).tolist()) - trained_items),
+        train_only_users=int((before_test == sequences.lengths).sum()),
+    )
+    return Split(train, valid, test, report)
+
+
+def _period_cases(sequences, before, start, end, targets):
+    """``(Cases, counts)`` of a period beginning at ``start``: each user's events before it
+    (``before[u]`` of them) the history of each of its events in the period (all, or the first)."""
+    lengths = sequences.lengths
+    in_period = lengths - before
+    has_both = (before > 0) & (in_period > 0)
+    counts = {
+        "users": int((in_period > 0).sum()),
+        "users_without_history": int(((in_period > 0) & (before == 0)).sum()),
+    }
+    users = np.flatnonzero(has_both)
+    per_user = np.ones(len(users), np.int64) if targets == "first" else in_period[users]
+    rows = np.repeat(users, per_user)
+    offsets = np.arange(per_user.sum()) - np.repeat(np.cumsum(per_user) - per_user, per_user)
+    flat = sequences.row_splits[rows] + before[rows] + offsets
+    histories = sequences.select(rows)
+    histories = histories.keep_first(before[rows])
+    return Cases(histories, sequences.values[flat]), counts
+
+
+def _when(seconds):
+    """``seconds`` as an ISO 8601 UTC time (and the number), for messages."""
+    try:
+        stamp = datetime.datetime.fromtimestamp(float(seconds), datetime.timezone.utc)
+        return f"{stamp.strftime('%Y-%m-%dT%H:%M:%SZ')} ({seconds:g} s)"
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds:g} s"
+
+
 def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
     """Holds items out of training entirely, to test recommending unseen items.
 
@@ -377,12 +498,22 @@ def training_vocabulary(vocabulary, train):
 
 
 def prepare(
-    interactions, min_user_interactions=0, min_item_interactions=0, vocabulary=None, validation="last"
+    interactions,
+    min_user_interactions=0,
+    min_item_interactions=0,
+    vocabulary=None,
+    validation="last",
+    split="leave_one_out",
+    test_start=None,
+    valid_start=None,
+    targets="all",
 ):
-    """Interactions to a leave-one-out ``Split``: sort, duplicates, k-core, vocabulary, split.
+    """Interactions to a ``Split``: sort, duplicates, k-core, vocabulary, split.
 
     ``validation``: ``"last"`` (each user's second-to-last item a validation case) or
     ``"none"`` (no validation cases: that item is a training item; ``leave_one_out``).
+    ``split``: ``"leave_one_out"`` (the default) or ``"temporal"`` (``temporal_split`` at
+    ``test_start`` and ``valid_start``, seconds, with ``targets``).
 
     Exact duplicate events (same user, item and time) are kept once
     (``drop_duplicates``, counted in ``report["removed_duplicates"]``).
@@ -412,14 +543,27 @@ def prepare(
         # Any id order will do for the first split: its counts are redone on the training
         # events below, which sets the order (sorting a million raw ids twice costs seconds).
         vocabulary = vocab_lib.ItemVocabulary(vocab_lib.factorize(events.items)[0])
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+    if split == "temporal" and test_start is None:
+        raise ValueError("the temporal split needs test_start (--test-start: ISO 8601 or epoch seconds)")
+    if split != "temporal" and (test_start is not None or valid_start is not None):
+        raise ValueError("test_start and valid_start are for split='temporal' (--split temporal)")
+
+    def cut(sequences):
+        if split == "temporal":
+            return temporal_split(sequences, test_start, valid_start, targets, validation)
+        return leave_one_out(sequences, validation=validation)
+
     sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
-    split = leave_one_out(sequences, validation=validation)
+    result = cut(sequences)
     if not given:
         # Counts, and with them the id order, come from training events only: the
         # held-out targets must not make their items look more popular.
-        vocabulary = training_vocabulary(vocabulary, split.train)
+        vocabulary = training_vocabulary(vocabulary, result.train)
         sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
-        split = leave_one_out(sequences, validation=validation)
+        result = cut(sequences)
+    split = result
     report.update(seq_report)
     report.update(split.report)
     lengths = sequences.lengths

@@ -13,6 +13,7 @@ import typing
 
 from tfseqrec import models, presets, registry
 from tfseqrec.checks import check_choice, check_number
+from tfseqrec.data import splits
 
 
 class Options:
@@ -107,6 +108,10 @@ class TrainConfig(Options):
     epochs: int = 200
     patience: int = 20
     validation: str = "last"  # "last": the second-to-last item validates; "none": no validation split
+    split: str = "leave_one_out"  # or "temporal": at test_start (and valid_start), seconds (splits.prepare)
+    test_start: float = None
+    valid_start: float = None
+    targets: str = "all"  # temporal: every event of the test period a target, or each user's "first"
     window_stride: int = None
     bucket_boundaries: list = None  # None: by the data (presets.for_data); [] for none
     validation_batch_size: int = 512
@@ -180,6 +185,16 @@ class TrainConfig(Options):
         check_number("seq_seq_weight", self.seq_seq_weight, minimum=0)
         check_number("item_drop", self.item_drop, minimum=0, maximum=1, exclusive_maximum=True)
         check_choice("validation", self.validation, VALIDATION)
+        check_choice("split", self.split, splits.SPLITS)
+        check_choice("targets", self.targets, splits.TARGETS)
+        for name in ("test_start", "valid_start"):
+            check_number(name, getattr(self, name), optional=True)
+        if (self.split == "temporal") != (self.test_start is not None):
+            raise ValueError(
+                "split 'temporal' needs test_start (--test-start), and test_start needs split 'temporal'"
+            )
+        if self.valid_start is not None and self.split != "temporal":
+            raise ValueError("valid_start is for split 'temporal'")
         check_choice("sampler", self.sampler, SAMPLERS, optional=True)
         if self.sampler is not None and self.loss != "sampled_softmax":
             raise ValueError(f"sampler applies to the sampled_softmax loss, not {self.loss!r}")

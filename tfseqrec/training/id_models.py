@@ -271,6 +271,21 @@ def _values_of(model, name):
     return {"values": built["values"]} if "values" in built else {}
 
 
+def split_options(config):
+    """``splits.prepare``'s arguments of how ``config`` splits the data (a ``TrainConfig`` or its dict)."""
+    get = (
+        config.get if isinstance(config, dict) else lambda name, default=None: getattr(config, name, default)
+    )
+    if get("split", "leave_one_out") != "temporal":
+        return {}
+    return {
+        "split": "temporal",
+        "test_start": get("test_start"),
+        "valid_start": get("valid_start"),
+        "targets": get("targets", "all"),
+    }
+
+
 def initialize(model, checkpoint):
     """Starts a UniSRec ``model`` from a ``tfseqrec pretrain --model unisrec`` directory (all but the
     item tables); returns the number of weights loaded."""
@@ -322,7 +337,7 @@ def train(
     strategy = distribute.resolve(strategy)
     check(spec, config, item_features is not None)  # bad model options fail before the data are read
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
-    split, vocabulary, report = splits.prepare(events, validation=config.validation)
+    split, vocabulary, report = splits.prepare(events, validation=config.validation, **split_options(config))
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     # The options settled by the data once: what the run trains with, and what a resumed run must match.
     config, per_window, choices = _run_config(spec, config, split, vocabulary.num_items, verbose)
