@@ -25,6 +25,7 @@ Usage:
     python benchmarks/defaults.py --datasets ml-100k --minutes 0.3      # a quick check, end to end
     python benchmarks/defaults.py --datasets ml-100k --models bert4rec --minutes 4 --config '{"batch_size": 32}'
     python benchmarks/defaults.py --datasets ml-1m --models sasrec,unisrec --minutes 10
+    python benchmarks/defaults.py --datasets ml-100k --models sasrec --minutes 3 --item-features
     python benchmarks/defaults.py --report benchmarks/results/defaults.json   # stored run, no training
     python benchmarks/defaults.py --minutes 10 --seed 1 --json benchmarks/results/defaults-seed-1.json
     python benchmarks/defaults.py --report benchmarks/results/defaults.json benchmarks/results/defaults-seed-1.json
@@ -49,6 +50,7 @@ import records  # noqa: E402  (benchmarks/records.py)
 import text  # noqa: E402  (benchmarks/text.py: Popularity)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
+from tfseqrec.data import features, readers  # noqa: E402
 
 DATASETS = tuple(datasets.DATASETS)  # what --datasets takes, in the order the table gives them
 MODELS = ("sasrec", "bert4rec", "hstu", "unisrec")
@@ -69,10 +71,21 @@ def item_text(name, data_root, work):
     return datasets.get(name).item_text_path(data_root)
 
 
-def train_row(model_name, data_path, minutes, seed, epochs=None, config=None, text_path=None):
+def features_file(name, data_root, work):
+    """``(path, columns)``: dataset ``name``'s item attributes as an item-features CSV written to
+    ``work`` (``tfseqrec data item-features``: genres and year, or categories and brand)."""
+    columns, rows = features.from_item_text(readers.read_item_text(item_text(name, data_root, work)))
+    path = os.path.join(work, f"{name}.features.csv")
+    features.write_csv(path, columns, rows)
+    return path, columns
+
+
+def train_row(
+    model_name, data_path, minutes, seed, epochs=None, config=None, text_path=None, attributes=None
+):
     """``(row, split, vocabulary)``: ``model_name`` trained with its defaults (but ``config``'s
     options and the row's own, ``MODEL_OPTIONS``), and its test metrics; ``text_path``: the
-    items' text, for UniSRec."""
+    items' text, for UniSRec; ``attributes``: ``(path, columns)`` of an item-features file."""
     values = {
         "model": model_name,
         "max_train_minutes": minutes,
@@ -86,9 +99,18 @@ def train_row(model_name, data_path, minutes, seed, epochs=None, config=None, te
     out = tempfile.mkdtemp(prefix=f"defaults-{model_name}-")
     start = time.perf_counter()
     model, history, split, vocabulary = training.train(
-        kinds.get(model_name), data_path, out, values, callbacks=[timer], verbose=0, item_text=text_path
+        kinds.get(model_name),
+        data_path,
+        out,
+        values,
+        callbacks=[timer],
+        verbose=0,
+        item_text=text_path,
+        item_features=attributes and attributes[0],
     )
     wall = time.perf_counter() - start
+    if attributes:  # recorded beside the options (the file itself is not a training option)
+        values = {**values, "item_features": ",".join(attributes[1])}
     test = evaluation.evaluate(model, split.test, progress=False)
     row = {
         "model": model_name,
@@ -107,15 +129,19 @@ def popularity_row(split, vocabulary):
     return {"model": "popularity", "train_wall_seconds": 0.0, "test": {k: test[k] for k in METRICS}}
 
 
-def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=None):
-    """The rows of one dataset: each model's, then popularity's on the same split."""
+def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=None, attributes=False):
+    """The rows of one dataset: each model's, then popularity's on the same split; ``attributes``:
+    the id models read the dataset's item attributes (``features_file``)."""
     dataset = datasets.get(name)
     path, protocol = dataset.path(data_root), dataset.protocol
     rows, split = [], None
     work = tempfile.mkdtemp(prefix=f"defaults-{name}-")
     for model_name in models:
         text_path = item_text(name, data_root, work) if kinds.get(model_name).needs_item_text else None
-        row, split, vocabulary = train_row(model_name, path, minutes, seed, epochs, config, text_path)
+        read = features_file(name, data_root, work) if attributes else None
+        row, split, vocabulary = train_row(
+            model_name, path, minutes, seed, epochs, config, text_path, attributes=read
+        )
         rows.append(row)
         print(f"{name} {model_name}: test NDCG@10 {row['test']['ndcg@10']:.4f}", flush=True)
     if split is not None:
@@ -275,6 +301,11 @@ def main():
         default=None,
         help="JSON of options set for every model: a probe of one change against the defaults",
     )
+    parser.add_argument(
+        "--item-features",
+        action="store_true",
+        help="the id models read each dataset's item attributes (genres and year; categories and brand)",
+    )
     parser.add_argument("--json", help="also write the results here (rewritten after every dataset)")
     parser.add_argument(
         "--report",
@@ -306,7 +337,14 @@ def main():
     }
     for name in names:
         run["rows"] += dataset_rows(
-            name, args.data_root, models, args.minutes, args.seed, args.epochs, args.config
+            name,
+            args.data_root,
+            models,
+            args.minutes,
+            args.seed,
+            args.epochs,
+            args.config,
+            args.item_features,
         )
         run["ended"] = machine.now()
         if args.json:

@@ -10,7 +10,8 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
   machine; ``multi_worker``: every worker of ``TF_CONFIG``'s cluster, the chief
   writing the outputs; ``tfseqrec.distribute``) and, for the kinds that read item text
   (``unisrec``), ``item_text`` (the path of the items' text file, read with
-  ``tf.io.gfile``);
+  ``tf.io.gfile``), and for the id models ``item_features`` (an item-features file:
+  ``tfseqrec train --item-features``);
 - records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
   ``tfseqrec.data.tfrecord`` features) and gathered by ``tfrecord.from_batches``;
 - ``fn_args.train_steps``, when set (``TrainArgs(num_steps=N)``), caps training at N steps;
@@ -81,6 +82,7 @@ def run_fn(fn_args):
     options = dict(fn_args.custom_config or {})
     k = int(options.pop("serving_k", 10))
     item_text = options.pop("item_text", None)
+    item_features = options.pop("item_features", None)
     strategy = distribute.resolve(options.pop("strategy", None))
     kind = kinds.get(options.get("model", "sasrec"))
     kind.check(kind.options(options))  # bad options fail before any record is read
@@ -101,6 +103,7 @@ def run_fn(fn_args):
         max_steps=steps,
         item_text=_local_copy(item_text, run_dir) if item_text else None,
         strategy=strategy,
+        item_features=_local_copy(item_features, run_dir) if item_features else None,
     )
     export.save(kind, model, vocabulary, serving_dir, k=k)
     for own, chief in ((run_dir, fn_args.model_run_dir), (serving_dir, fn_args.serving_model_dir)):

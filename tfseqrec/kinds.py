@@ -122,11 +122,12 @@ class ModelKind:
         max_steps=None,
         item_text=None,
         strategy=None,
+        item_features=None,
     ):
         """Trains on a prepared split (the TFX trainer's path); returns the model.
 
-        ``item_text``: the items' text file, for kinds that read it. ``strategy``: as
-        for ``train``.
+        ``item_text``: the items' text file, for kinds that read it; ``item_features``:
+        an item-features file, for the id models. ``strategy``: as for ``train``.
         """
         raise ValueError(f"{self.name} models cannot be trained on a prepared id split")
 
@@ -244,10 +245,15 @@ class IdModelKind(ModelKind):
         max_steps=None,
         item_text=None,
         strategy=None,
+        item_features=None,
     ):
         config, model_kwargs = id_models.model_inputs(
             self.spec, self.options(options), vocabulary, item_text, output_dir, verbose
         )
+        if item_features is not None:
+            model_kwargs.update(
+                id_models.feature_inputs(self.spec, item_features, vocabulary, output_dir, verbose)
+            )
         model, _ = id_models.fit(
             self,
             split,
@@ -413,6 +419,7 @@ class RecformerKind(ModelKind):
         max_steps=None,
         item_text=None,
         strategy=None,
+        item_features=None,
     ):
         raise ValueError(
             "recformer reads item text, which the TFX pipeline's id sequences do not carry; "

@@ -218,3 +218,18 @@ def test_threshold_and_baseline_decide_the_blessing(sequences, trained, tmp_path
     )
     report, _, _ = _evaluate(tmp_path / "c", sequences, trained, baseline_root=untrained)
     assert report["blessed"] and report["baseline"]["ndcg@10"] < report["candidate"]["ndcg@10"]
+
+
+def test_run_fn_trains_an_id_model_with_item_attributes(sequences, tmp_path):
+    features = tmp_path / "walk.csv"  # each item's parity and its place on the walk
+    features.write_text("item_id,parity,step\n" + "".join(f"i{i},{i % 2},{i}\n" for i in range(20)))
+    trainer_module.run_fn(
+        _fn_args(sequences, tmp_path, {**CONFIG, "epochs": 2, "item_features": str(features)})
+    )
+    with open(tmp_path / "model_run" / "item_features.json") as f:
+        assert json.load(f)["kinds"] == {"parity": "numeric", "step": "numeric"}
+    model, _, _ = tfseqrec.load(str(tmp_path / "model_run"))
+    assert model.backbone.feature_embedding is not None
+    predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
+    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4", "i5"]])})
+    assert out["item_ids"].shape == (1, 4)
