@@ -73,3 +73,29 @@ def test_a_log_without_times_cannot_be_split_in_time(data_root, tmp_path):
         "--output", tmp_path / "m", *TINY, check=False,
     )  # fmt: skip
     assert done.returncode == 1 and "the temporal split needs event times" in done.stderr
+
+
+def test_data_stats_counts_each_period(data_root):
+    stats = json.loads(
+        _tfseqrec(
+            "data", "stats", data_root / "ml-100k", "--split", "temporal", "--test-start", "1998-03-01",
+            "--valid-start", "1998-02-01", "--json",
+        ).stdout
+    )  # fmt: skip
+    # The oracle: the raw file in plain Python.
+    events = [line.split("\t") for line in (data_root / "ml-100k" / "u.data").read_text().splitlines()]
+    valid, test = _seconds("1998-02-01"), _seconds("1998-03-01")
+    first_seen = {}
+    for _, item, _, stamp in sorted(events, key=lambda e: int(e[3])):
+        first_seen.setdefault(item, int(stamp))
+    users_before = {user for user, _, _, stamp in events if int(stamp) < test}
+    test_users = {user for user, _, _, stamp in events if int(stamp) >= test}
+    assert stats["periods"]["test"] == {
+        "start": test,
+        "events": sum(int(e[3]) >= test for e in events),
+        "users": len(test_users),
+        "users_without_history": len(test_users - users_before),
+        "new_items": sum(t >= test for t in first_seen.values()),
+    }
+    assert stats["periods"]["valid"]["events"] == sum(valid <= int(e[3]) < test for e in events)
+    assert stats["periods"]["valid"]["new_items"] == sum(valid <= t < test for t in first_seen.values())

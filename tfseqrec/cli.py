@@ -498,6 +498,7 @@ def _add_data_stats(data_sub):
     stats.add_argument(
         "--min-item-interactions", type=_nonnegative_int, default=0, help="k-core: drop items with fewer"
     )
+    _add_split_flags(stats)
     stats.add_argument("--json", action="store_true", help="print one JSON object")
 
 

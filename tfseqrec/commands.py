@@ -87,7 +87,13 @@ def _split_options(args, info):
 
 
 def _data_stats(args, stdout):
-    interactions, _, _, report = _load(args)
+    options = {}
+    if args.split == "temporal" or args.test_start is not None:
+        options = {"split": "temporal", "test_start": args.test_start, "valid_start": args.valid_start}
+        options["targets"] = args.targets or "all"
+    elif args.valid_start is not None or args.targets is not None:
+        raise ValueError("--valid-start and --targets are for --split temporal --test-start T")
+    interactions, _, _, report = _load(args, split_options=options)
     stats = {
         "path": interactions.path,
         "format": interactions.format,
@@ -103,6 +109,16 @@ def _data_stats(args, stdout):
         },
         "removed": {k: v for k, v in report.items() if k.startswith("removed_") or k == "oov_interactions"},
     }
+    if options:  # each period: its events, users, users without earlier events, items new in it
+        stats["periods"] = {
+            period: {
+                key: report[f"{period}_{key}"]
+                for key in ("start", "events", "users", "users_without_history", "new_items")
+                if f"{period}_{key}" in report
+            }
+            for period in ("valid", "test")
+            if f"{period}_start" in report and report[f"{period}_start"] is not None
+        }
     if args.json:
         _print_json(stdout, stats)
     else:

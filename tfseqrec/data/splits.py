@@ -403,12 +403,21 @@ def temporal_split(sequences, test_start, valid_start=None, targets="all", valid
         report.update(valid_start=valid_start, valid_events=int(in_valid.sum()))
         report.update({f"valid_{k}": v for k, v in valid_counts.items()})
     trained_items = set(np.unique(train.values).tolist())
+    if valid_start is not None:
+        in_valid_period = (times >= valid_start) & (times < test_start)
+        report["valid_new_items"] = len(
+            set(np.unique(sequences.values[in_valid_period]).tolist()) - trained_items
+        )
     report.update(
         train_users=int((train.lengths > 0).sum()),
         train_interactions=train.num_events,
         valid_cases=len(valid),
         test_cases=len(test),
-        test_new_items=len(set(np.unique(sequences.values[times >= test_start]).tolist()) - trained_items),
+        # New in the test period: not in training nor (with one) in the validation period.
+        test_new_items=len(
+            set(np.unique(sequences.values[times >= test_start]).tolist())
+            - set(np.unique(sequences.values[times < test_start]).tolist())
+        ),
         train_only_users=int((before_test == sequences.lengths).sum()),
     )
     return Split(train, valid, test, report)
