@@ -375,6 +375,7 @@ MINIMAL_ARGV = {
     "data stats": ["data", "stats", "log.csv"],
     "data download": ["data", "download", "ml-100k"],
     "data item-text": ["data", "item-text", "movies.dat", "--output", "o.item.json"],
+    "data item-features": ["data", "item-features", "u.item", "--output", "o.csv"],
     "data synthetic": ["data", "synthetic", "--events", "9", "--items", "3", "--output", "o.csv"],
     "data tfrecord": ["data", "tfrecord", "log.csv", "--output", "o"],
     "train": ["train", "--data", "d", "--output", "o"],

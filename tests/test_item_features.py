@@ -112,7 +112,14 @@ def test_export_refuses_attributes_for_a_model_trained_without_them(data_root, f
     out = tmp_path / "ids"
     _tfseqrec("train", "--data", data_root / "ml-100k", "--output", out, *TINY)
     refused = _tfseqrec(
-        "export", "--model-dir", out, "--output", tmp_path / "e", "--item-features", features_file, check=False
+        "export",
+        "--model-dir",
+        out,
+        "--output",
+        tmp_path / "e",
+        "--item-features",
+        features_file,
+        check=False,
     )
     assert refused.returncode == 1 and "was trained without item attributes" in refused.stderr
     assert not (tmp_path / "e").exists()

@@ -655,34 +655,35 @@ def _add_train_switches(train):
     )
 
 
-def _add_split_flags(parser, default=None):
-    """``--split``, ``--test-start``, ``--valid-start``, ``--targets``: how the data are split."""
-    parser.add_argument(
-        "--split",
-        choices=["leave_one_out", "temporal"],
-        default=default,
-        help="leave_one_out (default): each user's last item tests, the one before validates; "
-        "temporal: the events from --test-start on test (needs event times)",
-    )
+def _add_split_flags(parser, choose=True):
+    """``--split`` (unless ``choose`` is false), ``--test-start``, ``--valid-start``, ``--targets``."""
+    if choose:
+        parser.add_argument(
+            "--split",
+            choices=["leave_one_out", "temporal"],
+            default=None,
+            help="leave_one_out (default): each user's last item tests, the one before validates; "
+            "temporal: the events from --test-start on test (needs event times)",
+        )
     parser.add_argument(
         "--test-start",
         type=_timestamp,
         default=None,
-        help="--split temporal: the test period's start (ISO 8601, e.g. 1998-03-01, or epoch seconds); "
+        help="a temporal split's test period start (ISO 8601, e.g. 1998-03-01, or epoch seconds); "
         "each test user's earlier events are the history",
     )
     parser.add_argument(
         "--valid-start",
         type=_timestamp,
         default=None,
-        help="--split temporal: the validation period's start, before --test-start (default: each "
-        "user's last event before --test-start validates)",
+        help="the validation period's start, before --test-start (default: each user's last event "
+        "before --test-start validates)",
     )
     parser.add_argument(
         "--targets",
         choices=["all", "first"],
         default=None,
-        help="--split temporal: every event of the period a target (default), or each user's first",
+        help="a temporal split's targets: every event of the period (default), or each user's first",
     )
 
 
@@ -732,25 +733,8 @@ def _add_evaluate(sub):
     evaluate.add_argument(
         "--split", choices=["test", "valid"], default="test", help="the cases to rank (default test)"
     )
-    evaluate.add_argument(
-        "--test-start",
-        type=_timestamp,
-        default=None,
-        help="split the data in time at this point (ISO 8601 or epoch seconds) instead of as the model's "
-        "training did (its train_config.json)",
-    )
-    evaluate.add_argument(
-        "--valid-start",
-        type=_timestamp,
-        default=None,
-        help="with --test-start: the validation period's start",
-    )
-    evaluate.add_argument(
-        "--targets",
-        choices=["all", "first"],
-        default=None,
-        help="a temporal split's targets: every event of the period, or each user's first",
-    )
+    # A temporal split other than the one the model was trained on (its train_config.json).
+    _add_split_flags(evaluate, choose=False)
     evaluate.add_argument(
         "--exclude-seen",
         action=argparse.BooleanOptionalAction,
