@@ -148,17 +148,24 @@ def _data_download(args, stdout):
     return 0
 
 
-def _data_item_features(args, stdout):
-    if not args.output.endswith(".csv"):
-        raise ValueError(f"--output {args.output}: the name must end in .csv")
+def _mapped_item_text(args):
+    """``(text, missing)``: the item text of ``args.path``, keyed by ``--id-map``'s ids when given
+    (``missing``: the mapped ids without text)."""
     inputs = {"PATH": _resolve(args.path), "--id-map": _resolve(args.id_map)}
     checks.check_output_apart("--output", args.output, inputs)
-    raw_text = readers.read_item_text(_resolve(args.path))
+    text = readers.read_item_text(_resolve(args.path))
     missing = []
     if args.id_map:
         mapping = readers.read_id_map(_resolve(args.id_map))
-        missing = [new for new, original in mapping.items() if original not in raw_text]
-        raw_text = {new: raw_text[original] for new, original in mapping.items() if original in raw_text}
+        missing = [new for new, original in mapping.items() if original not in text]
+        text = {new: text[original] for new, original in mapping.items() if original in text}
+    return text, missing
+
+
+def _data_item_features(args, stdout):
+    if not args.output.endswith(".csv"):
+        raise ValueError(f"--output {args.output}: the name must end in .csv")
+    raw_text, missing = _mapped_item_text(args)
     columns, rows = features.from_item_text(raw_text)
     with _written_whole(args.output) as partial:
         features.write_csv(partial, columns, rows)
@@ -174,14 +181,7 @@ def _data_item_text(args, stdout):
         raise ValueError(
             f"--output {args.output}: the name must end in .item.json (that is how readers know it)"
         )
-    inputs = {"PATH": _resolve(args.path), "--id-map": _resolve(args.id_map)}
-    checks.check_output_apart("--output", args.output, inputs)
-    text = readers.read_item_text(_resolve(args.path))
-    missing = []
-    if args.id_map:
-        mapping = readers.read_id_map(_resolve(args.id_map))
-        missing = [new for new, original in mapping.items() if original not in text]
-        text = {new: text[original] for new, original in mapping.items() if original in text}
+    text, missing = _mapped_item_text(args)
     with _written_whole(args.output) as partial, open(partial, "w", encoding="utf-8") as f:
         json.dump(text, f, ensure_ascii=False)
     _print_json(
