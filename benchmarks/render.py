@@ -26,6 +26,7 @@ ROOT = os.path.dirname(HERE)
 PAGES = [
     os.path.join(ROOT, "README.md"),
     os.path.join(HERE, "README.md"),
+    os.path.join(HERE, "attributes.md"),
     os.path.join(HERE, "results", "README.md"),
 ]
 SPECS = os.path.join(HERE, "tables.json")
