@@ -258,17 +258,11 @@ def add_featured_items(model, vocabulary, model_dir, path):
             f"{path} has the attributes {sorted(read.kinds)}; the model was trained with {sorted(trained['kinds'])}"
         )
     grown, added = vocabulary.with_items(list(read.rows))
-    encoded = features_lib.encode(read, grown, values=trained["values"])
     if not added:
         return model, vocabulary, []
-    spec = {name: {**encoded.spec[name], **_values_of(model, name)} for name in encoded.spec}
-    return model.with_items(grown.num_items, spec, encoded.tables), grown, added
-
-
-def _values_of(model, name):
-    """The value slots attribute ``name`` of ``model`` was built with (new items add none)."""
-    built = model.backbone.item_features[name]
-    return {"values": built["values"]} if "values" in built else {}
+    # Encoded with training's values: the same value slots, a multi-valued field perhaps wider.
+    encoded = features_lib.encode(read, grown, values=trained["values"])
+    return model.with_items(grown.num_items, encoded.spec, encoded.tables), grown, added
 
 
 def split_options(config):
