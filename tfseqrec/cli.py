@@ -21,6 +21,7 @@ import textwrap
 
 from tfseqrec import registry
 from tfseqrec.checks import check_number
+from tfseqrec.data import events
 from tfseqrec.data.readers import FORMATS, parse_timestamp
 from tfseqrec.version import __version__
 
@@ -613,6 +614,14 @@ def _add_train_switches(train):
     """``tfseqrec train``'s options that are not ``TRAIN_FLAGS``: lists, switches and choices."""
     _add_split_flags(train)
     train.add_argument(
+        "--event-features",
+        type=_name_list,
+        default=None,
+        help="id models: comma-separated per-event columns of the log (an event type, a device; "
+        "'rating' of a MovieLens file), embedded and added to each event's input, never to the "
+        "scored items",
+    )
+    train.add_argument(
         "--bucket-boundaries",
         type=_int_list,
         default=None,
@@ -685,6 +694,14 @@ def _add_split_flags(parser, choose=True):
         default=None,
         help="a temporal split's targets: every event of the period (default), or each user's first",
     )
+
+
+def _name_list(text):
+    """An argparse type: comma-separated column names (``tfseqrec.data.events.check_names``)."""
+    try:
+        return events.check_names(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _timestamp(text):
@@ -921,6 +938,7 @@ TRAIN_FLAGS = [
     ("init_from", str, "unisrec, recformer: start from a directory written by 'tfseqrec pretrain'"),
 ]
 TRAIN_SWITCHES = [
+    "event_features",
     "split",
     "test_start",
     "valid_start",

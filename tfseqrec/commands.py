@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
-from tfseqrec.data import download, features, readers, splits, synthetic, tfrecord, vocab
+from tfseqrec.data import download, events, features, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, id_models, pretrain
 
 
@@ -59,15 +59,20 @@ def _read_kwargs(args):
     }
 
 
-def _load(args, vocabulary=None, split_options=None):
+def _load(args, vocabulary=None, split_options=None, event_vocabulary=None):
+    """The log of ``args`` read and split (with a trained model's vocabularies, when given)."""
+    read_kwargs = _read_kwargs(args)
+    if event_vocabulary is not None:
+        read_kwargs["event_columns"] = event_vocabulary.columns
     interactions = readers.read_interactions(
-        _resolve(args.path if hasattr(args, "path") else args.data), **_read_kwargs(args)
+        _resolve(args.path if hasattr(args, "path") else args.data), **read_kwargs
     )
     split, vocabulary, report = splits.prepare(
         interactions,
         getattr(args, "min_user_interactions", 0),
         getattr(args, "min_item_interactions", 0),
         vocabulary,
+        event_vocabulary=event_vocabulary,
         **(split_options or {}),
     )
     return interactions, split, vocabulary, report
@@ -337,7 +342,9 @@ def _pretrain(args, stdout):
 def _evaluate(args, stdout):
     model, vocabulary, info = kinds.load(args.model_dir)
     options = _split_options(args, info)
-    interactions, split, _, report = _load(args, vocabulary, options)
+    interactions, split, _, report = _load(
+        args, vocabulary, options, events.EventVocabulary.load(args.model_dir)
+    )
     if not args.allow_other_data:
         _require_training_data(args.model_dir, info, interactions.path, report)
     sampled = None
@@ -411,14 +418,14 @@ def _plot(args, stdout):
     with _written_whole(written[0]) as partial:
         plot.training_curves(os.path.join(args.model_dir, "history.csv"), partial)
     if not args.history:
-        events = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
-        user = args.user if args.user is not None else events.users[0]
-        mine = events.users == user
-        args.history = " ".join(str(i) for i in events.items[mine][-20:])
+        log = splits.sort_by_time(readers.read_interactions(info["data"], format=info["format"]))
+        user = args.user if args.user is not None else log.users[0]
+        mine = log.users == user
+        args.history = " ".join(str(i) for i in log.items[mine][-20:])
         if not args.history:
             raise ValueError(f"user {user!r} is not in {info['data']}")
         if model.uses_timestamps:
-            args.timestamps = events.timestamps[mine][-20:].tolist()
+            args.timestamps = log.timestamps[mine][-20:].tolist()
     ids, times = _known_history(args, model, vocabulary)
     if not ids:
         raise ValueError("none of the history's items is in the model's vocabulary")

@@ -136,11 +136,17 @@ def evaluate(
 
 
 def model_inputs(model, histories):
-    """The input window of ``histories`` (``Sequences``) for ``model``: ids, and times when it reads them."""
-    window = pipeline.pad_left(histories, model.max_sequence_length)
-    if not model.uses_timestamps:
+    """The input window of ``histories`` (``Sequences``) for ``model``: ids, and the events' times
+    and context when it reads them."""
+    length = model.max_sequence_length
+    window = pipeline.pad_left(histories, length)
+    columns = list(getattr(model, "event_features", None) or ())
+    if not model.uses_timestamps and not columns:
         return window
-    return {"item_ids": window, "timestamps": pipeline.pad_left_times(histories, model.max_sequence_length)}
+    inputs = {"item_ids": window, **pipeline.pad_left_events(histories, length, columns)}
+    if model.uses_timestamps:
+        inputs["timestamps"] = pipeline.pad_left_times(histories, length)
+    return inputs
 
 
 def seen_items(exclude_seen, histories, inputs):

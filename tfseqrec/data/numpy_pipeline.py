@@ -22,6 +22,7 @@ Example:
 import keras
 import numpy as np
 
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import vocab
 
 
@@ -39,6 +40,28 @@ def pad_left(sequences, length, drop_last=0):
 def pad_left_times(sequences, length):
     """The times of ``pad_left(sequences, length)``'s items: int64 seconds ``[n, length]``, 0 where padded."""
     return _gather_windows(event_times(sequences), *_newest_bounds(sequences, length), length, np.int64)
+
+
+def pad_left_events(sequences, length, columns):
+    """The event context of ``pad_left(sequences, length)``'s items:
+    ``{"event_<column>": int32 [n, length]}``, 0 where padded."""
+    starts, ends = _newest_bounds(sequences, length)
+    return _event_windows(sequences, columns, starts, ends, length)
+
+
+def _event_windows(sequences, columns, starts, ends, width):
+    """``{"event_<column>": int32 [windows, width]}`` of the windows ``starts:ends``."""
+    if not columns:
+        return {}
+    if sequences.events is None or any(c not in sequences.events for c in columns):
+        have = [] if sequences.events is None else list(sequences.events)
+        raise ValueError(
+            f"the model reads event features {list(columns)}, but these sequences carry {have} "
+            "(read the log with event_columns=..., or --event-features)"
+        )
+    return {
+        events_lib.input_name(c): _gather_windows(sequences.events[c], starts, ends, width) for c in columns
+    }
 
 
 def _newest_bounds(sequences, length, drop_last=0):
@@ -132,7 +155,7 @@ def _gather_windows(values, starts, ends, width, dtype=np.int32):
     return out.astype(dtype)
 
 
-def causal_windows(sequences, max_sequence_length, window_stride=None, timestamps=False):
+def causal_windows(sequences, max_sequence_length, window_stride=None, timestamps=False, events=()):
     """Next-item training windows: ``(x, y, sample_weight)`` NumPy arrays, one row a window.
 
     Each window of ``max_sequence_length + 1`` items gives inputs ``w[:-1]`` and
@@ -145,10 +168,11 @@ def causal_windows(sequences, max_sequence_length, window_stride=None, timestamp
         window_stride: ``None`` for the last ``N + 1`` items of each user; an int to
             also train on earlier windows of long histories (``sliding_windows``).
         timestamps: add ``x["timestamps"]``, the inputs' times (``event_times``).
+        events: event columns to add as ``x["event_<column>"]``, the inputs' context.
 
     Returns:
-        ``x = {"item_ids", "padding_mask"[, "timestamps"]}``, ``y`` int32 and
-        ``sample_weight`` float32, each ``[num_windows, N]``.
+        ``x = {"item_ids", "padding_mask"[, "timestamps", "event_<column>" ...]}``,
+        ``y`` int32 and ``sample_weight`` float32, each ``[num_windows, N]``.
     """
     width = max_sequence_length + 1
     starts, ends, _ = _window_bounds(sequences, width, window_stride, min_length=2)
@@ -161,16 +185,21 @@ def causal_windows(sequences, max_sequence_length, window_stride=None, timestamp
     x = {"item_ids": inputs, "padding_mask": padding_mask(inputs)}
     if timestamps:
         x["timestamps"] = _gather_windows(event_times(sequences), starts, ends, width, np.int64)[:, :-1]
+    x.update({k: v[:, :-1] for k, v in _event_windows(sequences, events, starts, ends, width).items()})
     return x, targets, weights
 
 
-def cloze_windows(sequences, max_sequence_length, window_stride=None):
-    """BERT4Rec's training windows, unmasked: ``{"item_ids", "padding_mask"}`` int32 ``[num_windows, N]``.
+def cloze_windows(sequences, max_sequence_length, window_stride=None, events=()):
+    """BERT4Rec's training windows, unmasked: ``{"item_ids", "padding_mask"}`` int32 ``[num_windows, N]``
+    (and ``"event_<column>"`` of each of ``events``).
 
     The model masks them inside its training step (``ClozeTask``).
     """
-    windows, _ = sliding_windows(sequences, max_sequence_length, window_stride, min_length=1)
-    return {"item_ids": windows, "padding_mask": padding_mask(windows)}
+    starts, ends, _ = _window_bounds(sequences, max_sequence_length, window_stride, 1)
+    windows = _gather_windows(sequences.values, starts, ends, max_sequence_length)
+    x = {"item_ids": windows, "padding_mask": padding_mask(windows)}
+    x.update(_event_windows(sequences, events, starts, ends, max_sequence_length))
+    return x
 
 
 class Batches(keras.utils.PyDataset):
@@ -218,9 +247,10 @@ def causal_batches(
     window_stride=None,
     drop_remainder=False,
     timestamps=False,
+    events=(),
 ):
     """``pipeline.causal_dataset``'s batches as a ``Batches`` (no TensorFlow): SASRec, HSTU."""
-    data = causal_windows(sequences, max_sequence_length, window_stride, timestamps)
+    data = causal_windows(sequences, max_sequence_length, window_stride, timestamps, events)
     return Batches(data, batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder)
 
 
@@ -232,7 +262,8 @@ def cloze_batches(
     seed=None,
     window_stride=None,
     drop_remainder=False,
+    events=(),
 ):
     """``pipeline.cloze_dataset``'s batches as a ``Batches`` (no TensorFlow): BERT4Rec masks them in its step."""
-    data = cloze_windows(sequences, max_sequence_length, window_stride)
+    data = cloze_windows(sequences, max_sequence_length, window_stride, events)
     return Batches(data, batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder)

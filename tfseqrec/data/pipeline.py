@@ -25,6 +25,7 @@ from tfseqrec.data.numpy_pipeline import (
     cloze_windows,
     event_times,
     pad_left,
+    pad_left_events,
     pad_left_times,
     padding_mask,
     sliding_windows,
@@ -36,6 +37,7 @@ __all__ = [
     "eval_dataset",
     "event_times",
     "pad_left",
+    "pad_left_events",
     "pad_left_times",
     "sliding_windows",
 ]
@@ -51,6 +53,7 @@ def causal_dataset(
     drop_remainder=False,
     bucket_boundaries=None,
     timestamps=False,
+    events=(),
 ):
     """Next-item training data for SASRec and HSTU.
 
@@ -73,8 +76,9 @@ def causal_dataset(
             short histories do not pay for ``max_sequence_length`` of padding. The
             model's positions do not depend on the padding, so outputs are unchanged.
         timestamps: add ``x["timestamps"]``, the inputs' times (``event_times``).
+        events: event columns to add as ``x["event_<column>"]`` (``tfseqrec.data.events``).
     """
-    x, targets, weights = causal_windows(sequences, max_sequence_length, window_stride, timestamps)
+    x, targets, weights = causal_windows(sequences, max_sequence_length, window_stride, timestamps, events)
 
     def make(rows, width):
         features = {name: value[rows, -width:] for name, value in x.items()}
@@ -92,6 +96,7 @@ def cloze_dataset(
     window_stride=None,
     drop_remainder=False,
     bucket_boundaries=None,
+    events=(),
 ):
     """Masked-item training data for BERT4Rec.
 
@@ -99,9 +104,9 @@ def cloze_dataset(
     training step (``ClozeTask`` with its ``masking.ClozePreprocessor``, on the
     accelerator when there is one), fresh each step; masking in the input pipeline
     instead is ``ds.map(ClozePreprocessor(...))``.
-    ``bucket_boundaries`` works as in ``causal_dataset``.
+    ``bucket_boundaries`` and ``events`` work as in ``causal_dataset``.
     """
-    x = cloze_windows(sequences, max_sequence_length, window_stride)
+    x = cloze_windows(sequences, max_sequence_length, window_stride, events)
 
     def make(rows, width):
         return tf.data.Dataset.from_tensor_slices({name: value[rows, -width:] for name, value in x.items()})
@@ -110,7 +115,7 @@ def cloze_dataset(
 
 
 def eval_dataset(
-    cases, max_sequence_length, batch_size, history=True, bucket_boundaries=None, timestamps=False
+    cases, max_sequence_length, batch_size, history=True, bucket_boundaries=None, timestamps=False, events=()
 ):
     """Evaluation data: ``(x, target)`` with the last ``N`` history items as input.
 
@@ -124,10 +129,11 @@ def eval_dataset(
     history length and each group's windows are cut to the smallest width that holds
     the history and one more slot (BERT4Rec's [MASK]); scores do not depend on the
     padding, so the metrics are the same, in less time. The cases then come grouped,
-    not in their original order. ``timestamps`` adds the window's times.
+    not in their original order. ``timestamps`` adds the window's times, ``events`` its context.
     """
     inputs = pad_left(cases.histories, max_sequence_length)
     times = pad_left_times(cases.histories, max_sequence_length) if timestamps else None
+    context = pad_left_events(cases.histories, max_sequence_length, events)
     targets = cases.targets.astype(np.int32)
     seen = cases.histories
 
@@ -135,6 +141,7 @@ def eval_dataset(
         x = {"item_ids": inputs[rows, -width:], "padding_mask": padding_mask(inputs[rows, -width:])}
         if times is not None:
             x["timestamps"] = times[rows, -width:]
+        x.update({name: value[rows, -width:] for name, value in context.items()})
         if history:
             starts, sizes = seen.row_splits[:-1][rows], seen.lengths[rows]
             splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

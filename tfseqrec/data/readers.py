@@ -73,6 +73,8 @@ class Interactions:
         has_time: whether ``timestamps`` are real times.
         path: the file read.
         format: the format it was read as.
+        events: ``{column: raw values (str), shape [n]}``, the event columns read
+            (``event_columns``; ``tfseqrec.data.events``), or ``None``.
     """
 
     users: np.ndarray
@@ -81,6 +83,7 @@ class Interactions:
     has_time: bool = False
     path: str = ""
     format: str = ""
+    events: dict = None
 
     def __len__(self):
         return len(self.users)
@@ -95,8 +98,13 @@ class Interactions:
 
     def select(self, keep):
         """The events where the boolean array ``keep`` is true."""
+        events = None if self.events is None else {k: v[keep] for k, v in self.events.items()}
         return dataclasses.replace(
-            self, users=self.users[keep], items=self.items[keep], timestamps=self.timestamps[keep]
+            self,
+            users=self.users[keep],
+            items=self.items[keep],
+            timestamps=self.timestamps[keep],
+            events=events,
         )
 
 
@@ -175,6 +183,7 @@ def read_interactions(
     time_col="timestamp",
     encoding="utf-8",
     progress=None,
+    event_columns=None,
 ):
     """Reads an interaction log.
 
@@ -185,6 +194,9 @@ def read_interactions(
             orders events by line.
         encoding: text encoding; a decoding failure names the line and suggests another.
         progress: show a progress bar; ``None`` shows one on a terminal.
+        event_columns: names of per-event columns to read as text (``Interactions.events``):
+            header names for ``csv``/``tsv``; ``rating`` for ``movielens``. An empty field
+            is no value.
 
     Returns:
         ``Interactions``, in file order (sort with ``splits.sort_by_time``).
@@ -199,6 +211,14 @@ def read_interactions(
     format = format or dir_format or detect_format(path)
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {FORMATS}")
+    event_columns = list(event_columns or ())
+    events = None
+    if event_columns and format in ("inter_json", "sasrec"):
+        raise DataError(
+            path,
+            0,
+            f"event columns {event_columns}: the {format} format has no columns besides user and item",
+        )
     if format == "inter_json":
         users, items, times = _read_inter_json(path, encoding)
         has_time = False
@@ -206,14 +226,23 @@ def read_interactions(
         users, items, times = _read_sasrec(path, encoding, progress)
         has_time = False
     elif format == "movielens":
-        users, items, times = _read_movielens(path, encoding, progress)
+        wrong = [c for c in event_columns if c != "rating"]
+        if wrong:
+            raise DataError(
+                path,
+                1,
+                f"missing event column(s) {wrong}: a movielens file has user, item, rating, timestamp",
+            )
+        users, items, times, ratings = _read_movielens(path, encoding, progress)
         has_time = True
+        events = {"rating": np.asarray(ratings, dtype=object)} if event_columns else None
     else:
         delimiter = "\t" if format == "tsv" else ","
-        columns = _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding)
-        users, items, times, has_time = columns or _read_csv(
-            path, delimiter, user_col, item_col, time_col, encoding, progress
+        columns = _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding, event_columns)
+        users, items, times, has_time, events = columns or _read_csv(
+            path, delimiter, user_col, item_col, time_col, encoding, progress, event_columns
         )
+        events = events if event_columns else None
     if not len(users):
         raise DataError(path, 0, "no interactions: the file is empty")
     return Interactions(
@@ -223,6 +252,7 @@ def read_interactions(
         has_time=has_time,
         path=path,
         format=format,
+        events=events,
     )
 
 
@@ -407,7 +437,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _read_movielens(path, encoding, progress):
-    users, items, times = [], [], []
+    users, items, times, ratings = [], [], [], []
     sep = None
     for line_no, line in _lines(path, encoding, progress):
         if sep is None:
@@ -427,8 +457,9 @@ def _read_movielens(path, encoding, progress):
             raise DataError(path, line_no, f"timestamp {parts[3]!r} is out of the int64 range")
         users.append(parts[0].strip())
         items.append(parts[1].strip())
+        ratings.append(parts[2].strip())
         times.append(int(parts[3]))
-    return users, items, np.asarray(times, dtype=np.int64)
+    return users, items, np.asarray(times, dtype=np.int64), ratings
 
 
 def _csv_rows(path, delimiter, encoding, progress):
@@ -460,7 +491,7 @@ def _csv_rows(path, delimiter, encoding, progress):
         yield where[0], row
 
 
-def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress):
+def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress, event_columns=()):
     records = _csv_rows(path, delimiter, encoding, progress)
     try:
         header_no, header = next(records)
@@ -476,9 +507,14 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
             f"missing column(s) {missing}; the header has {header} "
             "(set user_col/item_col/time_col, or --user-col/--item-col/--time-col)",
         )
+    missing = [c for c in event_columns if c not in header]
+    if missing:
+        raise DataError(path, header_no, f"missing event column(s) {missing}; the header has {header}")
     ui, ii = header.index(user_col), header.index(item_col)
     ti = header.index(time_col) if time_col is not None else None
+    event_index = [header.index(c) for c in event_columns]
     users, items, times = [], [], []
+    events = [[] for _ in event_columns]
     parse_time = None
     for line_no, row in records:
         if len(row) != len(header):
@@ -497,9 +533,12 @@ def _read_csv(path, delimiter, user_col, item_col, time_col, encoding, progress)
                 raise DataError(path, line_no, f"column {time_col!r}: {e}") from None
         if not users[-1] or not items[-1]:
             raise DataError(path, line_no, f"empty {user_col if not users[-1] else item_col!r}")
+        for column, index in zip(events, event_index):
+            column.append(row[index].strip())
+    events = {c: np.asarray(v, dtype=object) for c, v in zip(event_columns, events)}
     if ti is None:
-        return users, items, np.arange(len(users), dtype=np.int64), False
-    return users, items, _integral_times(times), True
+        return users, items, np.arange(len(users), dtype=np.int64), False, events
+    return users, items, _integral_times(times), True, events
 
 
 def _bad_item(column, item):
@@ -517,7 +556,7 @@ _SPACE = r"[\p{Z}\t-\r\x{1c}-\x{1f}\x{85}]"
 _NOT_PLAIN = rf'["\r\x{{0}}]|^{_SPACE}|{_SPACE}$'
 
 
-def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
+def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding, event_columns=()):
     """The fast path of ``_read_csv``: Arrow's multi-threaded columnar CSV reader.
 
     It takes only files it reads exactly as the line-by-line reader does: UTF-8,
@@ -529,13 +568,14 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
     a result or an error message (tested on the same files both ways).
 
     Returns:
-        ``(users, items, times, has_time)`` as ``_read_csv``, or ``None``.
+        ``(users, items, times, has_time, events)`` as ``_read_csv``, or ``None``.
     """
     if encoding.lower().replace("-", "").replace("_", "") not in ("utf8", "utf8sig"):
         return None
     header = next(_csv_rows(path, delimiter, encoding, False), (0, []))[1]
     names = [h.strip() for h in header]
     wanted = [c for c in (user_col, item_col, time_col) if c is not None]
+    wanted += [c for c in event_columns if c not in wanted]
     if len(set(names)) != len(names) or any(c not in names for c in wanted):
         return None
     try:
@@ -562,14 +602,15 @@ def _read_csv_columnar(path, delimiter, user_col, item_col, time_col, encoding):
     if pc.any(pc.match_substring(used[item_col].dictionary, "\t")).as_py():
         return None
     # Each distinct id becomes one Python string, shared by all its events.
-    users, items = (
+    users, items, *columns = (
         used[c].dictionary.to_numpy(zero_copy_only=False)[used[c].indices.to_numpy()]
-        for c in (user_col, item_col)
+        for c in (user_col, item_col, *event_columns)
     )
+    events = dict(zip(event_columns, columns))
     if time_col is None:
-        return users, items, np.arange(len(users), dtype=np.int64), False
+        return users, items, np.arange(len(users), dtype=np.int64), False, events
     seconds = _columnar_seconds(used[time_col])
-    return None if seconds is None else (users, items, seconds, True)
+    return None if seconds is None else (users, items, seconds, True, events)
 
 
 def _columnar_seconds(text):

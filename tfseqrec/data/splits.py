@@ -21,6 +21,7 @@ import datetime
 
 import numpy as np
 
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import vocab as vocab_lib
 
 
@@ -37,12 +38,15 @@ class Sequences:
             (int64 or float64), or ``None`` when the data has no real times (the
             SASRec text format's order is only line order). Every operation below
             carries them along with the ids.
+        events: ``{column: int32 slots}`` of the event context, parallel to ``values``
+            (``tfseqrec.data.events``), or ``None``; carried along as the times are.
     """
 
     users: np.ndarray
     values: np.ndarray
     row_splits: np.ndarray
     timestamps: np.ndarray = None
+    events: dict = None
 
     def __len__(self):
         return len(self.users)
@@ -70,8 +74,9 @@ class Sequences:
         return [self[u] for u in range(len(self))]
 
     @classmethod
-    def from_list(cls, users, seqs, timestamps=None):
-        """Sequences of lists of ids (and, when given, lists of their times)."""
+    def from_list(cls, users, seqs, timestamps=None, events=None):
+        """Sequences of lists of ids (and, when given, lists of their times and
+        ``{column: lists of slots}`` of their event context)."""
         lengths = np.asarray([len(s) for s in seqs], np.int64)
         splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         values = np.concatenate([np.asarray(s, np.int64) for s in seqs]) if seqs else np.zeros(0, np.int64)
@@ -80,12 +85,24 @@ class Sequences:
             if [len(t) for t in timestamps] != lengths.tolist():
                 raise ValueError("each sequence needs exactly one timestamp per item")
             times = np.concatenate([np.asarray(t) for t in timestamps]) if seqs else np.zeros(0, np.int64)
-        return cls(np.asarray(users, dtype=object), values.astype(np.int64), splits, times)
+        flat = None
+        if events is not None:
+            flat = {}
+            for name, column in events.items():
+                if [len(e) for e in column] != lengths.tolist():
+                    raise ValueError(f"each sequence needs exactly one {name!r} value per item")
+                flat[name] = (
+                    np.concatenate([np.asarray(e, np.int32) for e in column])
+                    if seqs
+                    else np.zeros(0, np.int32)
+                )
+        return cls(np.asarray(users, dtype=object), values.astype(np.int64), splits, times, flat)
 
     def take(self, users, index, row_splits):
-        """``Sequences`` of ``users`` made of the events at flat ``index`` (ids and times alike)."""
+        """``Sequences`` of ``users`` made of the events at flat ``index`` (ids, times and context alike)."""
         times = None if self.timestamps is None else self.timestamps[index]
-        return Sequences(users, self.values[index], np.asarray(row_splits, np.int64), times)
+        events = None if self.events is None else {k: v[index] for k, v in self.events.items()}
+        return Sequences(users, self.values[index], np.asarray(row_splits, np.int64), times, events)
 
     def drop_last(self, n):
         """Each sequence without its last ``n`` items (empty when shorter)."""
@@ -149,6 +166,8 @@ class Split:
     valid: Cases
     test: Cases
     report: dict
+    # The event context's values (``events.EventVocabulary``) when the sequences carry it.
+    event_vocabulary: object = None
 
 
 @dataclasses.dataclass
@@ -240,13 +259,15 @@ def k_core(interactions, min_user_interactions=5, min_item_interactions=5):
     return interactions.select(keep), report
 
 
-def build_sequences(interactions, vocabulary=None, drop_repeats=False):
+def build_sequences(interactions, vocabulary=None, drop_repeats=False, event_vocabulary=None):
     """One id sequence per user, in the order of ``interactions`` (sort it first).
 
     Args:
         interactions: ``Interactions`` sorted by ``sort_by_time``.
         vocabulary: an ``ItemVocabulary``; ``None`` builds one from these events.
         drop_repeats: drop an event equal to the user's previous one.
+        event_vocabulary: an ``events.EventVocabulary`` that encodes ``interactions.events``
+            into the sequences' ``events``; ``None`` leaves the context out.
 
     Returns:
         ``(sequences, vocabulary, report)``; ``report["oov_interactions"]`` counts events
@@ -258,6 +279,11 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
     ids = vocabulary.lookup(interactions.items)
     users = interactions.users
     times = interactions.timestamps if interactions.has_time else None
+    context = None
+    if event_vocabulary is not None:
+        if interactions.events is None:
+            raise ValueError(f"the model reads event features {event_vocabulary.columns}; the log has none")
+        context = event_vocabulary.encode(interactions.events)
     boundary = np.ones(len(users), bool)
     boundary[1:] = users[1:] != users[:-1]
     starts = np.flatnonzero(boundary)
@@ -271,9 +297,10 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False):
         report["removed_repeats"] = int(repeat.sum())
         ids, users, boundary = ids[~repeat], users[~repeat], boundary[~repeat]
         times = None if times is None else times[~repeat]
+        context = None if context is None else {k: v[~repeat] for k, v in context.items()}
         starts = np.flatnonzero(boundary)
     splits = np.append(starts, len(ids)).astype(np.int64)
-    return Sequences(users[starts], ids.astype(np.int64), splits, times), vocabulary, report
+    return Sequences(users[starts], ids.astype(np.int64), splits, times, context), vocabulary, report
 
 
 # ``validation`` of ``leave_one_out``: the second-to-last item validates, or is trained on.
@@ -516,6 +543,7 @@ def prepare(
     test_start=None,
     valid_start=None,
     targets="all",
+    event_vocabulary=None,
 ):
     """Interactions to a ``Split``: sort, duplicates, k-core, vocabulary, split.
 
@@ -531,6 +559,11 @@ def prepare(
     its counts, hence its popularity id order, come from the *training* events only
     (``training_vocabulary``): validation and test targets never count. A given
     ``vocabulary`` (a trained model's) is used as it is.
+
+    When ``interactions`` carry event columns (``read_interactions(event_columns=...)``),
+    the sequences carry their slots and ``split.event_vocabulary`` their values: the
+    values of the training events only, as the item counts (a value first seen later is
+    ``UNKNOWN_SLOT``), unless ``event_vocabulary`` (a trained model's) is given.
 
     Returns:
         ``(split, vocabulary, report)``; ``report`` merges every step's counts, so
@@ -564,15 +597,26 @@ def prepare(
             return temporal_split(sequences, test_start, valid_start, targets, validation)
         return leave_one_out(sequences, validation=validation)
 
-    sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
+    new_context = events.events is not None and event_vocabulary is None
+    if new_context:
+        event_vocabulary = events_lib.EventVocabulary.from_values(events.events)
+    sequences, vocabulary, seq_report = build_sequences(events, vocabulary, event_vocabulary=event_vocabulary)
     result = cut(sequences)
-    if not given:
+    if not given or new_context:
         # Counts, and with them the id order, come from training events only: the
         # held-out targets must not make their items look more popular.
-        vocabulary = training_vocabulary(vocabulary, result.train)
-        sequences, vocabulary, seq_report = build_sequences(events, vocabulary)
+        if not given:
+            vocabulary = training_vocabulary(vocabulary, result.train)
+        if new_context:  # a context value the model never trains with is unknown to it
+            event_vocabulary = event_vocabulary.restricted(result.train.events)[0]
+        sequences, vocabulary, seq_report = build_sequences(
+            events, vocabulary, event_vocabulary=event_vocabulary
+        )
         result = cut(sequences)
     split = result
+    split.event_vocabulary = event_vocabulary
+    if event_vocabulary is not None:
+        report["event_features"] = {name: len(values) for name, values in event_vocabulary.values.items()}
     report.update(seq_report)
     report.update(split.report)
     lengths = sequences.lengths

@@ -1,5 +1,6 @@
 """Keras layers of tfseqrec: one public layer per file."""
 
+from tfseqrec.layers.event_embedding import EventEmbedding
 from tfseqrec.layers.hstu_layer import HSTULayer
 from tfseqrec.layers.item_feature_embedding import ItemFeatureEmbedding
 from tfseqrec.layers.moe_adaptor import MoEAdaptor

@@ -10,8 +10,9 @@ from keras import ops
 
 from tfseqrec import losses
 from tfseqrec.checks import check_number
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import vocab
-from tfseqrec.layers import ItemFeatureEmbedding, TransformerBlock
+from tfseqrec.layers import EventEmbedding, ItemFeatureEmbedding, TransformerBlock
 from tfseqrec.models.tasks import NextItemTask
 from tfseqrec.ranking import exclude_items  # noqa: F401 (public name of this module)
 
@@ -35,6 +36,10 @@ class SequentialBackbone(keras.Model):
     ``inference_inputs``; its constructor ends with ``build_weights``. A backbone
     has no loss: a task (``tfseqrec.models.tasks``) holds it as ``task.backbone``
     and trains it.
+    With ``event_features`` (``{column: slots}``, ``tfseqrec.data.events``) the inputs
+    carry each event's context as ``event_<column>``, aligned with ``item_ids``; its
+    vector (``EventEmbedding``) is added to that event's input vector, never to a scored
+    item's, and left out where the slot is padding or ``[MASK]``.
     Scores address items by vocabulary id; column ``j`` of a score matrix is id
     ``j + vocab.NUM_RESERVED``, and reserved ids are never scored.
     """
@@ -54,6 +59,7 @@ class SequentialBackbone(keras.Model):
         item_features=None,
         use_id_embeddings=True,
         item_feature_tables=None,
+        event_features=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -81,6 +87,7 @@ class SequentialBackbone(keras.Model):
         self.normalize_first = normalize_first
         self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
         self.use_id_embeddings = bool(use_id_embeddings)
+        self.event_features = {k: int(v) for k, v in event_features.items()} if event_features else None
         # The items' attribute values (not config: the weights carry them, as UniSRec's text vectors).
         self._feature_tables = item_feature_tables
         if item_feature_tables is not None and not self.item_features:
@@ -114,6 +121,39 @@ class SequentialBackbone(keras.Model):
             )
             if self._feature_tables is not None:
                 self.feature_embedding.set_tables(self._feature_tables)
+        self.make_event_embedding(initializer)
+
+    def make_event_embedding(self, initializer):
+        """The events' context embedding (``event_embedding``, with ``event_features``)."""
+        self.event_embedding = None
+        if self.event_features:
+            self.event_embedding = EventEmbedding(
+                self.event_features,
+                self.hidden_dim,
+                embeddings_initializer=initializer,
+                name="event_embedding",
+            )
+
+    def embed_events(self, inputs, ids):
+        """The context vectors ``[batch, length, hidden_dim]`` of the events of ``inputs``
+        (0 where ``ids`` is padding or ``[MASK]``), or ``None`` for a model without ``event_features``."""
+        given = [k for k in inputs if k.startswith(events_lib.PREFIX)] if isinstance(inputs, dict) else []
+        if self.event_embedding is None:
+            if given:
+                raise ValueError(f"inputs {given} given to a model trained without event features")
+            return None
+        if not isinstance(inputs, dict):
+            inputs = {}
+        keep = ops.logical_and(ops.not_equal(ids, vocab.PAD_ID), ops.not_equal(ids, vocab.MASK_ID))
+        return self.event_embedding(inputs, keep=keep)
+
+    def embed_inputs(self, inputs, ids, scale=1.0):
+        """Each input slot's vector: its item's (``lookup_items``) plus its event's context, times ``scale``."""
+        x = self.lookup_items(ids)
+        context = self.embed_events(inputs, ids)
+        if context is not None:
+            x += ops.cast(context, x.dtype)
+        return x * scale if scale != 1.0 else x
 
     def lookup_items(self, ids):
         """Each id's vector ``[..., hidden_dim]``: its id embedding plus its attributes'."""
@@ -220,7 +260,10 @@ class SequentialBackbone(keras.Model):
 
     def example_inputs(self):
         """A batch of one padded window, as ``call`` takes it: what builds the weights."""
-        return ops.zeros((1, self.max_sequence_length), "int32")
+        ids = ops.zeros((1, self.max_sequence_length), "int32")
+        if not self.event_features:
+            return ids
+        return {"item_ids": ids, **{events_lib.input_name(c): ids for c in self.event_features}}
 
     def build_weights(self):
         """Creates every weight by a call on ``example_inputs()``."""
@@ -288,6 +331,7 @@ class SequentialBackbone(keras.Model):
                 "position_origin": self.position_origin,
                 "item_features": self.item_features,
                 "use_id_embeddings": self.use_id_embeddings,
+                "event_features": self.event_features,
             }
         )
         return config

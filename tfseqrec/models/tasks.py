@@ -24,6 +24,7 @@ from keras import ops
 from tfseqrec import keras_internals, ranking, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import masking as masking_lib
 from tfseqrec.data import numpy_pipeline, splits, vocab
 
@@ -173,6 +174,11 @@ class NextItemTask(*_BASES):
     def uses_timestamps(self):
         """Whether the inputs must carry ``timestamps`` (HSTU with a time bias)."""
         return self.backbone.uses_timestamps
+
+    @property
+    def event_features(self):
+        """``{column: slots}`` of the event context the inputs carry (``event_<column>``), or ``None``."""
+        return self.backbone.event_features
 
     def unpack_inputs(self, inputs):
         """``(item_ids, padding_mask)`` of ``inputs`` (``SequentialBackbone.unpack_inputs``)."""
@@ -405,7 +411,7 @@ class NextItemTask(*_BASES):
         ``scores_from_hidden(query(inputs))``, the dot products with ``output_table()``."""
         return self(self.inference_inputs(inputs), training=False)[:, -1]
 
-    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256, timestamps=None):
+    def recommend(self, histories, k=10, exclude_seen=True, batch_size=256, timestamps=None, events=None):
         """Top-``k`` next items for each history.
 
         Args:
@@ -417,6 +423,9 @@ class NextItemTask(*_BASES):
             batch_size: histories scored at once.
             timestamps: the items' times in seconds, shaped as ``histories``; for a
                 model that ``uses_timestamps``, and only for it.
+            events: ``{column: slots}`` of the events' context, each shaped as
+                ``histories`` (``EventVocabulary.encode`` gives the slots); for a model
+                with ``event_features``, and only for it.
 
         Returns:
             ``(ids, scores)``: int64 ``[batch, n]`` vocabulary ids and float32 scores,
@@ -431,30 +440,45 @@ class NextItemTask(*_BASES):
                 if self.uses_timestamps
                 else "this model does not read timestamps (it was trained without a time bias)"
             )
+        columns = list(self.event_features or ())
+        if sorted(events or ()) != sorted(columns):
+            raise ValueError(
+                f"this model reads the events' context {columns}: give events= with those columns"
+                if columns
+                else "this model does not read event context (it was trained without event features)"
+            )
         if not isinstance(histories, np.ndarray):
             seqs = splits.Sequences.from_list(
                 range(len(histories)),
                 [list(h) for h in histories],
                 None if timestamps is None else [list(t) for t in timestamps],
+                None if not columns else {c: [list(e) for e in events[c]] for c in columns},
             )
             width = max(1, int(seqs.lengths.max(initial=1)))
             full = numpy_pipeline.pad_left(seqs, width)
             times = None if timestamps is None else numpy_pipeline.pad_left_times(seqs, width)
+            context = numpy_pipeline.pad_left_events(seqs, width, columns)
         else:
             full = histories.astype(np.int32)
             times = None if timestamps is None else np.asarray(timestamps, np.int64)
+            context = {events_lib.input_name(c): np.asarray(events[c], np.int32) for c in columns}
+            for name, value in context.items():
+                if value.shape != full.shape:
+                    raise ValueError(f"events {name!r} shaped {value.shape}, the histories {full.shape}")
         window = full[:, -self.max_sequence_length :]
         fn = self._compiled_top_k()
         ids_out, scores_out = [], []
         for start in range(0, len(full), batch_size):
             inputs = ops.convert_to_tensor(window[start : start + batch_size])
+            side = dict(context)
             if times is not None:
-                inputs = {
-                    "item_ids": inputs,
-                    "timestamps": ops.convert_to_tensor(
-                        times[start : start + batch_size, -self.max_sequence_length :]
-                    ),
-                }
+                side["timestamps"] = times
+            if side:
+                inputs = {"item_ids": inputs}
+                for name, value in side.items():
+                    inputs[name] = ops.convert_to_tensor(
+                        value[start : start + batch_size, -self.max_sequence_length :]
+                    )
             top_scores, top_index = fn(
                 inputs,
                 ops.convert_to_tensor(full[start : start + batch_size]),
@@ -712,7 +736,8 @@ class ClozeTask(NextItemTask):
         if y is not None:
             return data
         ids, mask = self.unpack_inputs(x)
-        return self.masking({"item_ids": ids, "padding_mask": mask})
+        x, y, weight = self.masking({"item_ids": ids, "padding_mask": mask})
+        return {**x, **_events_of(data)}, y, weight
 
     if ON_TENSORFLOW:
 
@@ -752,7 +777,12 @@ class ClozeTask(NextItemTask):
         ids = ids[:, width - keep :]
         mask_col = ops.full((ops.shape(ids)[0], 1), vocab.MASK_ID, dtype=ids.dtype)
         ids = ops.concatenate([ids, mask_col], axis=1)
-        return {"item_ids": ids, "padding_mask": ops.not_equal(ids, vocab.PAD_ID)}
+        shifted = {"item_ids": ids, "padding_mask": ops.not_equal(ids, vocab.PAD_ID)}
+        # The events' context moves with their items; the [MASK]'s is unknown (padding).
+        for name, value in _events_of(inputs).items():
+            value = ops.convert_to_tensor(value)[:, width - keep :]
+            shifted[name] = ops.concatenate([value, ops.zeros_like(value[:, :1])], axis=1)
+        return shifted
 
     def get_config(self):
         config = super().get_config()
@@ -766,3 +796,12 @@ class ClozeTask(NextItemTask):
             }
         )
         return config
+
+
+def _events_of(inputs):
+    """The event-context entries (``event_<column>``) of an input dict (or of ``x`` in ``(x, ...)``)."""
+    if isinstance(inputs, (tuple, list)):
+        inputs = inputs[0]
+    if not isinstance(inputs, dict):
+        return {}
+    return {k: v for k, v in inputs.items() if k.startswith(events_lib.PREFIX)}

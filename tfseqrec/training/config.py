@@ -13,7 +13,7 @@ import typing
 
 from tfseqrec import models, presets, registry
 from tfseqrec.checks import check_choice, check_number
-from tfseqrec.data import splits
+from tfseqrec.data import events, splits
 
 
 class Options:
@@ -112,6 +112,7 @@ class TrainConfig(Options):
     test_start: float = None
     valid_start: float = None
     targets: str = "all"  # temporal: every event of the test period a target, or each user's "first"
+    event_features: list = None  # per-event columns of the log the model reads as context (data.events)
     window_stride: int = None
     bucket_boundaries: list = None  # None: by the data (presets.for_data); [] for none
     validation_batch_size: int = 512
@@ -226,6 +227,8 @@ class TrainConfig(Options):
             raise ValueError(f"bucket_boundaries must be a list of widths, got {self.bucket_boundaries!r}")
         for width in self.bucket_boundaries or ():
             check_number("bucket_boundaries", width, minimum=1, integer=True)
+        if self.event_features is not None:
+            self.event_features = events.check_names(self.event_features) or None
 
 
 # ``validation``: the second-to-last item of each user validates, or there is no validation split.

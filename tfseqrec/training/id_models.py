@@ -31,6 +31,7 @@ import tensorflow as tf
 from tfseqrec import distribute, evaluation, models, presets, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import features as features_lib
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
@@ -145,6 +146,7 @@ def training_dataset(model, config, sequences):
         "seed": config.seed,
         "window_stride": config.window_stride,
         "bucket_boundaries": config.bucket_boundaries,
+        "events": tuple(config.event_features or ()),
     }
     if spec.preparation == "cloze":
         return pipeline.cloze_dataset(sequences, config.max_sequence_length, config.batch_size, **windows)
@@ -330,6 +332,8 @@ def train(
     # The strategy first: a multi-worker one must exist before TensorFlow makes any variable.
     strategy = distribute.resolve(strategy)
     check(spec, config, item_features is not None)  # bad model options fail before the data are read
+    if config.event_features:
+        read_kwargs = {**read_kwargs, "event_columns": config.event_features}
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
     split, vocabulary, report = splits.prepare(events, validation=config.validation, **split_options(config))
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
@@ -441,11 +445,10 @@ def _fit_settled(
 ):
     """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets)."""
     _start_run(output_dir, config, vocabulary, data)
+    model_kwargs = {**(model_kwargs or {}), **event_inputs(config, split, output_dir)}
     train_ds = training_dataset(spec, config, split.train)
     normalizer = _normalizer(config, per_window)
-    model = _compiled_model(
-        spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs or {}
-    )
+    model = _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs)
     best = _best_model(config, output_dir)
     extra = _callbacks(config, output_dir, best, callbacks, log_dir, max_steps)
     history = _fit_epochs(
@@ -508,6 +511,7 @@ def _validation_dataset(config, split, vocabulary):
         evaluation.score_batch_size(config.validation_batch_size, vocabulary.num_items),
         bucket_boundaries=config.bucket_boundaries,
         timestamps=bool(config.time_buckets),
+        events=tuple(config.event_features or ()),
     )
     return _without_autotune(valid_ds)
 
@@ -617,6 +621,24 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
             jit_compile=config.jit_compile,
         )
     return model
+
+
+def event_inputs(config, split, output_dir):
+    """The constructor's ``event_features`` (``{column: slots}``) of the split's event context for
+    ``config.event_features``, its values saved in ``output_dir`` (``event_features.json``); ``{}``
+    without event features."""
+    columns = list(config.event_features or ())
+    vocabulary = split.event_vocabulary
+    have = [] if vocabulary is None else vocabulary.columns
+    if sorted(columns) != sorted(have):
+        raise ValueError(
+            f"event_features {columns}, but the split carries event context {have}: read the log "
+            "with read_interactions(..., event_columns=event_features)"
+        )
+    if not columns:
+        return {}
+    vocabulary.save(output_dir)
+    return {"event_features": vocabulary.sizes}
 
 
 def _start_run(output_dir, config, vocabulary, data):

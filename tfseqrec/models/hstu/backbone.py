@@ -131,7 +131,8 @@ class HSTUBackbone(SequentialBackbone):
         self.build_weights()
 
     def example_inputs(self):
-        inputs = {"item_ids": ops.zeros((1, self.max_sequence_length), "int32")}
+        inputs = super().example_inputs()
+        inputs = dict(inputs) if isinstance(inputs, dict) else {"item_ids": inputs}
         if self.num_time_buckets:
             inputs["timestamps"] = ops.zeros((1, self.max_sequence_length), "int64")
         return inputs
@@ -180,7 +181,7 @@ class HSTUBackbone(SequentialBackbone):
                 f"this HSTU has a time bias (num_time_buckets={self.num_time_buckets}): "
                 "its inputs need 'timestamps' (seconds, aligned with 'item_ids')"
             )
-        x = self.lookup_items(ids) * math.sqrt(self.hidden_dim)
+        x = self.embed_inputs(inputs, ids, math.sqrt(self.hidden_dim))
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * ops.cast(mask[..., None], x.dtype)
         # The mask and the time buckets are the same in every layer: computed once.

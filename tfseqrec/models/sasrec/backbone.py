@@ -126,7 +126,11 @@ class SASRecBackbone(SequentialBackbone):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        return self.encode(self.embed_items(ids, training), mask, training, return_attention_scores)
+        x = self.embed_items(ids, training)
+        context = self.embed_events(inputs, ids)
+        if context is not None:
+            x += ops.cast(context, x.dtype) * math.sqrt(self.hidden_dim)
+        return self.encode(x, mask, training, return_attention_scores)
 
     def encode(self, x, mask, training=None, return_attention_scores=False):
         """The encoder over item vectors ``x`` ``[batch, length, hidden_dim]`` (``call`` after the embedding)."""

@@ -94,6 +94,7 @@ class UniSRecBackbone(SASRecBackbone):
                 name="id_known",
             )
             self.id_seed_generator = keras.random.SeedGenerator()
+        self.make_event_embedding(init(self.initializer_range or 0.02))
 
     def set_text_embeddings(self, vectors):
         """Sets the text vectors ``[num_items, text_dim]`` of ids ``NUM_RESERVED ..``."""

@@ -1,0 +1,151 @@
+"""Event context: per-event categorical columns of the log (an event type, a device, a rating).
+
+An event's context describes the event, not the item: a view or a purchase, on a phone or
+a laptop. ``read_interactions(..., event_columns=[...])`` reads the columns as text;
+``EventVocabulary`` turns each column's values into integer slots, which the id models
+embed and add to the input vector of that event (never to the scored items). Slots follow
+the item attributes' (``tfseqrec.data.features``): 0 pads, 1 is an empty field, 2 a value
+the model was not trained with; the values themselves start at ``FIRST_VALUE``, the most
+frequent first.
+
+The model's inputs name a column ``event_<column>`` (``input_name``), int32 beside
+``item_ids`` and aligned with it.
+
+Example:
+
+>>> import numpy as np
+>>> vocabulary = EventVocabulary.from_values({"type": np.array(["view", "buy", "view", ""], object)})
+>>> vocabulary.values, vocabulary.sizes
+({'type': ['view', 'buy']}, {'type': 5})
+>>> vocabulary.encode({"type": np.array(["buy", "cart", ""], object)})["type"].tolist()
+[4, 2, 1]
+"""
+
+import collections
+import dataclasses
+import json
+import os
+import re
+
+import numpy as np
+
+from tfseqrec.data.features import FIRST_VALUE, MISSING_SLOT, PAD_SLOT, UNKNOWN_SLOT
+
+__all__ = ["EventVocabulary", "input_name", "check_names", "FILE_NAME"]
+
+# The run directory's file of the event vocabulary.
+FILE_NAME = "event_features.json"
+PREFIX = "event_"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def input_name(column):
+    """The model input of event column ``column``: ``event_<column>``."""
+    return PREFIX + column
+
+
+def check_names(columns):
+    """``columns`` as a list of distinct names usable as input names (letters, digits, ``_``)."""
+    if isinstance(columns, str):
+        columns = [c.strip() for c in columns.split(",") if c.strip()]
+    columns = list(columns)
+    bad = [c for c in columns if not isinstance(c, str) or not _NAME.fullmatch(c)]
+    if bad:
+        raise ValueError(
+            f"event feature names {bad} are not identifiers (letters, digits and '_', not starting "
+            "with a digit): they name the model's inputs event_<name>"
+        )
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"event features {columns} name a column twice")
+    return columns
+
+
+@dataclasses.dataclass
+class EventVocabulary:
+    """The values of each event column, slot ``FIRST_VALUE + i`` for ``values[column][i]``.
+
+    Attributes:
+        values: ``{column: [value, ...]}``, most frequent first (ties by value).
+    """
+
+    values: dict
+
+    @classmethod
+    def from_values(cls, columns):
+        """The vocabulary of raw columns ``{name: array of str}`` (an empty string is no value).
+
+        A column with fewer than two distinct values tells the model nothing and is refused.
+        """
+        values = {}
+        for name, raw in columns.items():
+            counts = collections.Counter(v for v in np.asarray(raw, object).tolist() if v != "")
+            if len(counts) < 2:
+                raise ValueError(
+                    f"event feature {name!r} has {len(counts)} distinct value(s) "
+                    f"{sorted(counts)[:3]}: a column with one value tells the model nothing"
+                )
+            values[name] = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+        return cls(values)
+
+    @property
+    def columns(self):
+        return list(self.values)
+
+    @property
+    def sizes(self):
+        """``{column: slots}``: the reserved slots plus the values (the model's ``event_features``)."""
+        return {name: FIRST_VALUE + len(values) for name, values in self.values.items()}
+
+    def encode(self, columns):
+        """``{name: int32 slots}`` of raw columns ``{name: array of str}``: every column of the
+        vocabulary must be there; unseen values get ``UNKNOWN_SLOT``, empty ones ``MISSING_SLOT``."""
+        missing = [name for name in self.values if name not in columns]
+        if missing:
+            raise ValueError(f"event features {missing} are missing (the model reads {self.columns})")
+        out = {}
+        for name, values in self.values.items():
+            raw = np.asarray(columns[name], object)
+            unique, inverse = np.unique(raw.astype(str), return_inverse=True)
+            index = {v: FIRST_VALUE + i for i, v in enumerate(values)}
+            slots = np.asarray(
+                [MISSING_SLOT if v == "" else index.get(v, UNKNOWN_SLOT) for v in unique.tolist()], np.int32
+            )
+            out[name] = slots[inverse.reshape(-1)].reshape(raw.shape) if len(raw) else np.zeros(0, np.int32)
+        return out
+
+    def restricted(self, slots):
+        """The vocabulary of the values in ``slots`` (``{name: int array}``, e.g. the training
+        events'), and ``{name: remap}``: ``remap[old_slot]`` is the new slot (``UNKNOWN_SLOT``
+        for a value left out), to apply as ``remap[slots]``."""
+        values, remaps = {}, {}
+        for name, column in self.values.items():
+            counts = np.bincount(np.asarray(slots[name], np.int64), minlength=FIRST_VALUE + len(column))
+            kept = [
+                i for i in np.argsort(-counts[FIRST_VALUE:], kind="stable") if counts[FIRST_VALUE + i] > 0
+            ]
+            remap = np.full(FIRST_VALUE + len(column), UNKNOWN_SLOT, np.int32)
+            remap[:FIRST_VALUE] = [PAD_SLOT, MISSING_SLOT, UNKNOWN_SLOT]
+            remap[FIRST_VALUE + np.asarray(kept, np.int64)] = FIRST_VALUE + np.arange(len(kept))
+            values[name] = [column[i] for i in kept]
+            remaps[name] = remap
+        return EventVocabulary(values), remaps
+
+    def to_json(self):
+        return {"values": self.values}
+
+    @classmethod
+    def from_json(cls, config):
+        return cls({name: list(values) for name, values in config["values"].items()})
+
+    def save(self, directory):
+        with open(os.path.join(directory, FILE_NAME), "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, indent=1, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, directory):
+        """The vocabulary saved in a run directory, or ``None`` when the model reads no event context."""
+        path = os.path.join(directory, FILE_NAME)
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(json.load(f))
