@@ -342,9 +342,7 @@ def _pretrain(args, stdout):
 def _evaluate(args, stdout):
     model, vocabulary, info = kinds.load(args.model_dir)
     options = _split_options(args, info)
-    interactions, split, _, report = _load(
-        args, vocabulary, options, events.EventVocabulary.load(args.model_dir)
-    )
+    interactions, split, _, report = _load(args, vocabulary, options, events.EventVocabulary.of_model(model))
     if not args.allow_other_data:
         _require_training_data(args.model_dir, info, interactions.path, report)
     sampled = None

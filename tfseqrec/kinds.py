@@ -23,6 +23,7 @@ import os
 from tfseqrec import export, models, registry
 from tfseqrec.data import readers, splits, text
 from tfseqrec.export.module import (
+    ContextRecommender,
     Recommender,
     TextRecommender,
     TimedRecommender,
@@ -277,9 +278,13 @@ class IdModelKind(ModelKind):
         return type(model) is getattr(models, self.model_class)
 
     def serving_module(self, model, vocabulary, vocabulary_path, k):
-        """``Recommender``, or ``TimedRecommender`` (whose signatures also take ``timestamps``) for a
+        """``Recommender``, ``ContextRecommender`` for a model that reads event context (its signatures
+        also take ``event_<column>``), or ``TimedRecommender`` (whose signatures also take ``timestamps``) for a
         model that reads event times."""
-        module = TimedRecommender if model.uses_timestamps else Recommender
+        if model.event_features:
+            module = ContextRecommender
+        else:
+            module = TimedRecommender if model.uses_timestamps else Recommender
         return module(model, vocabulary, vocabulary_path, k=k)
 
 

@@ -110,6 +110,28 @@ def pad_timestamps(timestamps, width=None):
     return out
 
 
+def pad_events(histories, values, column="the event column"):
+    """A string ``[batch, width]`` array of per-item event values (``""`` pads), laid out as
+    ``pad_histories(histories)`` lays out histories; each list must have one value per item.
+
+    >>> pad_events([["a", "b"], ["c"]], [["view", "buy"], ["view"]]).tolist()
+    [['view', 'buy'], ['view', '']]
+    """
+    histories, values = [list(h) for h in histories], [list(v) for v in values]
+    if len(values) != len(histories):
+        raise ValueError(f"{column}: {len(values)} lists of values for {len(histories)} histories")
+    for row, (history, row_values) in enumerate(zip(histories, values)):
+        if len(row_values) != len(history):
+            raise ValueError(
+                f"{column}: history {row} has {len(history)} items but {len(row_values)} values (one per item)"
+            )
+    rows, width = _newest([[_text(v) for v in row] for row in values], None)
+    out = np.full((len(rows), width), STRING_PAD, dtype=object)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
 def check_seconds(name, value):
     """``value`` as an int, once it is a whole number of seconds int64 holds (else ``ValueError``, naming ``name``)."""
     try:
@@ -147,6 +169,7 @@ def predict_request(
     k=None,
     targets=None,
     timestamps=None,
+    events=None,
 ):
     """A ``PredictRequest`` for one of the history signatures.
 
@@ -161,6 +184,8 @@ def predict_request(
             ``rank`` is its 0-based rank among all items, see ``tfseqrec.export``).
         timestamps: for the export of a model that reads event times: per history,
             its items' times in seconds (``pad_timestamps``); the ``timestamps`` input.
+        events: for the export of a model that reads event context: ``{column: per
+            history, its items' raw values}``; the ``event_<column>`` inputs.
     """
     import tensorflow as tf  # heavy: the REST helpers run without TensorFlow
     from tensorflow_serving.apis import predict_pb2
@@ -173,6 +198,11 @@ def predict_request(
     if timestamps is not None:
         times = _checked_timestamps(histories, timestamps)
         request.inputs["timestamps"].CopyFrom(tf.make_tensor_proto(times, dtype=tf.int64, shape=array.shape))
+    for column, values in (events or {}).items():
+        context = pad_events(histories, values, column)
+        request.inputs[f"event_{column}"].CopyFrom(
+            tf.make_tensor_proto(context, dtype=tf.string, shape=array.shape)
+        )
     if k is not None:
         ks = np.broadcast_to(np.asarray(k, dtype=np.int32), (len(array),))
         request.inputs["k"].CopyFrom(tf.make_tensor_proto(ks, dtype=tf.int32))

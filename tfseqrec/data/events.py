@@ -9,7 +9,9 @@ the model was not trained with; the values themselves start at ``FIRST_VALUE``, 
 frequent first.
 
 The model's inputs name a column ``event_<column>`` (``input_name``), int32 beside
-``item_ids`` and aligned with it.
+``item_ids`` and aligned with it. A model's ``event_features`` config holds each column's
+values (``EventVocabulary.values``), so that the model alone maps raw values to slots
+(``EventVocabulary.of_model``), in evaluation and in its serving signatures.
 
 Example:
 
@@ -23,18 +25,14 @@ Example:
 
 import collections
 import dataclasses
-import json
-import os
 import re
 
 import numpy as np
 
 from tfseqrec.data.features import FIRST_VALUE, MISSING_SLOT, PAD_SLOT, UNKNOWN_SLOT
 
-__all__ = ["EventVocabulary", "input_name", "check_names", "FILE_NAME"]
+__all__ = ["EventVocabulary", "input_name", "check_names", "sizes"]
 
-# The run directory's file of the event vocabulary.
-FILE_NAME = "event_features.json"
 PREFIX = "event_"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -42,6 +40,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def input_name(column):
     """The model input of event column ``column``: ``event_<column>``."""
     return PREFIX + column
+
+
+def sizes(event_features):
+    """``{column: slots}`` of a model's ``event_features``: ``{column: [values]}`` (the reserved
+    slots plus the values) or ``{column: slots}`` as they are."""
+    return {
+        name: FIRST_VALUE + len(v) if isinstance(v, (list, tuple)) else int(v)
+        for name, v in event_features.items()
+    }
 
 
 def check_names(columns):
@@ -130,22 +137,17 @@ class EventVocabulary:
             remaps[name] = remap
         return EventVocabulary(values), remaps
 
-    def to_json(self):
-        return {"values": self.values}
-
     @classmethod
-    def from_json(cls, config):
-        return cls({name: list(values) for name, values in config["values"].items()})
-
-    def save(self, directory):
-        with open(os.path.join(directory, FILE_NAME), "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, indent=1, ensure_ascii=False)
-
-    @classmethod
-    def load(cls, directory):
-        """The vocabulary saved in a run directory, or ``None`` when the model reads no event context."""
-        path = os.path.join(directory, FILE_NAME)
-        if not os.path.exists(path):
+    def of_model(cls, model):
+        """The vocabulary of ``model.event_features`` (``None`` for a model without event context);
+        a model given slot counts only (``{column: slots}``) has no values to map raw ones with."""
+        features = getattr(model, "event_features", None)
+        if not features:
             return None
-        with open(path, encoding="utf-8") as f:
-            return cls.from_json(json.load(f))
+        counted = [name for name, v in features.items() if not isinstance(v, (list, tuple))]
+        if counted:
+            raise ValueError(
+                f"the model's event features {counted} are slot counts, not values: raw values cannot be "
+                "mapped to them (build it with event_features={column: [values]})"
+            )
+        return cls({name: list(values) for name, values in features.items()})

@@ -54,6 +54,14 @@ times out as the histories (``serving.pad_timestamps``). The times go with their
 wherever unknown ids and padding are dropped, so the model sees the gaps between the
 known items it reads.
 
+The export of a model that reads event context (``model.event_features``,
+``ContextRecommender``) has the same signatures but ``predict_examples``; each history
+signature takes, after ``history`` (and ``timestamps`` when the model reads event times),
+one string input ``event_<column>`` ``[batch, None]`` per column, shaped as ``history``:
+each slot's raw value (``""``: none; a value training never saw reads as unknown).
+``serving.predict_request(..., events={column: values})`` lays them out
+(``serving.pad_events``).
+
 Every signature handles any well-typed request: unknown ids and padding are dropped
 (wherever they are), items of the whole history are never recommended, the model
 reads the newest ``max_sequence_length`` known items, and a history with no known
@@ -80,6 +88,7 @@ warm-up records; a timed export's carry increasing times), ``versioning`` (``sav
 from tfseqrec.export.module import (
     SIGNATURES,
     TEXT_SIGNATURES,
+    ContextRecommender,
     Recommender,
     TextRecommender,
     TimedRecommender,

@@ -2,6 +2,8 @@
 
 ``Recommender`` serves SASRec, BERT4Rec and HSTU, ``TimedRecommender`` a model that reads
 event times (HSTU with a time bias: every history signature also takes ``timestamps``),
+``ContextRecommender`` one that reads event context (every history signature also takes
+``event_<column>``, and ``timestamps`` when the model reads them),
 ``TextRecommender`` a Recformer and ``UniSRecTextRecommender`` a UniSRec (the id signatures
 plus text in); ``tfseqrec.kinds`` picks one for a model. The signatures and their rules
 are listed in ``tfseqrec.export``.
@@ -20,6 +22,8 @@ import re
 import tensorflow as tf
 
 from tfseqrec import block_ranking, ranking, serving
+from tfseqrec.data import events as events_lib
+from tfseqrec.data import features as features_lib
 from tfseqrec.data import tfrecord
 from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.models.base import SequentialRecommender
@@ -144,9 +148,13 @@ class Recommender(tf.Module):
         start = tf.shape(packed)[1] - width
         window = packed[:, start:]
         if times is not None:
-            times = tf.pad(tf.cast(times, tf.int64), [[0, 0], [1, 0]])
-            packed_times = tf.where(packed_known, tf.gather(times, order, batch_dims=1), 0)
-            window = {"item_ids": window, "timestamps": packed_times[:, start:]}
+            # Inputs beside the ids (times, or a dict of them: ContextRecommender's) move with them.
+            side = times if isinstance(times, dict) else {"timestamps": times}
+            window = {"item_ids": window}
+            for name, value in side.items():
+                value = tf.pad(tf.cast(value, tf.int64), [[0, 0], [1, 0]])
+                packed_value = tf.where(packed_known, tf.gather(value, order, batch_dims=1), 0)
+                window[name] = packed_value[:, start:]
         return window, packed, count == 0
 
     def scores(self, ids, times=None):
@@ -434,6 +442,141 @@ class TimedRecommender(Recommender):
             signature_name="rank_targets",
             targets=targets,
             timestamps=_warmup_times(histories),
+        )
+
+
+class ContextRecommender(Recommender):
+    """A ``Recommender`` for a model that reads event context (``model.event_features``).
+
+    Every history signature but ``predict_examples`` (which this export has not) takes,
+    after ``history``, ``timestamps`` when the model reads event times (as
+    ``TimedRecommender``'s), then one string input ``event_<column>`` per column of the
+    model's ``event_features``, in their order: each history slot's raw value (``""``
+    for none), shaped as ``history``. A value the model was not trained with reads as
+    unknown; the values go with their items where unknown ids and padding are dropped. An
+    input shaped unlike ``history`` fails the request. Signature names and outputs are
+    ``Recommender``'s.
+
+    Args:
+        model, vocabulary, vocabulary_path, k: as ``Recommender``; ``model`` built with
+            ``event_features={column: [values]}``.
+
+    Example:
+
+    >>> from tfseqrec.models import SASRec
+    >>> from tfseqrec.data import ItemVocabulary
+    >>> vocabulary = ItemVocabulary(["a", "b", "c", "d"], [4, 3, 2, 1])
+    >>> import tempfile
+    >>> path = vocabulary.save(tempfile.mkdtemp())
+    >>> model = SASRec(num_items=4, max_sequence_length=5, hidden_dim=8, event_features={"type": ["view", "buy"]})
+    >>> module = ContextRecommender(model, vocabulary, path, k=2)
+    >>> out = module.serving_default(tf.constant([["a", "b"]]), tf.constant([["view", "buy"]]))
+    >>> sorted(i.decode() for i in out["item_ids"][0].numpy())
+    ['c', 'd']
+    """
+
+    def __init__(self, model, vocabulary, vocabulary_path, k=10):
+        context = events_lib.EventVocabulary.of_model(model)
+        if context is None:
+            raise ValueError(f"{type(model).__name__} reads no event context: export it with Recommender")
+        super().__init__(model, vocabulary, vocabulary_path, k=k)
+        object.__setattr__(self, "context", context)  # for warm-up requests; not saved
+        self.columns = list(context.columns)
+        self.timed = bool(model.uses_timestamps)
+        self.slot_tables = {
+            column: tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(["", *values]),
+                    tf.constant(
+                        [
+                            features_lib.MISSING_SLOT,
+                            *range(features_lib.FIRST_VALUE, features_lib.FIRST_VALUE + len(values)),
+                        ],
+                        tf.int64,
+                    ),
+                ),
+                default_value=features_lib.UNKNOWN_SLOT,
+            )
+            for column, values in context.values.items()
+        }
+
+    def side_specs(self):
+        """The inputs every history signature takes after ``history``."""
+        specs = [tf.TensorSpec([None, None], tf.int64, name="timestamps")] if self.timed else []
+        return specs + [
+            tf.TensorSpec([None, None], tf.string, name=events_lib.input_name(c)) for c in self.columns
+        ]
+
+    def _side(self, history, side):
+        """``{"timestamps"?, "event_<column>": slots}`` of the side inputs, each checked to be shaped as ``history``."""
+        names = [spec.name for spec in self.side_specs()]
+        if len(side) != len(names):
+            raise ValueError(f"expected the inputs {names} after history, got {len(side)}")
+        out = {}
+        for name, value in zip(names, side):
+            check = tf.debugging.assert_equal(
+                tf.shape(value),
+                tf.shape(history),
+                message=f"{name} must have the shape of history: one value per history slot",
+            )
+            with tf.control_dependencies([check]):
+                value = tf.identity(_batch_of_rows(value))
+            if name != "timestamps":
+                value = self.slot_tables[name[len(events_lib.PREFIX) :]].lookup(value)
+            out[name] = value
+        return out
+
+    def serving_default(self, history, *side):
+        return self._recommend_raw(history, self.k, self._side(history, side))
+
+    def recommend_top_k(self, history, *rest):
+        *side, k = rest
+        return self._recommend_raw(history, _max_or_zero(k), self._side(history, side))
+
+    def recommend_ids(self, history, *side):
+        return self._recommend_ints(history, self._side(history, side))
+
+    def rank_targets(self, history, *rest):
+        *side, target = rest
+        return self._rank_raw(history, target, self._side(history, side))
+
+    def signature_names(self):
+        return [name for name in super().signature_names() if name != "predict_examples"]
+
+    def signatures(self):
+        history = tf.TensorSpec([None, None], tf.string, name="history")
+        specs = {
+            "serving_default": [history, *self.side_specs()],
+            "recommend_top_k": [history, *self.side_specs(), tf.TensorSpec([None], tf.int32, name="k")],
+            "recommend_ids": [tf.TensorSpec([None, None], tf.int64, name="history"), *self.side_specs()],
+            "rank_targets": [history, *self.side_specs(), tf.TensorSpec([None], tf.string, name="target")],
+        }
+        functions = {
+            name: tf.function(getattr(self, name), input_signature=specs[name]).get_concrete_function()
+            for name in self.signature_names()
+        }
+        return self._collect(functions)
+
+    def warmup_request(self, name, histories, model_name):
+        """The ``PredictRequest`` that warms signature ``name`` up: each slot's context the
+        column's most frequent value."""
+        options = {
+            "serving_default": {},
+            "recommend_top_k": {"k": [10] * len(histories)},
+            "recommend_ids": {},
+            "rank_targets": {"targets": [h[-1] if h else self.vocabulary.items[0] for h in histories]},
+        }[name]
+        if name == "recommend_ids":
+            histories = [[int(i) for i in h] for h in histories]
+        return serving.predict_request(
+            histories,
+            model_name,
+            signature_name=name,
+            timestamps=_warmup_times(histories) if self.timed else None,
+            events={
+                c: [[values[0]] * len(h) for h in histories] for c, values in self.context.values.items()
+            },
+            **options,
         )
 
 

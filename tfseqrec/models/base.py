@@ -36,7 +36,8 @@ class SequentialBackbone(keras.Model):
     ``inference_inputs``; its constructor ends with ``build_weights``. A backbone
     has no loss: a task (``tfseqrec.models.tasks``) holds it as ``task.backbone``
     and trains it.
-    With ``event_features`` (``{column: slots}``, ``tfseqrec.data.events``) the inputs
+    With ``event_features`` (``{column: [values]}``, ``EventVocabulary.values``, or
+    ``{column: slots}``; ``tfseqrec.data.events``) the inputs
     carry each event's context as ``event_<column>``, aligned with ``item_ids``; its
     vector (``EventEmbedding``) is added to that event's input vector, never to a scored
     item's, and left out where the slot is padding or ``[MASK]``.
@@ -87,7 +88,11 @@ class SequentialBackbone(keras.Model):
         self.normalize_first = normalize_first
         self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
         self.use_id_embeddings = bool(use_id_embeddings)
-        self.event_features = {k: int(v) for k, v in event_features.items()} if event_features else None
+        self.event_features = None
+        if event_features:
+            self.event_features = {
+                k: list(v) if isinstance(v, (list, tuple)) else int(v) for k, v in event_features.items()
+            }
         # The items' attribute values (not config: the weights carry them, as UniSRec's text vectors).
         self._feature_tables = item_feature_tables
         if item_feature_tables is not None and not self.item_features:
@@ -128,7 +133,7 @@ class SequentialBackbone(keras.Model):
         self.event_embedding = None
         if self.event_features:
             self.event_embedding = EventEmbedding(
-                self.event_features,
+                events_lib.sizes(self.event_features),
                 self.hidden_dim,
                 embeddings_initializer=initializer,
                 name="event_embedding",

@@ -31,7 +31,6 @@ import tensorflow as tf
 from tfseqrec import distribute, evaluation, models, presets, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
-from tfseqrec.data import events as events_lib
 from tfseqrec.data import features as features_lib
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
@@ -445,7 +444,7 @@ def _fit_settled(
 ):
     """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets)."""
     _start_run(output_dir, config, vocabulary, data)
-    model_kwargs = {**(model_kwargs or {}), **event_inputs(config, split, output_dir)}
+    model_kwargs = {**(model_kwargs or {}), **event_inputs(config, split)}
     train_ds = training_dataset(spec, config, split.train)
     normalizer = _normalizer(config, per_window)
     model = _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs)
@@ -623,10 +622,9 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
     return model
 
 
-def event_inputs(config, split, output_dir):
-    """The constructor's ``event_features`` (``{column: slots}``) of the split's event context for
-    ``config.event_features``, its values saved in ``output_dir`` (``event_features.json``); ``{}``
-    without event features."""
+def event_inputs(config, split):
+    """The constructor's ``event_features`` (``{column: [values]}``) of the split's event context
+    for ``config.event_features``; ``{}`` without event features."""
     columns = list(config.event_features or ())
     vocabulary = split.event_vocabulary
     have = [] if vocabulary is None else vocabulary.columns
@@ -637,8 +635,7 @@ def event_inputs(config, split, output_dir):
         )
     if not columns:
         return {}
-    vocabulary.save(output_dir)
-    return {"event_features": vocabulary.sizes}
+    return {"event_features": vocabulary.values}
 
 
 def _start_run(output_dir, config, vocabulary, data):
