@@ -1,0 +1,142 @@
+"""Event context end to end: ``tfseqrec train --event-features`` for each id model, ``evaluate``
+with the model's values, and the SavedModel's signatures taking ``event_<column>`` beside history."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfseqrec
+from tests.test_cli import _tfseqrec
+from tfseqrec import export, kinds, serving
+from tfseqrec.data import events, vocab
+
+TINY = ["--epochs", "1", "--hidden-dim", "8", "--num-heads", "1", "--num-layers", "1", "--quiet"]
+TINY += ["--max-sequence-length", "12"]
+HISTORIES = [["50", "172", "133"], ["1", "2", "3", "4", "5", "6", "7"], ["181"]]
+RATINGS = [["5", "4", "1"], ["1", "2", "3", "4", "5", "4", "3"], ["2"]]
+
+
+@pytest.fixture(scope="module")
+def trained(data_root, tmp_path_factory):
+    """A tiny SASRec on ml-100k reading each event's rating: ``(model_dir, train's JSON)``."""
+    out = tmp_path_factory.mktemp("context") / "sasrec"
+    done = _tfseqrec(
+        "train", "--model", "sasrec", "--data", data_root / "ml-100k", "--event-features", "rating",
+        "--output", out, *TINY,
+    )  # fmt: skip
+    return out, json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    base = tmp_path_factory.mktemp("saved_models") / "ml100k"
+    return json.loads(_tfseqrec("export", "--model-dir", trained[0], "--output", base, "--k", "5").stdout)
+
+
+def test_the_model_holds_the_training_values_and_evaluate_reads_them(trained, data_root):
+    model_dir, result = trained
+    model, _, info = kinds.load(model_dir)
+    assert info["config"]["event_features"] == ["rating"]
+    assert sorted(model.event_features["rating"]) == ["1", "2", "3", "4", "5"]
+    evaluated = json.loads(
+        _tfseqrec("evaluate", "--model-dir", model_dir, "--data", data_root / "ml-100k").stdout
+    )
+    assert evaluated["ndcg@10"] == pytest.approx(result["ndcg@10"], abs=1e-9)
+
+
+@pytest.mark.parametrize("model", ["bert4rec", "hstu"])
+def test_bert4rec_and_hstu_train_with_context(data_root, tmp_path, model):
+    out = tmp_path / model
+    done = _tfseqrec(
+        "train", "--model", model, "--data", data_root / "ml-100k", "--event-features", "rating",
+        "--output", out, *TINY,
+    )  # fmt: skip
+    assert json.loads(done.stdout)["num_users"] == 943
+    trained, _, _ = kinds.load(out)
+    assert trained.backbone.event_embedding is not None
+
+
+def test_context_reaches_the_model_only_at_real_events():
+    ids = np.array([[0, 0, 3, 4, 5]])
+    for cls in (tfseqrec.SASRec, tfseqrec.BERT4Rec, tfseqrec.HSTU):
+        model = cls(num_items=4, max_sequence_length=5, hidden_dim=8, num_layers=1, event_features={"t": 6})
+        base = np.asarray(model.score({"item_ids": ids, "event_t": np.array([[3, 3, 3, 4, 5]])}))
+        padded = np.asarray(model.score({"item_ids": ids, "event_t": np.array([[5, 4, 3, 4, 5]])}))
+        real = np.asarray(model.score({"item_ids": ids, "event_t": np.array([[3, 3, 5, 4, 5]])}))
+        np.testing.assert_array_equal(base, padded)  # a padded slot's context is ignored
+        assert np.abs(base - real).max() > 0, cls.__name__
+        with pytest.raises(ValueError, match="event_t"):
+            model.score({"item_ids": ids})
+    # BERT4Rec's inference [MASK] has no context; the history's moves with its items.
+    bert = tfseqrec.BERT4Rec(num_items=4, max_sequence_length=4, hidden_dim=8, event_features={"t": 6})
+    shifted = bert.inference_inputs({"item_ids": np.array([[3, 4, 5]]), "event_t": np.array([[3, 4, 5]])})
+    assert np.asarray(shifted["item_ids"]).tolist() == [[3, 4, 5, vocab.MASK_ID]]
+    assert np.asarray(shifted["event_t"]).tolist() == [[3, 4, 5, 0]]
+
+
+def test_every_history_signature_takes_the_context(exported, trained):
+    signatures = exported["signatures"]
+    assert "predict_examples" not in signatures
+    for name in ("serving_default", "recommend_ids", "recommend_top_k", "rank_targets"):
+        assert signatures[name]["inputs"]["event_rating"] == "string", name
+
+
+def test_answers_equal_the_in_memory_model_given_the_same_context(exported, trained):
+    model, vocabulary, _ = kinds.load(trained[0])
+    slots = events.EventVocabulary.of_model(model)
+    predictor = serving.SavedModelPredictor(exported["path"])
+    request = {
+        "history": serving.pad_histories(HISTORIES),
+        "event_rating": serving.pad_events(HISTORIES, RATINGS),
+    }
+    answer = predictor.run("serving_default", request)
+    # The oracle: the in-memory model, given the slots of the same values.
+    ids = [vocabulary.lookup(h).tolist() for h in HISTORIES]
+    context = [slots.encode({"rating": np.array(r, object)})["rating"].tolist() for r in RATINGS]
+    top, scores = model.recommend(ids, k=5, events={"rating": context})
+    assert [[i.decode() for i in row] for row in answer["item_ids"]] == [vocabulary.to_raw(r) for r in top]
+    np.testing.assert_allclose(answer["scores"], scores, rtol=1e-5, atol=1e-5)
+    # The context is live: other ratings, other scores.
+    other = predictor.run(
+        "serving_default",
+        {**request, "event_rating": serving.pad_events(HISTORIES, [["1"] * len(h) for h in HISTORIES])},
+    )
+    assert np.abs(other["scores"] - answer["scores"]).max() > 0
+    # gRPC requests carry it; a request without it, or shaped unlike the history, fails.
+    reply = serving.predict_reply(
+        predictor.predict(serving.predict_request(HISTORIES, "m", events={"rating": RATINGS}))
+    )
+    assert reply.item_ids == [[i.decode() for i in row] for row in answer["item_ids"]]
+    with pytest.raises(ValueError, match="event_rating"):
+        predictor.run("serving_default", {"history": request["history"]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="event_rating must have the shape of history"):
+        predictor.run("serving_default", {**request, "event_rating": request["event_rating"][:, :2]})
+    with pytest.raises(ValueError, match="3 items but 2 values"):
+        serving.pad_events(HISTORIES[:1], [["5", "4"]], "rating")
+
+
+def test_warmup_requests_carry_the_context_and_are_answered(exported):
+    predictor = serving.SavedModelPredictor(exported["path"])
+    logs = export.read_warmup_requests(exported["path"])
+    assert {log.predict_log.request.model_spec.signature_name for log in logs} == set(exported["signatures"])
+    for log in logs:
+        request = log.predict_log.request
+        history, context = (tf.make_ndarray(request.inputs[key]) for key in ("history", "event_rating"))
+        assert context.shape == history.shape
+        assert predictor.predict(request).outputs
+
+
+def test_bad_uses_are_refused(data_root, trained, tmp_path):
+    bad = _tfseqrec(
+        "train", "--model", "sasrec", "--data", data_root / "ml-100k", "--event-features", "device",
+        "--output", tmp_path / "m", *TINY, check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "u.data:1: missing event column(s) ['device']" in bad.stderr
+    assert not (tmp_path / "m").exists()
+    plain = tfseqrec.SASRec(num_items=4, max_sequence_length=5, hidden_dim=8)
+    with pytest.raises(ValueError, match="trained without event features"):
+        plain.score({"item_ids": np.array([[0, 3]]), "event_rating": np.array([[0, 3]])})
+    with pytest.raises(ValueError, match="does not read event context"):
+        plain.recommend([[3]], events={"rating": [[3]]})
