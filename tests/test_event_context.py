@@ -140,3 +140,23 @@ def test_bad_uses_are_refused(data_root, trained, tmp_path):
         plain.score({"item_ids": np.array([[0, 3]]), "event_rating": np.array([[0, 3]])})
     with pytest.raises(ValueError, match="does not read event context"):
         plain.recommend([[3]], events={"rating": [[3]]})
+
+
+def test_cli_recommend_takes_the_context_and_agrees_with_the_export(exported, trained):
+    model_dir = trained[0]
+    history, ratings = " ".join(HISTORIES[0]), " ".join(RATINGS[0])
+    answer = json.loads(
+        _tfseqrec("recommend", "--model-dir", model_dir, "--history", history, "--event", f"rating={ratings}",
+                  "--k", "5", "--json").stdout
+    )  # fmt: skip
+    served = serving.SavedModelPredictor(exported["path"]).run(
+        "serving_default",
+        {
+            "history": serving.pad_histories(HISTORIES[:1]),
+            "event_rating": serving.pad_events(HISTORIES[:1], RATINGS[:1]),
+        },
+    )
+    assert answer["item_ids"] == [i.decode() for i in served["item_ids"][0]]
+    np.testing.assert_allclose(answer["scores"], served["scores"][0], rtol=1e-5, atol=1e-5)
+    missing = _tfseqrec("recommend", "--model-dir", model_dir, "--history", history, check=False)
+    assert missing.returncode != 0 and '--event rating="v1 v2 ..."' in missing.stderr

@@ -817,6 +817,14 @@ def _add_recommend(sub):
         help='the items\' times in seconds, one per --history item: "t1 t2 ..."; '
         "needed by (and only by) a model that reads event times (hstu with a time bias)",
     )
+    recommend.add_argument(
+        "--event",
+        action="append",
+        default=None,
+        metavar='COLUMN="v1 v2 ..."',
+        help="for a model trained with --event-features: each --history item's value of COLUMN "
+        "(repeat the flag for each column)",
+    )
     recommend.add_argument("--k", type=_positive_int, default=10, help="items to recommend (default 10)")
     recommend.add_argument(
         "--exclude-seen",

@@ -424,7 +424,7 @@ def _plot(args, stdout):
             raise ValueError(f"user {user!r} is not in {info['data']}")
         if model.uses_timestamps:
             args.timestamps = log.timestamps[mine][-20:].tolist()
-    ids, times = _known_history(args, model, vocabulary)
+    ids, times, _ = _known_history(args, model, vocabulary)
     if not ids:
         raise ValueError("none of the history's items is in the model's vocabulary")
     written.append(os.path.join(out, "attention.png"))
@@ -436,10 +436,12 @@ def _plot(args, stdout):
 
 def _recommend(args, stdout):
     model, vocabulary, _ = kinds.load(args.model_dir)
-    history, times = _known_history(args, model, vocabulary)
+    history, times, context = _known_history(args, model, vocabulary)
     if history:
         # Only a model that reads times takes them (a Recformer's recommend has no such argument).
         timed = {} if times is None else {"timestamps": [times]}
+        if context is not None:
+            timed["events"] = {column: [slots] for column, slots in context.items()}
         top_ids, top_scores = model.recommend([history], k=args.k, exclude_seen=args.exclude_seen, **timed)
     else:
         # As the SavedModel answers a history with no known item: by popularity.
@@ -470,8 +472,10 @@ def _recommend(args, stdout):
 
 
 def _known_history(args, model, vocabulary):
-    """``(ids, times)`` of ``--history``'s known items (``times``: of ``--timestamps``, or ``None``)."""
+    """``(ids, times, context)`` of ``--history``'s known items (``times``: of ``--timestamps``,
+    ``context``: ``{column: slots}`` of ``--event``, or ``None``)."""
     raw, times = args.history.split(), args.timestamps
+    context = _history_context(getattr(args, "event", None), model, len(raw))
     if model.uses_timestamps:
         if times is None:
             raise ValueError(
@@ -494,7 +498,34 @@ def _known_history(args, model, vocabulary):
     if unknown:
         print(f"tfseqrec: ignoring {len(unknown)} unknown item id(s): {unknown[:10]}", file=sys.stderr)
     known = [n for n, i in enumerate(ids) if i != vocab.OOV_ID]
-    return [int(ids[n]) for n in known], None if times is None else [times[n] for n in known]
+    if context is not None:
+        context = {column: [int(slots[n]) for n in known] for column, slots in context.items()}
+    return [int(ids[n]) for n in known], None if times is None else [times[n] for n in known], context
+
+
+def _history_context(given, model, length):
+    """``{column: slots}`` of ``--event COLUMN="v1 v2 ..."`` flags for a model that reads event
+    context (``None`` for one that does not, which must get none)."""
+    given = dict(item.split("=", 1) if "=" in item else (item, None) for item in given or ())
+    vocabulary = events.EventVocabulary.of_model(model)
+    if vocabulary is None:
+        if given:
+            raise ValueError("--event is for models trained with --event-features; this one reads none")
+        return None
+    wanted = vocabulary.columns
+    if sorted(given) != sorted(wanted) or any(v is None for v in given.values()):
+        flags = " ".join(f'--event {c}="v1 v2 ..."' for c in wanted)
+        raise ValueError(
+            f"this model reads each event's {wanted}: give {flags}, one value per --history item"
+        )
+    raw = {column: given[column].split() for column in wanted}
+    for column, values in raw.items():
+        if len(values) != length:
+            raise ValueError(
+                f"--history has {length} items but --event {column} {len(values)} values (one per item)"
+            )
+    encoded = vocabulary.encode({column: np.asarray(values, object) for column, values in raw.items()})
+    return {column: slots.tolist() for column, slots in encoded.items()}
 
 
 def _export(args, stdout):
