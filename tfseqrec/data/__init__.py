@@ -7,6 +7,7 @@ TensorFlow (``tfseqrec data stats`` starts in a second, not four).
 import importlib
 
 _EXPORTS = {
+    "tfseqrec.data.events": ["EventVocabulary"],
     "tfseqrec.data.features": ["EncodedFeatures", "ItemFeatures", "read_item_features"],
     "tfseqrec.data.masking": ["ClozeMasking", "ClozePreprocessor"],
     "tfseqrec.data.pipeline": [

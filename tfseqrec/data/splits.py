@@ -597,22 +597,9 @@ def prepare(
             return temporal_split(sequences, test_start, valid_start, targets, validation)
         return leave_one_out(sequences, validation=validation)
 
-    new_context = events.events is not None and event_vocabulary is None
-    if new_context:
-        event_vocabulary = events_lib.EventVocabulary.from_values(events.events)
-    sequences, vocabulary, seq_report = build_sequences(events, vocabulary, event_vocabulary=event_vocabulary)
-    result = cut(sequences)
-    if not given or new_context:
-        # Counts, and with them the id order, come from training events only: the
-        # held-out targets must not make their items look more popular.
-        if not given:
-            vocabulary = training_vocabulary(vocabulary, result.train)
-        if new_context:  # a context value the model never trains with is unknown to it
-            event_vocabulary = event_vocabulary.restricted(result.train.events)[0]
-        sequences, vocabulary, seq_report = build_sequences(
-            events, vocabulary, event_vocabulary=event_vocabulary
-        )
-        result = cut(sequences)
+    result, sequences, vocabulary, event_vocabulary, seq_report = _split_counted(
+        events, vocabulary, given, event_vocabulary, cut
+    )
     split = result
     split.event_vocabulary = event_vocabulary
     if event_vocabulary is not None:
@@ -632,6 +619,27 @@ def prepare(
         },
     )
     return split, vocabulary, report
+
+
+def _split_counted(events, vocabulary, given, event_vocabulary, cut):
+    """``cut`` of the sequences of ``events``, with a new vocabulary's counts (unless ``given``)
+    and a new event vocabulary's values (unless one is given) taken from the training events:
+    ``(split, sequences, vocabulary, event_vocabulary, report)``."""
+    new_context = events.events is not None and event_vocabulary is None
+    if new_context:
+        event_vocabulary = events_lib.EventVocabulary.from_values(events.events)
+    sequences, vocabulary, report = build_sequences(events, vocabulary, event_vocabulary=event_vocabulary)
+    result = cut(sequences)
+    if not given or new_context:
+        # Counts, and with them the id order, come from training events only: the
+        # held-out targets must not make their items look more popular.
+        if not given:
+            vocabulary = training_vocabulary(vocabulary, result.train)
+        if new_context:  # a context value the model never trains with is unknown to it
+            event_vocabulary = event_vocabulary.restricted(result.train.events)[0]
+        sequences, vocabulary, report = build_sequences(events, vocabulary, event_vocabulary=event_vocabulary)
+        result = cut(sequences)
+    return result, sequences, vocabulary, event_vocabulary, report
 
 
 def _ragged_mask(row_splits, keep_lengths):
