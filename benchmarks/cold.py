@@ -96,7 +96,9 @@ def model_row(label, name, data_root, minutes, seed, parts, work):
     kind_name, options, reads = ROWS[label]
     kind = kinds.get(kind_name)
     out = os.path.join(work, label)
-    config = id_models.options(kind, {"model": kind_name, "max_train_minutes": minutes, "seed": seed, **options})
+    config = id_models.options(
+        kind, {"model": kind_name, "max_train_minutes": minutes, "seed": seed, **options}
+    )
     kwargs = {}
     if reads == "attributes":
         path, _ = defaults.features_file(name, data_root, work)
@@ -105,7 +107,9 @@ def model_row(label, name, data_root, minutes, seed, parts, work):
         text_path = defaults.item_text(name, data_root, work)
         config, kwargs = id_models.model_inputs(kind, config, trained, text_path, out, verbose=0)
     timer = ml1m.EpochTimer()
-    model, history = id_models.fit(kind, inner, trained, out, config, callbacks=[timer], verbose=0, model_kwargs=kwargs)
+    model, history = id_models.fit(
+        kind, inner, trained, out, config, callbacks=[timer], verbose=0, model_kwargs=kwargs
+    )
     missing = [raw for raw in full.items if raw not in trained]
     if reads == "attributes":
         model, grown, added = id_models.add_featured_items(model, trained, out, path)
@@ -115,7 +119,9 @@ def model_row(label, name, data_root, minutes, seed, parts, work):
         grown, added = trained.with_items(missing)
         model = model.with_items(grown.num_items)
     result = metrics_of(model, cold, full, grown)
-    print(f"{name} {label}: cold NDCG@10 {result['cold']['ndcg@10']:.4f}, warm {result['warm']['ndcg@10']:.4f}")
+    print(
+        f"{name} {label}: cold NDCG@10 {result['cold']['ndcg@10']:.4f}, warm {result['warm']['ndcg@10']:.4f}"
+    )
     return {
         "model": kind_name,
         "label": label,
@@ -134,8 +140,12 @@ def popularity_row(parts):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default="scientific", help=f"comma-separated of {list(datasets.DATASETS)}")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--datasets", default="scientific", help=f"comma-separated of {list(datasets.DATASETS)}"
+    )
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated of {list(ROWS)}")
     parser.add_argument("--minutes", type=float, default=5.0, help="training budget of each model")
     parser.add_argument("--cold-share", type=float, default=0.1, help="the share of items held out")
@@ -155,9 +165,15 @@ def main():
         work = tempfile.mkdtemp(prefix=f"cold-{name}-")
         parts = cold_split(name, args.data_root, args.cold_share, args.seed)
         report = parts[0].report
-        print(f"{name}: {report['cold_items']} cold items, {report['test_cold_cases']} cold test cases", flush=True)
+        print(
+            f"{name}: {report['cold_items']} cold items, {report['test_cold_cases']} cold test cases",
+            flush=True,
+        )
         rows = [popularity_row(parts)]
-        rows += [model_row(label, name, args.data_root, args.minutes, args.seed, parts, work) for label in args.rows.split(",")]
+        rows += [
+            model_row(label, name, args.data_root, args.minutes, args.seed, parts, work)
+            for label in args.rows.split(",")
+        ]
         for row in rows:
             extra = {**row["extra"], "report": report, "cold_share": args.cold_share}
             fields = {**row, "extra": extra, "seed": args.seed, "ended": machine.now(), **header}

@@ -7,9 +7,11 @@ import types
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.test_case import benchmark_script
 from tfseqrec import kinds, training
+from tfseqrec.data import splits, vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
@@ -450,3 +452,33 @@ def test_gpu_table_and_first_minutes_by_hand():
         in table
     )
     assert "masking's share 10.0%" in table
+
+
+def test_cold_items_remap_ids_through_raw_ids_and_weigh_parts_by_cases():
+    cold = _script("cold")
+
+    source = vocab.ItemVocabulary(["a", "b", "c"])  # ids 3, 4, 5
+    target = vocab.ItemVocabulary(["c", "a"])  # c 3, a 4; b unknown
+    seqs = splits.Sequences.from_list(["u"], [[3, 4, 5]])
+    assert cold.remapped(seqs, source, target).values.tolist() == [4, vocab.OOV_ID, 3]
+    cases = splits.Cases(seqs, np.array([5]))
+    assert cold.remapped_cases(cases, source, target).targets.tolist() == [3]
+
+    class Scores:  # item "c" (id 3) scores highest, then "a": a miss for "a", a hit at rank 1 for "c"
+        max_sequence_length, uses_timestamps = 1, False
+
+        def score(self, window):
+            return tf.tile(tf.constant([[2.0, 1.0]]), [tf.shape(window)[0], 1])
+
+    parts = splits.ColdStartSplit(
+        splits.Sequences.from_list([], []),
+        test_warm=splits.Cases(splits.Sequences.from_list(["u", "v"], [[4], [4]]), np.array([3, 3])),
+        test_cold=splits.Cases(splits.Sequences.from_list(["w"], [[4]]), np.array([5])),
+        cold_items=np.array([5]),
+        report={},
+    )
+    # Warm: "a" given "b" (unknown to the target vocabulary): rank 2 of 2; cold: "c", rank 1.
+    result = cold.metrics_of(Scores(), parts, source, target)
+    assert result["cold"]["ndcg@10"] == pytest.approx(1.0)
+    assert result["warm"]["ndcg@10"] == pytest.approx(1 / np.log2(3))
+    assert result["all"]["ndcg@10"] == pytest.approx((1.0 + 2 / np.log2(3)) / 3)
