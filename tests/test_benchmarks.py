@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from tests.test_case import benchmark_script
 from tfseqrec import kinds, training
-from tfseqrec.data import splits, vocab
+from tfseqrec.data import splits
+from tfseqrec.data import vocab as vocab_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
@@ -414,8 +415,6 @@ def test_gpu_preset_options_split_by_the_constructor():
 
 
 def test_gpu_eval_batches_by_hand():
-    from tfseqrec.data import splits
-
     cases = splits.Cases(splits.Sequences.from_list([0, 1], [[3, 4, 5], [6]]), np.array([7, 8]))
     x, targets = _script("gpu").eval_batches(cases, 2, batch_size=8)[0]
     assert x["item_ids"].tolist() == [[4, 5], [0, 6]]  # the newest 2, left-padded
@@ -457,10 +456,10 @@ def test_gpu_table_and_first_minutes_by_hand():
 def test_cold_items_remap_ids_through_raw_ids_and_weigh_parts_by_cases():
     cold = _script("cold")
 
-    source = vocab.ItemVocabulary(["a", "b", "c"])  # ids 3, 4, 5
-    target = vocab.ItemVocabulary(["c", "a"])  # c 3, a 4; b unknown
+    source = vocab_lib.ItemVocabulary(["a", "b", "c"])  # ids 3, 4, 5
+    target = vocab_lib.ItemVocabulary(["c", "a"])  # c 3, a 4; b unknown
     seqs = splits.Sequences.from_list(["u"], [[3, 4, 5]])
-    assert cold.remapped(seqs, source, target).values.tolist() == [4, vocab.OOV_ID, 3]
+    assert cold.remapped(seqs, source, target).values.tolist() == [4, vocab_lib.OOV_ID, 3]
     cases = splits.Cases(seqs, np.array([5]))
     assert cold.remapped_cases(cases, source, target).targets.tolist() == [3]
 
