@@ -128,7 +128,7 @@ LAYERS = [
     ["tfseqrec.models"],
     # What a model trains with: the registry's defaults and the data's choices (for_data).
     ["tfseqrec.presets"],
-    ["tfseqrec.evaluation", "tfseqrec.training", "tfseqrec.export"],
+    ["tfseqrec.evaluation", "tfseqrec.bulk", "tfseqrec.training", "tfseqrec.export"],
     ["tfseqrec.kinds"],
     # The command line and the TFX components, on top of the library.
     ["tfseqrec.cli", "tfseqrec.commands", "components"],

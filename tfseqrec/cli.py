@@ -176,6 +176,11 @@ DETAILS = {
             "the data file's own; ids the model does not know are ignored (with a note on "
             "stderr), and a history with no known item gets the most popular items."
         ),
+        (
+            "With --histories, every user of a log (or of a .jsonl file of histories) gets its "
+            "--k items in --output, written a batch at a time with a progress bar on stderr; "
+            "a rerun after a kill resumes where the file ends. Prints a JSON summary."
+        ),
     ],
     "export": [
         (
@@ -231,6 +236,7 @@ EXAMPLES = {
     ],
     "recommend": [
         'tfseqrec recommend --model-dir runs/sasrec --history "1 48 150 260" --k 10 --json',
+        "tfseqrec recommend --model-dir runs/sasrec --histories ml-1m/ml-1m.txt --output recs.jsonl",
     ],
     "export": [
         "tfseqrec export --model-dir runs/sasrec --output saved_models/ml1m",
@@ -809,7 +815,27 @@ def _add_plot(sub):
 def _add_recommend(sub):
     recommend = _command(sub, "recommend")
     recommend.add_argument("--model-dir", required=True, help="a directory written by 'tfseqrec train'")
-    recommend.add_argument("--history", required=True, help='raw item ids, oldest first: "id1 id2 ..."')
+    given = recommend.add_mutually_exclusive_group(required=True)
+    given.add_argument("--history", help='raw item ids, oldest first: "id1 id2 ..."')
+    given.add_argument(
+        "--histories",
+        help='every user\'s history: an interaction log, or a .jsonl file of one {"user_id", '
+        '"items"} a line; recommendations go to --output',
+    )
+    recommend.add_argument(
+        "--output",
+        help="with --histories: a .jsonl (a line a user) or .csv (a row a recommendation) file; "
+        "rerun after a kill, it resumes where the file ends",
+    )
+    recommend.add_argument(
+        "--exclude", help="a file of raw item ids, one a line, never to recommend (with --histories)"
+    )
+    recommend.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=512,
+        help="with --histories: users scored at once (default 512)",
+    )
     recommend.add_argument(
         "--timestamps",
         type=_seconds_list,
@@ -833,6 +859,7 @@ def _add_recommend(sub):
         help="never recommend an item of the history",
     )
     recommend.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_format_flags(recommend)
 
 
 def _add_export(sub):

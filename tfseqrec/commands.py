@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from tfseqrec import checks, evaluation, export, kinds, plot, ranking, serving
+from tfseqrec import bulk, checks, evaluation, export, kinds, plot, ranking, serving
 from tfseqrec.data import download, events, features, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, id_models, pretrain
 
@@ -435,6 +435,10 @@ def _plot(args, stdout):
 
 
 def _recommend(args, stdout):
+    if args.histories:
+        return _recommend_all(args, stdout)
+    if args.output or args.exclude:
+        raise ValueError("--output and --exclude are for --histories (every user of a file)")
     model, vocabulary, _ = kinds.load(args.model_dir)
     history, times, context = _known_history(args, model, vocabulary)
     if history:
@@ -468,6 +472,27 @@ def _recommend(args, stdout):
     else:
         for rank, (item, score) in enumerate(zip(items, scores), start=1):
             print(f"{rank}\t{item}\t{score:.6f}", file=stdout)
+    return 0
+
+
+def _recommend_all(args, stdout):
+    """``recommend --histories FILE --output OUT``: every history of FILE (``tfseqrec.bulk``)."""
+    if not args.output:
+        raise ValueError("--histories needs --output: a .jsonl or .csv file for the recommendations")
+    if args.timestamps or args.event:
+        raise ValueError("--timestamps and --event are for --history; --histories reads them from the file")
+    checks.check_output_apart("--output", args.output, {"--histories": _resolve(args.histories)})
+    model, vocabulary, _ = kinds.load(args.model_dir)
+    path = _resolve(args.histories)
+    histories = bulk.read_histories(path, model, **_read_kwargs(args))
+    exclude = []
+    if args.exclude:
+        with open(args.exclude, encoding="utf-8") as f:
+            exclude = [line.strip() for line in f if line.strip()]
+    result = bulk.recommend_file(
+        model, vocabulary, histories, args.output, k=args.k, exclude=exclude, batch_size=args.batch_size
+    )
+    _print_json(stdout, result)
     return 0
 
 

@@ -1,0 +1,259 @@
+"""Recommendations for every user, streamed to a file: the overnight batch job.
+
+``recommend_file`` reads histories (``read_histories``: an interaction log, or JSON lines
+of one history each), scores them a batch at a time with the model's own ``recommend``
+(the history's items excluded, as everywhere; ``exclude``: items never recommended) and
+appends each batch to the output before reading on, so memory does not grow with the
+number of users. Two output forms (``OUTPUTS``):
+
+- ``.jsonl``: a line per user, ``{"user_id", "item_ids", "scores"}``, best first;
+- ``.csv``: a row per recommendation, ``user_id,rank,item_id,score`` (rank from 1).
+
+Rerun on an output a killed run left, it resumes: the users written before the batch the
+run was in (or, if the last user's lines are all there, before that user's batch: they may
+have been cut) are kept and skipped, and scoring starts again at that batch, so with the
+same ``batch_size`` the file ends byte for byte as one uninterrupted run writes it. A history none of whose items the model
+knows gets the most popular items, as the SavedModel answers it.
+
+Example:
+
+>>> import json, os, tempfile
+>>> from tfseqrec.data import ItemVocabulary
+>>> from tfseqrec.models import SASRec
+>>> vocabulary = ItemVocabulary(["a", "b", "c", "d"], [4, 3, 2, 1])
+>>> model = SASRec(num_items=4, max_sequence_length=5, hidden_dim=8)
+>>> out = os.path.join(tempfile.mkdtemp(), "recs.jsonl")
+>>> done = recommend_file(model, vocabulary, [History("u1", ["a", "b"]), History("u2", ["zz"])], out, k=2)
+>>> done["users"], [json.loads(line)["item_ids"] for line in open(out)][1]  # u2: nothing known, popular
+(2, ['a', 'b'])
+"""
+
+import csv
+import dataclasses
+import io
+import json
+import os
+
+import numpy as np
+
+from tfseqrec import ranking
+from tfseqrec.data import events as events_lib
+from tfseqrec.data import readers, splits, vocab
+from tfseqrec.progress import progress_bar
+
+OUTPUTS = (".jsonl", ".csv")
+CSV_HEADER = ("user_id", "rank", "item_id", "score")
+
+
+@dataclasses.dataclass
+class History:
+    """One user's history: raw item ids, oldest first, with the events' times and context
+    (``{column: raw values}``) when the model reads them."""
+
+    user_id: str
+    items: list
+    timestamps: list = None
+    events: dict = None
+
+
+@dataclasses.dataclass
+class Histories:
+    """An iterable of ``History`` (read once, as it is streamed) and how many there are
+    (``total``; ``None`` when unknown before the end)."""
+
+    rows: object
+    total: int = None
+
+    def __iter__(self):
+        return iter(self.rows)
+
+
+def read_histories(path, model=None, **read_kwargs):
+    """The histories of ``path`` (``Histories``), one ``History`` a user, in a fixed order (a rerun's).
+
+    A ``.jsonl`` file holds one history a line, ``{"user_id", "items"[, "timestamps"][, "events"]}``,
+    read as it is streamed; anything else is an interaction log (``readers.read_interactions``,
+    ``read_kwargs``), each user's events in time order, users in order of first appearance.
+    ``model``: the event columns it reads are read from the log.
+    """
+    path = os.fspath(path)
+    if path.endswith(".jsonl"):
+        return Histories(_json_histories(path))
+    columns = list(getattr(model, "event_features", None) or ())
+    log = readers.read_interactions(path, event_columns=columns or None, **read_kwargs)
+    log, _ = splits.drop_duplicates(splits.sort_by_time(log))
+    starts = np.flatnonzero(np.concatenate([[True], log.users[1:] != log.users[:-1]]))
+    return Histories(_log_histories(log, columns, starts), len(starts))
+
+
+def _json_histories(path):
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                history = History(
+                    str(row["user_id"]),
+                    [str(i) for i in row["items"]],
+                    row.get("timestamps"),
+                    row.get("events"),
+                )
+            except (ValueError, KeyError, TypeError) as e:
+                raise readers.DataError(
+                    path, line_no, f'expected {{"user_id": ..., "items": [...]}} a line ({e})'
+                ) from None
+            yield history
+
+
+def _log_histories(log, columns, starts):
+    ends = np.append(starts[1:], len(log.users))
+    for start, end in zip(starts, ends):
+        context = {c: log.events[c][start:end].tolist() for c in columns} if columns else None
+        times = log.timestamps[start:end].tolist() if log.has_time else None
+        yield History(str(log.users[start]), log.items[start:end].tolist(), times, context)
+
+
+def recommend_file(model, vocabulary, histories, output, k=10, exclude=(), batch_size=512, progress=None):
+    """Writes the top-``k`` items of every history of ``histories`` to ``output``, resuming a
+    killed run's file.
+
+    Args:
+        model: a trained model (as ``tfseqrec.load`` returns it).
+        vocabulary: its ``ItemVocabulary``.
+        histories: ``History`` objects (``read_histories``), in the same order on a rerun.
+        output: a ``.jsonl`` or ``.csv`` path (``OUTPUTS``).
+        k: items a user.
+        exclude: raw ids of items never to recommend (those the model does not know are ignored).
+        batch_size: users scored at once.
+        progress: a progress bar on stderr (``None``: on a terminal).
+
+    Returns:
+        ``{"output", "users", "resumed_users", "excluded_items"}``: users written in all,
+        those a previous run had written.
+    """
+    output = os.fspath(output)
+    form = os.path.splitext(output)[1]
+    if form not in OUTPUTS:
+        raise ValueError(f"--output {output!r}: write recommendations to a file ending in one of {OUTPUTS}")
+    excluded = {int(i) for i in vocabulary.lookup(list(exclude)) if i >= vocab.NUM_RESERVED}
+    done = _resume(output, form, batch_size)
+    total = getattr(histories, "total", None)
+    bar = progress_bar(
+        None if total is None else -(-max(total - done, 0) // batch_size), progress, "recommend"
+    )
+    users = done
+    with open(output, "a", encoding="utf-8", newline="") as f:
+        if form == ".csv" and f.tell() == 0:
+            f.write(",".join(CSV_HEADER) + "\r\n")
+        batch = []
+        for n, history in enumerate(histories):
+            if n < done:
+                continue
+            batch.append(history)
+            if len(batch) == batch_size:
+                users += _write_batch(f, form, model, vocabulary, batch, k, excluded)
+                bar.update(1)
+                batch = []
+        if batch:
+            users += _write_batch(f, form, model, vocabulary, batch, k, excluded)
+            bar.update(1)
+    bar.close()
+    return {"output": output, "users": users, "resumed_users": done, "excluded_items": len(excluded)}
+
+
+def _write_batch(f, form, model, vocabulary, batch, k, excluded):
+    """Scores ``batch`` and appends its lines to ``f`` in one write; the number of users."""
+    ids, scores = top_items(model, vocabulary, batch, k, excluded)
+    text = io.StringIO()
+    writer = csv.writer(text) if form == ".csv" else None
+    for history, row_ids, row_scores in zip(batch, ids, scores):
+        items = vocabulary.to_raw(row_ids)
+        if writer is None:
+            text.write(
+                json.dumps({"user_id": history.user_id, "item_ids": items, "scores": row_scores}) + "\n"
+            )
+        else:
+            writer.writerows((history.user_id, r, i, s) for r, (i, s) in enumerate(zip(items, row_scores), 1))
+    f.write(text.getvalue())
+    f.flush()
+    return len(batch)
+
+
+def top_items(model, vocabulary, batch, k, excluded=frozenset()):
+    """``(ids, scores)``: lists of each history's top-``k`` vocabulary ids and scores, best first,
+    its own items and ``excluded`` (vocabulary ids) left out."""
+    known = [_known(model, vocabulary, h) for h in batch]
+    wanted = min(k + len(excluded), vocabulary.num_items)
+    out_ids, out_scores = [[] for _ in batch], [[] for _ in batch]
+    rows = [n for n, (ids, _, _) in enumerate(known) if ids]
+    if rows:
+        side = {}
+        if getattr(model, "uses_timestamps", False):
+            side["timestamps"] = [known[n][1] for n in rows]
+        if getattr(model, "event_features", None):
+            side["events"] = {c: [known[n][2][c] for n in rows] for c in model.event_features}
+        top_ids, top_scores = model.recommend([known[n][0] for n in rows], k=wanted, **side)
+        for n, row_ids, row_scores in zip(rows, top_ids, top_scores):
+            out_ids[n], out_scores[n] = _kept(row_ids, row_scores, k, excluded)
+    empty = [n for n, (ids, _, _) in enumerate(known) if not ids]
+    if empty:  # as the SavedModel answers a history with no known item: by popularity
+        top = ranking.top_k(vocabulary.popularity()[None], wanted)
+        row_ids, row_scores = ranking.drop_padding(
+            ranking.vocabulary_ids(top.indices.numpy()), top.values.numpy()
+        )
+        popular = _kept(row_ids[0], row_scores[0], k, excluded)
+        for n in empty:
+            out_ids[n], out_scores[n] = popular
+    return out_ids, out_scores
+
+
+def _kept(ids, scores, k, excluded):
+    pairs = [(int(i), float(s)) for i, s in zip(ids, scores) if i != vocab.PAD_ID and int(i) not in excluded]
+    return [i for i, _ in pairs[:k]], [s for _, s in pairs[:k]]
+
+
+def _known(model, vocabulary, history):
+    """``(ids, times, context)`` of the history's items the vocabulary knows (context as slots)."""
+    ids = vocabulary.lookup(history.items)
+    keep = [n for n, i in enumerate(ids) if i != vocab.OOV_ID]
+    times = None
+    if getattr(model, "uses_timestamps", False):
+        if history.timestamps is None or len(history.timestamps) != len(history.items):
+            raise ValueError(f"user {history.user_id!r}: the model reads event times; one per item is needed")
+        times = [int(history.timestamps[n]) for n in keep]
+    context = None
+    columns = events_lib.EventVocabulary.of_model(model)
+    if columns is not None:
+        given = history.events or {}
+        if any(len(given.get(c, ())) != len(history.items) for c in columns.columns):
+            raise ValueError(f"user {history.user_id!r}: the model reads each event's {columns.columns}")
+        slots = columns.encode({c: np.asarray(given[c], object) for c in columns.columns})
+        context = {c: [int(slots[c][n]) for n in keep] for c in columns.columns}
+    return [int(ids[n]) for n in keep], times, context
+
+
+def _resume(output, form, batch_size):
+    """The users a previous run wrote to ``output`` before the batch of its last user (whose
+    lines may have been cut); the file is cut to them. 0 for a new file."""
+    if not os.path.exists(output) or os.path.getsize(output) == 0:
+        return 0
+    with open(output, "rb") as f:
+        data = f.read()
+    complete = data[: data.rfind(b"\n") + 1]
+    lines = complete.splitlines(keepends=True)
+    if form == ".csv":
+        header, lines = lines[:1], lines[1:]
+        users = [next(csv.reader([line.decode("utf-8")]))[0] for line in lines]
+    else:
+        header, users = [], [json.loads(line)["user_id"] for line in lines]
+    # Users in the order written; the last one may have been cut short: its batch is redone,
+    # the same users scored together as before (a batch's scores may differ in the last bit
+    # with its company).
+    order = list(dict.fromkeys(users))
+    done = max(len(order) - 1, 0) // batch_size * batch_size
+    finished = set(order[:done])
+    keep = sum(1 for u in users if u in finished)
+    with open(output, "wb") as f:
+        f.write(b"".join(header + lines[:keep]))
+    return done
