@@ -5,6 +5,7 @@ import csv
 import json
 
 import numpy as np
+import pyarrow.parquet
 import pytest
 
 from tests.test_cli import _tfseqrec
@@ -142,3 +143,27 @@ def test_the_command_line_writes_every_user_of_a_log(data_root, tmp_path):
     assert rows[0]["item_ids"] == expected
     refused = _tfseqrec("recommend", "--model-dir", model_dir, "--histories", out, check=False)
     assert refused.returncode != 0 and "--histories needs --output" in refused.stderr
+
+
+def test_parquet_is_written_in_parts_and_a_killed_run_goes_on_after_them(model_and_vocabulary, tmp_path):
+    model, vocabulary = model_and_vocabulary
+    whole = tmp_path / "whole.parquet"
+    bulk.recommend_file(model, vocabulary, HISTORIES, whole, k=3, batch_size=2)
+    expected = pyarrow.parquet.read_table(whole).to_pylist()
+    assert [r["item_ids"] for r in expected] == [oracle(model, vocabulary, h, 3) for h in HISTORIES]
+
+    def killed():  # the run dies while reading the fourth history: one part of two users is on disk
+        for n, history in enumerate(HISTORIES):
+            if n == 3:
+                raise KeyboardInterrupt
+            yield history
+
+    out = tmp_path / "recs.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        bulk.recommend_file(model, vocabulary, killed(), out, k=3, batch_size=2)
+    assert not out.exists() and len(list((tmp_path / "recs.parquet.parts").iterdir())) == 1
+    done = bulk.recommend_file(model, vocabulary, HISTORIES, out, k=3, batch_size=2)
+    assert done["resumed_users"] == 2 and pyarrow.parquet.read_table(out).to_pylist() == expected
+    assert not (tmp_path / "recs.parquet.parts").exists()
+    with pytest.raises(FileExistsError, match="exists"):
+        bulk.recommend_file(model, vocabulary, HISTORIES, out)

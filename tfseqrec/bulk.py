@@ -7,12 +7,15 @@ appends each batch to the output before reading on, so memory does not grow with
 number of users. Two output forms (``OUTPUTS``):
 
 - ``.jsonl``: a line per user, ``{"user_id", "item_ids", "scores"}``, best first;
-- ``.csv``: a row per recommendation, ``user_id,rank,item_id,score`` (rank from 1).
+- ``.csv``: a row per recommendation, ``user_id,rank,item_id,score`` (rank from 1);
+- ``.parquet``: a row per user, ``user_id``, ``item_ids`` and ``scores`` (lists), written a
+  batch at a time as part files beside it (``OUTPUT.parts/``) and joined at the end.
 
-Rerun on an output a killed run left, it resumes: the users written before the batch the
-run was in (or, if the last user's lines are all there, before that user's batch: they may
-have been cut) are kept and skipped, and scoring starts again at that batch, so with the
-same ``batch_size`` the file ends byte for byte as one uninterrupted run writes it. A history none of whose items the model
+Rerun on an output a killed run left, it resumes. A ``.jsonl`` or ``.csv`` file keeps the
+users written before the batch of its last user (whose lines may have been cut) and scoring
+starts again at that batch, so with the same ``batch_size`` the file ends byte for byte as
+one uninterrupted run writes it; a ``.parquet`` output goes on after its last whole part.
+A history none of whose items the model
 knows gets the most popular items, as the SavedModel answers it.
 
 Example:
@@ -33,15 +36,18 @@ import dataclasses
 import io
 import json
 import os
+import shutil
 
 import numpy as np
+import pyarrow
+import pyarrow.parquet
 
 from tfseqrec import ranking
 from tfseqrec.data import events as events_lib
 from tfseqrec.data import readers, splits, vocab
 from tfseqrec.progress import progress_bar
 
-OUTPUTS = (".jsonl", ".csv")
+OUTPUTS = (".jsonl", ".csv", ".parquet")
 CSV_HEADER = ("user_id", "rank", "item_id", "score")
 
 
@@ -122,7 +128,7 @@ def recommend_file(model, vocabulary, histories, output, k=10, exclude=(), batch
         model: a trained model (as ``tfseqrec.load`` returns it).
         vocabulary: its ``ItemVocabulary``.
         histories: ``History`` objects (``read_histories``), in the same order on a rerun.
-        output: a ``.jsonl`` or ``.csv`` path (``OUTPUTS``).
+        output: a ``.jsonl``, ``.csv`` or ``.parquet`` path (``OUTPUTS``).
         k: items a user.
         exclude: raw ids of items never to recommend (those the model does not know are ignored).
         batch_size: users scored at once.
@@ -133,51 +139,116 @@ def recommend_file(model, vocabulary, histories, output, k=10, exclude=(), batch
         those a previous run had written.
     """
     output = os.fspath(output)
-    form = os.path.splitext(output)[1]
-    if form not in OUTPUTS:
-        raise ValueError(f"--output {output!r}: write recommendations to a file ending in one of {OUTPUTS}")
+    sink = _sink(output)
     excluded = {int(i) for i in vocabulary.lookup(list(exclude)) if i >= vocab.NUM_RESERVED}
-    done = _resume(output, form, batch_size)
+    done = sink.resume(batch_size)
     total = getattr(histories, "total", None)
     bar = progress_bar(
         None if total is None else -(-max(total - done, 0) // batch_size), progress, "recommend"
     )
-    users = done
-    with open(output, "a", encoding="utf-8", newline="") as f:
-        if form == ".csv" and f.tell() == 0:
-            f.write(",".join(CSV_HEADER) + "\r\n")
-        batch = []
-        for n, history in enumerate(histories):
-            if n < done:
-                continue
-            batch.append(history)
-            if len(batch) == batch_size:
-                users += _write_batch(f, form, model, vocabulary, batch, k, excluded)
-                bar.update(1)
-                batch = []
-        if batch:
-            users += _write_batch(f, form, model, vocabulary, batch, k, excluded)
+    users, batch = done, []
+    for n, history in enumerate(histories):
+        if n < done:
+            continue
+        batch.append(history)
+        if len(batch) == batch_size:
+            users += sink.write(batch, *top_items(model, vocabulary, batch, k, excluded), vocabulary)
             bar.update(1)
+            batch = []
+    if batch:
+        users += sink.write(batch, *top_items(model, vocabulary, batch, k, excluded), vocabulary)
+        bar.update(1)
+    sink.close()
     bar.close()
     return {"output": output, "users": users, "resumed_users": done, "excluded_items": len(excluded)}
 
 
-def _write_batch(f, form, model, vocabulary, batch, k, excluded):
-    """Scores ``batch`` and appends its lines to ``f`` in one write; the number of users."""
-    ids, scores = top_items(model, vocabulary, batch, k, excluded)
-    text = io.StringIO()
-    writer = csv.writer(text) if form == ".csv" else None
-    for history, row_ids, row_scores in zip(batch, ids, scores):
-        items = vocabulary.to_raw(row_ids)
-        if writer is None:
-            text.write(
-                json.dumps({"user_id": history.user_id, "item_ids": items, "scores": row_scores}) + "\n"
+def _sink(output):
+    form = os.path.splitext(output)[1]
+    if form not in OUTPUTS:
+        raise ValueError(f"--output {output!r}: write recommendations to a file ending in one of {OUTPUTS}")
+    return _ParquetSink(output) if form == ".parquet" else _TextSink(output, form)
+
+
+class _TextSink:
+    """A ``.jsonl`` or ``.csv`` output, appended a batch at a time (one write, flushed)."""
+
+    def __init__(self, output, form):
+        self.output, self.form, self.file = output, form, None
+
+    def resume(self, batch_size):
+        done = _resume(self.output, self.form, batch_size)
+        self.file = open(self.output, "a", encoding="utf-8", newline="")
+        if self.form == ".csv" and self.file.tell() == 0:
+            self.file.write(",".join(CSV_HEADER) + "\r\n")
+        return done
+
+    def write(self, batch, ids, scores, vocabulary):
+        text = io.StringIO()
+        writer = csv.writer(text) if self.form == ".csv" else None
+        for history, row_ids, row_scores in zip(batch, ids, scores):
+            items = vocabulary.to_raw(row_ids)
+            if writer is None:
+                row = {"user_id": history.user_id, "item_ids": items, "scores": row_scores}
+                text.write(json.dumps(row) + "\n")
+            else:
+                writer.writerows(
+                    (history.user_id, r, i, s) for r, (i, s) in enumerate(zip(items, row_scores), 1)
+                )
+        self.file.write(text.getvalue())
+        self.file.flush()
+        return len(batch)
+
+    def close(self):
+        self.file.close()
+
+
+class _ParquetSink:
+    """A ``.parquet`` output: each batch a part file in ``OUTPUT.parts/`` (written whole, then
+    renamed), joined into ``OUTPUT`` at the end a part at a time; a killed run's parts are kept."""
+
+    SCHEMA = pyarrow.schema(
+        [
+            ("user_id", pyarrow.string()),
+            ("item_ids", pyarrow.list_(pyarrow.string())),
+            ("scores", pyarrow.list_(pyarrow.float32())),
+        ]
+    )
+
+    def __init__(self, output):
+        self.output, self.parts = output, output + ".parts"
+
+    def _names(self):
+        return sorted(n for n in os.listdir(self.parts) if n.endswith(".parquet"))
+
+    def resume(self, batch_size):
+        if os.path.exists(self.output):
+            raise FileExistsError(
+                f"{self.output} exists (a finished run's): remove it, or choose another --output"
             )
-        else:
-            writer.writerows((history.user_id, r, i, s) for r, (i, s) in enumerate(zip(items, row_scores), 1))
-    f.write(text.getvalue())
-    f.flush()
-    return len(batch)
+        os.makedirs(self.parts, exist_ok=True)
+        return sum(pyarrow.parquet.read_metadata(os.path.join(self.parts, n)).num_rows for n in self._names())
+
+    def write(self, batch, ids, scores, vocabulary):
+        table = pyarrow.table(
+            {
+                "user_id": [h.user_id for h in batch],
+                "item_ids": [vocabulary.to_raw(row) for row in ids],
+                "scores": [list(row) for row in scores],
+            },
+            schema=self.SCHEMA,
+        )
+        path = os.path.join(self.parts, f"part-{len(self._names()):08d}.parquet")
+        pyarrow.parquet.write_table(table, path + ".partial")
+        os.replace(path + ".partial", path)
+        return len(batch)
+
+    def close(self):
+        with pyarrow.parquet.ParquetWriter(self.output + ".partial", self.SCHEMA) as writer:
+            for name in self._names():
+                writer.write_table(pyarrow.parquet.read_table(os.path.join(self.parts, name)))
+        os.replace(self.output + ".partial", self.output)
+        shutil.rmtree(self.parts)
 
 
 def top_items(model, vocabulary, batch, k, excluded=frozenset()):

@@ -824,8 +824,8 @@ def _add_recommend(sub):
     )
     recommend.add_argument(
         "--output",
-        help="with --histories: a .jsonl (a line a user) or .csv (a row a recommendation) file; "
-        "rerun after a kill, it resumes where the file ends",
+        help="with --histories: a .jsonl (a line a user), .csv (a row a recommendation) or "
+        ".parquet file; rerun after a kill, it resumes where the file ends",
     )
     recommend.add_argument(
         "--exclude", help="a file of raw item ids, one a line, never to recommend (with --histories)"
