@@ -189,3 +189,11 @@ def test_the_context_reaches_the_prediction(tmp_path, model):
         )
         scores[bool(columns)] = evaluation.evaluate(trained, split.test, progress=False)["ndcg@10"]
     assert scores[False] < 0.3 and scores[True] > 0.9, scores
+
+
+def test_a_text_model_refuses_event_context(data_root, tmp_path):
+    refused = _tfseqrec(
+        "train", "--model", "unisrec", "--data", data_root / "ml-100k", "--item-text", data_root / "ml-100k" / "u.item",
+        "--event-features", "rating", "--output", tmp_path / "m", check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "unisrec reads no event context" in refused.stderr

@@ -124,8 +124,11 @@ def check(model, config, with_features=False):
 
     This creates TensorFlow variables: call it after a multi-worker strategy exists.
     """
+    spec = spec_of(model)
+    if config.event_features and spec.reads_item_text:
+        raise ValueError(f"event_features: {spec.name} reads no event context (sasrec, bert4rec and hstu do)")
     placeholder = {"item_features": {"placeholder": {"kind": "numeric"}}} if with_features else {}
-    construct(spec_of(model), config, 1, **placeholder)
+    construct(spec, config, 1, **placeholder)
 
 
 def constructor_options(model, config):
