@@ -232,3 +232,42 @@ def test_history_rows_of_epochs_not_done_are_dropped(tmp_path, before, epochs_do
     log.on_epoch_end(epoch, {"loss": 6.75, "val_loss": 6.85})
     log.on_train_end()
     assert path.read_text().splitlines() == after
+
+
+def test_a_second_run_into_the_same_output_at_once_is_refused(data_root, tmp_path):
+    out = tmp_path / "model"
+    # Another process holds the directory (as a run does while it trains).
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom tfseqrec.training import directory\n"
+            "with directory.output_directory(sys.argv[1], {'config': {}, 'data': 'x'}):\n"
+            "    print('held', flush=True)\n    time.sleep(120)\n",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        command = [
+            sys.executable,
+            "-m",
+            "tfseqrec",
+            "train",
+            "--data",
+            str(data_root / "ml-100k"),
+            "--output",
+            str(out),
+        ]
+        refused = subprocess.run(command + ["--epochs", "1"], capture_output=True, text=True, timeout=300)
+        assert refused.returncode != 0 and f"another run is writing {out} now" in refused.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["model.lock", "model.partial"]  # the holder's
+    finally:
+        holder.kill()
+        holder.wait()
+    # Its lock dies with it: the next run trains.
+    with training.output_directory(str(out), {"config": {}, "data": "x"}) as work:
+        assert os.path.isdir(work)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]

@@ -14,6 +14,7 @@ and the kinds that read item text also keep it (``item_text.json``,
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from tfseqrec.models.tasks import PRESET_MODEL_FILE
 MODEL_FILE = PRESET_MODEL_FILE  # a trained model directory is a preset
 BACKUP_DIR = "backup"
 PARTIAL_SUFFIX = ".partial"
+LOCK_SUFFIX = ".lock"  # beside the directory while a run writes it (output_directory)
 TEXT_FILE = "item_text.json"
 RUN_FILES = (
     "train_config.json",
@@ -67,6 +69,37 @@ def output_directory(output_dir, record, overwrite=False, config_file=RUN_FILES[
         The working directory.
     """
     output_dir = os.path.normpath(output_dir)
+    with _run_lock(output_dir):
+        with _claimed(output_dir, record, overwrite, config_file) as work:
+            yield work
+
+
+@contextlib.contextmanager
+def _run_lock(output_dir):
+    """Holds ``output_dir + ".lock"`` (an advisory lock the system drops when the process ends,
+    however it ends) while a run writes ``output_dir``: a second run into it at once is refused."""
+    path = output_dir + LOCK_SUFFIX
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    handle = open(path, "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise FileExistsError(
+            f"another run is writing {output_dir} now (it holds {path}); wait for it to end, or "
+            "choose another --output"
+        ) from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        handle.close()
+
+
+@contextlib.contextmanager
+def _claimed(output_dir, record, overwrite, config_file):
+    """``output_directory``'s work once its lock is held."""
     work = output_dir + PARTIAL_SUFFIX
     if _non_empty(output_dir) and not overwrite:
         if _is_run(output_dir):
