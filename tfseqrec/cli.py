@@ -602,6 +602,12 @@ def _add_train(sub):
     train.add_argument(
         "--preset", help="a tuned configuration of the model (below); --config and flags override it"
     )
+    train.add_argument(
+        "--warm-start",
+        metavar="DIR",
+        help="id models: start from the model DIR holds (its weights and architecture), its "
+        "vocabulary grown by --data's new items, for the epochs or minutes given",
+    )
     _add_format_flags(train)
     for name, kind, help_text in TRAIN_FLAGS:
         train.add_argument(

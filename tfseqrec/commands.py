@@ -275,8 +275,14 @@ def _train(args, stdout):
             "--item-text": _resolve(args.item_text),
             "--item-features": _resolve(args.item_features),
             "--init-from": options.get("init_from"),
+            "--warm-start": args.warm_start,
         },
     )
+    warm = {}
+    if args.warm_start:
+        if kind.needs_item_text:
+            raise ValueError(f"--warm-start is for sasrec, bert4rec and hstu; {args.model} reads item text")
+        warm = {"warm_start": args.warm_start}
     model, split, epochs = kind.train(
         _resolve(args.data),
         args.output,
@@ -286,6 +292,7 @@ def _train(args, stdout):
         verbose=2 if args.quiet else "auto",
         overwrite=args.overwrite,
         strategy=args.strategy,
+        **warm,
         **_read_kwargs(args),
     )
     result = evaluation.evaluate(model, split.test, progress=not args.quiet and None)

@@ -219,6 +219,7 @@ class IdModelKind(ModelKind):
         overwrite=False,
         strategy=None,
         item_features=None,
+        warm_start=None,
         **read_kwargs,
     ):
         model, history, split, _ = id_models.train(
@@ -231,6 +232,7 @@ class IdModelKind(ModelKind):
             item_text=item_text,
             item_features=item_features,
             strategy=strategy,
+            warm_start=warm_start,
             **read_kwargs,
         )
         return model, split, len(history.history.get("loss", []))

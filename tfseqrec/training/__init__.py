@@ -7,6 +7,7 @@
 - ``directory``: model directories written whole or not at all, resumed, read back.
 - ``id_models``: the SASRec / BERT4Rec / HSTU / UniSRec driver (``train``, ``fit``); each takes
   the model's kind (``tfseqrec.kinds.get(name)``) as its first argument.
+- ``warm``: ``warm_start``, a trained model grown onto a log that grew.
 - ``recformer``: the Recformer driver (alignment, two-stage fine-tuning, new items).
 
 Which driver a ``--model`` name uses is ``tfseqrec.kinds``'s decision; the names
@@ -33,3 +34,4 @@ from tfseqrec.training.id_models import (
     loss_normalizer,
     train,
 )
+from tfseqrec.training.warm import warm_start

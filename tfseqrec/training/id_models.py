@@ -31,11 +31,13 @@ import tensorflow as tf
 from tfseqrec import distribute, evaluation, models, presets, registry
 from tfseqrec import losses as losses_lib
 from tfseqrec import metrics as metrics_lib
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import features as features_lib
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
 from tfseqrec.optimizers import RowSparseAdam
 from tfseqrec.training import directory, pretrain
+from tfseqrec.training import warm as warm_lib
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import LEGACY_MODEL_OPTIONS, TrainConfig
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
@@ -304,6 +306,7 @@ def train(
     overwrite=False,
     item_text=None,
     item_features=None,
+    warm_start=None,
     **read_kwargs,
 ):
     """Trains a model of ``kind`` on leave-one-out splits of ``data_path``.
@@ -324,6 +327,9 @@ def train(
         item_text: the items' text file, for models that read it (UniSRec; see ``model_inputs``).
         item_features: an item-features file (``tfseqrec.data.read_item_features``): each
             item's attributes join its id embedding (SASRec, BERT4Rec, HSTU).
+        warm_start: a model directory of ``kind`` to start from (``tfseqrec.training.warm``):
+            its weights and architecture, its vocabulary grown by the log's new items; the
+            training options are ``config``'s.
         **read_kwargs: passed to ``readers.read_interactions`` (column names, encoding).
 
     Returns:
@@ -333,11 +339,19 @@ def train(
     config = options(spec, config)
     # The strategy first: a multi-worker one must exist before TensorFlow makes any variable.
     strategy = distribute.resolve(strategy)
+    previous = None
+    if warm_start is not None:
+        previous, config = _warm_source(spec, config, warm_start)
     check(spec, config, item_features is not None)  # bad model options fail before the data are read
     if config.event_features:
         read_kwargs = {**read_kwargs, "event_columns": config.event_features}
     events = readers.read_interactions(data_path, format=format, **read_kwargs)
-    split, vocabulary, report = splits.prepare(events, validation=config.validation, **split_options(config))
+    if previous is None:
+        split, vocabulary, report = splits.prepare(
+            events, validation=config.validation, **split_options(config)
+        )
+    else:
+        previous, split, vocabulary, report = _warm_split(previous, config, events)
     data = {"data": os.path.abspath(events.path), "format": events.format, "report": report}
     # The options settled by the data once: what the run trains with, and what a resumed run must match.
     config, per_window, choices = _run_config(spec, config, split, vocabulary.num_items, verbose)
@@ -352,6 +366,8 @@ def train(
         if item_features is not None:
             inputs.update(feature_inputs(spec, item_features, vocabulary, out, verbose))
             data["item_features"] = os.path.abspath(item_features)
+        if previous is not None:
+            data["warm_start"] = {"from": os.path.abspath(warm_start), "items": previous[1]}
         model, history = _fit_settled(
             spec,
             split,
@@ -364,6 +380,7 @@ def train(
             verbose,
             data,
             model_kwargs=inputs,
+            warm=None if previous is None else previous[0],
         )
     if own_dir != output_dir:
         shutil.rmtree(own_dir)  # a copy of the chief's
@@ -444,13 +461,17 @@ def _fit_settled(
     log_dir=None,
     max_steps=None,
     model_kwargs=None,
+    warm=None,
 ):
-    """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets)."""
+    """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets);
+    ``warm``: a model whose weights the new one starts from (``warm.carry``)."""
     _start_run(output_dir, config, vocabulary, data)
     model_kwargs = {**(model_kwargs or {}), **event_inputs(config, split)}
     train_ds = training_dataset(spec, config, split.train)
     normalizer = _normalizer(config, per_window)
-    model = _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs)
+    model = _compiled_model(
+        spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs, warm
+    )
     best = _best_model(config, output_dir)
     extra = _callbacks(config, output_dir, best, callbacks, log_dir, max_steps)
     history = _fit_epochs(
@@ -607,10 +628,12 @@ def _note_sparse_updates(config, num_items, verbose):
         )
 
 
-def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs):
-    """The model of ``spec`` and ``config``, built and compiled under ``strategy``."""
+def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normalizer, model_kwargs, warm=None):
+    """The model of ``spec`` and ``config``, built and compiled under ``strategy`` (from ``warm``'s weights)."""
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_model(spec, config, vocabulary.num_items, normalizer, **model_kwargs)
+        if warm is not None:
+            warm_lib.carry(warm, model)
         if spec.reads_item_text:
             # With id embeddings: the items absent from the training sequences are scored by their text alone.
             model.backbone.set_trained_items(split.train.item_counts(vocab.NUM_RESERVED + model.num_items))
@@ -623,6 +646,37 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
             jit_compile=config.jit_compile,
         )
     return model
+
+
+def _warm_source(spec, config, model_dir):
+    """``((model, vocabulary), config)``: the trained model of ``model_dir`` and ``config`` with its
+    architecture (``warm.architecture``); a model of another kind is refused."""
+    model, vocabulary, info = directory.read(model_dir, CONFIG_FILE)
+    if type(model) is not presets.model_class(spec):
+        raise ValueError(f"--warm-start {model_dir} holds a {type(model).__name__}, not a {spec.class_name}")
+    config = warm_lib.architecture(config, info.get("config") or {})
+    if model.event_features and not config.event_features:
+        config.event_features = list(model.event_features)
+    return (model, vocabulary), config
+
+
+def _warm_split(previous, config, events):
+    """``((grown model, added items), split, vocabulary, report)`` of the log ``events`` over the
+    trained vocabulary grown by its new items (ids kept; counts of the new training events)."""
+    model, vocabulary = previous
+    log_items = vocab.ItemVocabulary(vocab.factorize(events.items)[0])
+    grown, merged = warm_lib.warm_start(model, vocabulary, log_items, seed=config.seed)
+    split, merged, report = splits.prepare(
+        events,
+        vocabulary=merged,
+        validation=config.validation,
+        event_vocabulary=events_lib.EventVocabulary.of_model(model),
+        **split_options(config),
+    )
+    counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
+    merged = vocab.ItemVocabulary(merged.items, counts)  # the same ids, this log's popularity
+    report["warm_start_new_items"] = merged.num_items - vocabulary.num_items
+    return (grown, merged.num_items - vocabulary.num_items), split, merged, report
 
 
 def event_inputs(config, split):

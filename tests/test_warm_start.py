@@ -1,0 +1,134 @@
+"""Warm start (``tfseqrec.training.warm``, ``tfseqrec train --warm-start``): the grown vocabulary keeps
+every known id and row, new items start as a new model's, the architecture cannot change."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from tests.test_cli import _tfseqrec
+from tfseqrec import kinds, training
+from tfseqrec.data import ItemVocabulary
+from tfseqrec.models import BERT4Rec, SASRec
+from tfseqrec.training import warm
+
+OLD = ItemVocabulary(["a", "b", "c"])
+NEW = ItemVocabulary(["c", "d", "a", "e"])  # "b" vanished, "d" and "e" are new
+
+
+@pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
+def test_known_rows_are_kept_and_new_rows_start_as_a_new_models(cls):
+    model = cls(num_items=3, max_sequence_length=4, hidden_dim=8, num_layers=1)
+    grown, merged = training.warm_start(model, OLD, NEW, seed=7)
+    assert merged.items == ["a", "b", "c", "d", "e"] and grown.num_items == 5
+    keras.utils.set_random_seed(7)
+    fresh = cls(num_items=5, max_sequence_length=4, hidden_dim=8, num_layers=1)
+    for before, after, new in zip(model.weights, grown.weights, fresh.weights):
+        before, after, new = (np.asarray(w) for w in (before, after, new))
+        if before.shape == after.shape:
+            np.testing.assert_array_equal(after, before)  # not an item table: the trained weight
+        else:
+            known = len(before)  # reserved rows and the 3 known items (or the 3 items' biases)
+            np.testing.assert_array_equal(after[:known], before)
+            np.testing.assert_array_equal(after[known:], new[known:])
+    unchanged, same = training.warm_start(model, OLD, ItemVocabulary(["b"]))
+    assert unchanged is model and same.items == OLD.items
+
+
+def test_the_architecture_is_the_trained_runs():
+    trained = {
+        "model": "sasrec",
+        "max_sequence_length": 50,
+        "model_options": {"hidden_dim": 64, "num_layers": 2},
+    }
+    config = training.TrainConfig.from_dict({"model": "sasrec", "epochs": 3})
+    config = warm.architecture(config, trained)
+    assert config.model_options == {"hidden_dim": 64, "num_layers": 2} and config.max_sequence_length == 50
+    assert config.epochs == 3  # a training option: the new run's
+    wider = training.TrainConfig.from_dict({"model": "sasrec", "hidden_dim": 32, "max_sequence_length": 20})
+    with pytest.raises(ValueError, match=r"hidden_dim 32 \(trained with 64\); max_sequence_length 20"):
+        warm.architecture(wider, trained)
+    with pytest.raises(ValueError, match="model 'hstu'"):
+        warm.architecture(training.TrainConfig.from_dict({"model": "hstu"}), trained)
+    features = SASRec(
+        num_items=3,
+        max_sequence_length=4,
+        hidden_dim=8,
+        item_features={"g": {"kind": "categorical", "values": 4, "width": 1}},
+    )
+    with pytest.raises(ValueError, match="attributes or text"):
+        training.warm_start(features, OLD, NEW)
+
+
+def _logs(tmp_path, users=200, seed=0):
+    """An old log and the same log grown: each user's last two events later, some of new items."""
+    rng = np.random.default_rng(seed)
+    old, grown = ["user_id,item_id,timestamp"], ["user_id,item_id,timestamp"]
+    for u in range(users):
+        items = [f"i{rng.integers(40)}" for _ in range(10)] + [
+            f"n{rng.integers(5)}" if u % 3 == 0 else f"i{rng.integers(40)}"
+        ]
+        for t, item in enumerate(items):
+            line = f"u{u},{item},{t}"
+            grown.append(line)
+            if t < 8:
+                old.append(line)
+    (tmp_path / "old.csv").write_text("\n".join(old) + "\n")
+    (tmp_path / "grown.csv").write_text("\n".join(grown) + "\n")
+    return tmp_path / "old.csv", tmp_path / "grown.csv"
+
+
+def test_train_warm_starts_on_the_grown_log(tmp_path):
+    old_log, grown_log = _logs(tmp_path)
+    tiny = ["--hidden-dim", "8", "--num-layers", "1", "--quiet"]
+    _tfseqrec("train", "--data", old_log, "--output", tmp_path / "m1", "--epochs", "2", *tiny)
+    done = _tfseqrec(
+        "train",
+        "--data",
+        grown_log,
+        "--output",
+        tmp_path / "m2",
+        "--warm-start",
+        tmp_path / "m1",
+        "--epochs",
+        "1",
+        "--quiet",
+    )
+    assert json.loads(done.stdout)["epochs"] == 1
+    first, first_vocab, _ = kinds.load(tmp_path / "m1")
+    second, second_vocab, info = kinds.load(tmp_path / "m2")
+    assert second_vocab.items[: first_vocab.num_items] == first_vocab.items  # every known id kept
+    assert set(second_vocab.items[first_vocab.num_items :]) == {f"n{i}" for i in range(5)} - set(
+        first_vocab.items
+    )
+    assert info["warm_start"]["items"] == second_vocab.num_items - first_vocab.num_items
+    assert second.backbone.hidden_dim == 8 and second.backbone.num_layers == 1  # the trained architecture
+    # Another architecture, or another kind, is refused before anything is written.
+    wider = _tfseqrec(
+        "train",
+        "--data",
+        grown_log,
+        "--output",
+        tmp_path / "m3",
+        "--warm-start",
+        tmp_path / "m1",
+        "--hidden-dim",
+        "16",
+        check=False,
+    )
+    assert wider.returncode != 0 and "hidden_dim 16 (trained with 8)" in wider.stderr
+    other = _tfseqrec(
+        "train",
+        "--model",
+        "hstu",
+        "--data",
+        grown_log,
+        "--output",
+        tmp_path / "m3",
+        "--warm-start",
+        tmp_path / "m1",
+        check=False,
+    )
+    assert other.returncode != 0 and "holds a SASRec, not a HSTU" in other.stderr
+    assert not (tmp_path / "m3").exists()

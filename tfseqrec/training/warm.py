@@ -1,0 +1,102 @@
+"""Warm start: a trained model carried onto a log that grew, instead of training from zero.
+
+``warm_start`` grows a model's vocabulary by the items a new log adds (known items keep
+their ids and rows, new ones get fresh rows as a new model would, items no longer seen
+stay known) and keeps every other weight; ``carry`` copies those weights into the model a
+run builds (``id_models.train(..., warm_start=DIR)``, ``tfseqrec train --warm-start DIR``),
+and ``architecture`` takes the trained run's architecture, which a warm start cannot change.
+"""
+
+import keras
+import numpy as np
+
+from tfseqrec.data import vocab as vocab_lib
+
+# Options a warm start keeps from the trained run: the weights' shapes depend on them.
+ARCHITECTURE_FIELDS = ("max_sequence_length",)
+
+
+def warm_start(model, vocabulary, new_vocabulary, seed=0):
+    """``(model, vocabulary)``: ``model`` over ``vocabulary`` grown by the items of
+    ``new_vocabulary`` it lacks (appended after the known ones, in natural order).
+
+    The added items' rows (id embeddings, output bias) start as a new model's of the same
+    options and ``seed``; every other weight, and every known item's row, is ``model``'s.
+
+    >>> from tfseqrec.models import SASRec
+    >>> model = SASRec(num_items=2, max_sequence_length=4, hidden_dim=8)
+    >>> old = vocab_lib.ItemVocabulary(["a", "b"])
+    >>> grown, merged = warm_start(model, old, vocab_lib.ItemVocabulary(["b", "c"]))
+    >>> merged.items, grown.num_items
+    (['a', 'b', 'c'], 3)
+    """
+    if getattr(model.backbone, "feature_embedding", None) is not None or getattr(
+        model.backbone, "reads_item_inputs", False
+    ):
+        raise ValueError(
+            "a warm start grows id models without item attributes or text; this model reads its "
+            "items' attributes or text, which new items would need (train it anew)"
+        )
+    merged, added = vocabulary.with_items(new_vocabulary.items)
+    if not added:
+        return model, merged
+    grown = model.with_items(merged.num_items)
+    keras.utils.set_random_seed(seed)
+    fresh = type(grown).from_config(grown.get_config())
+    old_rows = vocab_lib.NUM_RESERVED + vocabulary.num_items
+    for before, mine, new in zip(model.weights, grown.weights, fresh.weights):
+        if tuple(before.shape) != tuple(mine.shape):  # a table of item rows: its new rows start fresh
+            value = np.asarray(mine).copy()
+            start = (
+                old_rows
+                if mine.shape[0] == vocab_lib.NUM_RESERVED + merged.num_items
+                else vocabulary.num_items
+            )
+            value[start:] = np.asarray(new)[start:]
+            mine.assign(value)
+    return grown, merged
+
+
+def carry(source, target):
+    """Copies every weight of ``source`` into ``target``, a model of the same options (the one a
+    run builds); a weight of another name or shape is an error naming it."""
+    if len(source.weights) != len(target.weights):
+        raise ValueError(
+            f"the trained model has {len(source.weights)} weights, the new one {len(target.weights)}: "
+            "they are not built alike"
+        )
+    for mine, theirs in zip(target.weights, source.weights):
+        if tuple(mine.shape) != tuple(theirs.shape) or mine.path.split("/")[-1] != theirs.path.split("/")[-1]:
+            raise ValueError(
+                f"cannot carry {theirs.path} {tuple(theirs.shape)} into {mine.path} {tuple(mine.shape)}"
+            )
+        mine.assign(np.asarray(theirs))
+
+
+def architecture(config, trained):
+    """``config`` (a ``TrainConfig``) with the architecture of a trained run's config (its
+    ``train_config.json`` ``config``): its model options and ``ARCHITECTURE_FIELDS``. An option
+    ``config`` sets otherwise is an error saying what differs."""
+    options = dict(trained.get("model_options") or {})
+    differs = [
+        f"{name} {value!r} (trained with {options[name]!r})"
+        for name, value in config.model_options.items()
+        if name in options and options[name] != value
+    ]
+    differs += [
+        f"{name} {getattr(config, name)!r} (trained with {trained[name]!r})"
+        for name in ARCHITECTURE_FIELDS
+        if getattr(config, name) is not None
+        and trained.get(name) is not None
+        and getattr(config, name) != trained[name]
+    ]
+    if trained.get("model") != config.model:
+        differs.insert(0, f"model {config.model!r} (trained: {trained.get('model')!r})")
+    if differs:
+        raise ValueError(
+            f"a warm start keeps the trained model's architecture; these differ: {'; '.join(differs)}"
+        )
+    config.model_options = {**options, **config.model_options}
+    for name in ARCHITECTURE_FIELDS:
+        setattr(config, name, trained.get(name))
+    return config
