@@ -132,3 +132,19 @@ def test_train_warm_starts_on_the_grown_log(tmp_path):
     )
     assert other.returncode != 0 and "holds a SASRec, not a HSTU" in other.stderr
     assert not (tmp_path / "m3").exists()
+
+
+def test_adam_moments_are_carried_row_for_row():
+    old_vars = [keras.Variable(np.ones((5, 2)), name="table"), keras.Variable(np.ones(2), name="w")]
+    old = keras.optimizers.Adam()
+    old.build(old_vars)
+    for n, v in enumerate(v for v in old.variables if len(v.shape)):
+        v.assign(np.full(v.shape, n + 1.0))
+    new_vars = [keras.Variable(np.ones((7, 2)), name="table"), keras.Variable(np.ones(2), name="w")]
+    new = keras.optimizers.Adam(learning_rate=0.5)
+    assert warm.carry_moments(old, new, new_vars) == 4
+    state = [np.asarray(v) for v in new.variables if len(v.shape)]
+    np.testing.assert_array_equal(state[0][:5], 1.0)
+    np.testing.assert_array_equal(state[0][5:], 0.0)  # the new rows start at zero
+    np.testing.assert_array_equal(state[3], 4.0)
+    assert float(np.asarray(new.learning_rate)) == 0.5 and int(np.asarray(new.iterations)) == 0

@@ -367,7 +367,7 @@ def train(
             inputs.update(feature_inputs(spec, item_features, vocabulary, out, verbose))
             data["item_features"] = os.path.abspath(item_features)
         if previous is not None:
-            data["warm_start"] = {"from": os.path.abspath(warm_start), "items": previous[1]}
+            data["warm_start"] = {"from": os.path.abspath(warm_start), "items": previous["items"]}
         model, history = _fit_settled(
             spec,
             split,
@@ -380,7 +380,7 @@ def train(
             verbose,
             data,
             model_kwargs=inputs,
-            warm=None if previous is None else previous[0],
+            warm=previous,
         )
     if own_dir != output_dir:
         shutil.rmtree(own_dir)  # a copy of the chief's
@@ -464,7 +464,7 @@ def _fit_settled(
     warm=None,
 ):
     """``fit`` with ``config`` already settled by ``_run_config`` (``per_window`` its windows' targets);
-    ``warm``: a model whose weights the new one starts from (``warm.carry``)."""
+    ``warm``: ``{"model", "optimizer"}`` whose weights and state the new one starts from (``warm.carry``)."""
     _start_run(output_dir, config, vocabulary, data)
     model_kwargs = {**(model_kwargs or {}), **event_inputs(config, split)}
     train_ds = training_dataset(spec, config, split.train)
@@ -633,7 +633,7 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_model(spec, config, vocabulary.num_items, normalizer, **model_kwargs)
         if warm is not None:
-            warm_lib.carry(warm, model)
+            warm_lib.carry(warm["model"], model)
         if spec.reads_item_text:
             # With id embeddings: the items absent from the training sequences are scored by their text alone.
             model.backbone.set_trained_items(split.train.item_counts(vocab.NUM_RESERVED + model.num_items))
@@ -645,6 +645,8 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
             metrics=metrics_lib.default_metrics(),
             jit_compile=config.jit_compile,
         )
+        if warm is not None and warm["optimizer"] is not None:
+            warm_lib.carry_moments(warm["optimizer"], model.optimizer, model.trainable_variables)
     return model
 
 
@@ -661,8 +663,9 @@ def _warm_source(spec, config, model_dir):
 
 
 def _warm_split(previous, config, events):
-    """``((grown model, added items), split, vocabulary, report)`` of the log ``events`` over the
-    trained vocabulary grown by its new items (ids kept; counts of the new training events)."""
+    """``(warm, split, vocabulary, report)`` of the log ``events`` over the trained vocabulary grown
+    by its new items (ids kept; counts of the new training events); ``warm``: ``{"model"`` (grown),
+    ``"optimizer"`` (the trained one's), ``"items"`` (the number added)``}``."""
     model, vocabulary = previous
     log_items = vocab.ItemVocabulary(vocab.factorize(events.items)[0])
     grown, merged = warm_lib.warm_start(model, vocabulary, log_items, seed=config.seed)
@@ -676,7 +679,8 @@ def _warm_split(previous, config, events):
     counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
     merged = vocab.ItemVocabulary(merged.items, counts)  # the same ids, this log's popularity
     report["warm_start_new_items"] = merged.num_items - vocabulary.num_items
-    return (grown, merged.num_items - vocabulary.num_items), split, merged, report
+    warm = {"model": grown, "optimizer": model.optimizer, "items": merged.num_items - vocabulary.num_items}
+    return warm, split, merged, report
 
 
 def event_inputs(config, split):

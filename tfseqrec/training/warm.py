@@ -3,7 +3,7 @@
 ``warm_start`` grows a model's vocabulary by the items a new log adds (known items keep
 their ids and rows, new ones get fresh rows as a new model would, items no longer seen
 stay known) and keeps every other weight; ``carry`` copies those weights into the model a
-run builds (``id_models.train(..., warm_start=DIR)``, ``tfseqrec train --warm-start DIR``),
+run builds, ``carry_moments`` the optimizer's state where the shapes allow (``id_models.train(..., warm_start=DIR)``, ``tfseqrec train --warm-start DIR``),
 and ``architecture`` takes the trained run's architecture, which a warm start cannot change.
 """
 
@@ -71,6 +71,31 @@ def carry(source, target):
                 f"cannot carry {theirs.path} {tuple(theirs.shape)} into {mine.path} {tuple(mine.shape)}"
             )
         mine.assign(np.asarray(theirs))
+
+
+def carry_moments(source, target, variables):
+    """Copies a trained optimizer's state (``source``, Adam's moments) into ``target``, built here
+    over ``variables``: a table that gained rows keeps its known rows' state (the new rows start at
+    zero); the step count and learning rate stay ``target``'s. Returns the number of arrays carried.
+    Matched by order, as both optimizers list a state array per variable; when the lists differ
+    (another optimizer), nothing is carried."""
+    target.build(variables)
+    old = [v for v in source.variables if len(v.shape)]
+    new = [v for v in target.variables if len(v.shape)]
+    if len(old) != len(new):
+        return 0
+    carried = 0
+    for theirs, mine in zip(old, new):
+        value = np.asarray(theirs)
+        if value.shape[1:] != tuple(mine.shape[1:]) or value.shape[0] > mine.shape[0]:
+            continue
+        if value.shape[0] < mine.shape[0]:
+            value = np.concatenate(
+                [value, np.zeros((mine.shape[0] - value.shape[0], *value.shape[1:]), value.dtype)]
+            )
+        mine.assign(value)
+        carried += 1
+    return carried
 
 
 def architecture(config, trained):
