@@ -254,7 +254,8 @@ class _ParquetSink:
 def top_items(model, vocabulary, batch, k, excluded=frozenset()):
     """``(ids, scores)``: lists of each history's top-``k`` vocabulary ids and scores, best first,
     its own items and ``excluded`` (vocabulary ids) left out."""
-    known = [_known(model, vocabulary, h) for h in batch]
+    context = events_lib.EventVocabulary.of_model(model)
+    known = [_known(model, vocabulary, context, h) for h in batch]
     wanted = min(k + len(excluded), vocabulary.num_items)
     out_ids, out_scores = [[] for _ in batch], [[] for _ in batch]
     rows = [n for n, (ids, _, _) in enumerate(known) if ids]
@@ -284,8 +285,9 @@ def _kept(ids, scores, k, excluded):
     return [i for i, _ in pairs[:k]], [s for _, s in pairs[:k]]
 
 
-def _known(model, vocabulary, history):
-    """``(ids, times, context)`` of the history's items the vocabulary knows (context as slots)."""
+def _known(model, vocabulary, columns, history):
+    """``(ids, times, context)`` of the history's items the vocabulary knows (context as slots of
+    the event vocabulary ``columns``, or ``None``)."""
     ids = vocabulary.lookup(history.items)
     keep = [n for n, i in enumerate(ids) if i != vocab.OOV_ID]
     times = None
@@ -294,7 +296,6 @@ def _known(model, vocabulary, history):
             raise ValueError(f"user {history.user_id!r}: the model reads event times; one per item is needed")
         times = [int(history.timestamps[n]) for n in keep]
     context = None
-    columns = events_lib.EventVocabulary.of_model(model)
     if columns is not None:
         given = history.events or {}
         if any(len(given.get(c, ())) != len(history.items) for c in columns.columns):
