@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import tfseqrec
 from tests.test_cli import _tfseqrec
-from tfseqrec import evaluation, export, kinds, serving
+from tfseqrec import bulk, evaluation, export, kinds, serving
 from tfseqrec.data import events, vocab
 from tfseqrec.training import id_models
 
@@ -197,3 +197,19 @@ def test_a_text_model_refuses_event_context(data_root, tmp_path):
         "--event-features", "rating", "--output", tmp_path / "m", check=False,
     )  # fmt: skip
     assert refused.returncode != 0 and "unisrec reads no event context" in refused.stderr
+
+
+def test_every_user_of_the_log_with_its_context(trained, data_root, tmp_path):
+    model, vocabulary, _ = kinds.load(trained[0])
+    histories = list(bulk.read_histories(data_root / "ml-100k" / "u.data", model))
+    assert len(histories) == 943 and len(histories[0].events["rating"]) == len(histories[0].items)
+    out = tmp_path / "recs.jsonl"
+    bulk.recommend_file(model, vocabulary, histories[:3], out, k=5)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    slots = events.EventVocabulary.of_model(model)
+    for history, row in zip(histories[:3], rows):
+        context = slots.encode({"rating": np.asarray(history.events["rating"], object)})["rating"]
+        top, _ = model.recommend(
+            [vocabulary.lookup(history.items).tolist()], k=5, events={"rating": [context.tolist()]}
+        )
+        assert row["item_ids"] == vocabulary.to_raw(top[0])
