@@ -152,13 +152,12 @@ class SequentialBackbone(keras.Model):
         keep = ops.logical_and(ops.not_equal(ids, vocab.PAD_ID), ops.not_equal(ids, vocab.MASK_ID))
         return self.event_embedding(inputs, keep=keep)
 
-    def embed_inputs(self, inputs, ids, scale=1.0):
-        """Each input slot's vector: its item's (``lookup_items``) plus its event's context, times ``scale``."""
-        x = self.lookup_items(ids)
+    def with_context(self, x, inputs, ids, scale=1.0):
+        """Item vectors ``x`` plus their events' context (``embed_events``) times ``scale``."""
         context = self.embed_events(inputs, ids)
-        if context is not None:
-            x += ops.cast(context, x.dtype)
-        return x * scale if scale != 1.0 else x
+        if context is None:
+            return x
+        return x + ops.cast(context, x.dtype) * scale
 
     def lookup_items(self, ids):
         """Each id's vector ``[..., hidden_dim]``: its id embedding plus its attributes'."""

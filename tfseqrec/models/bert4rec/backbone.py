@@ -114,7 +114,9 @@ class BERT4RecBackbone(SequentialBackbone):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        x = self.embed_inputs(inputs, ids) + self.position_embedding(self.position_ids(mask))
+        x = self.with_context(self.lookup_items(ids), inputs, ids) + self.position_embedding(
+            self.position_ids(mask)
+        )
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
         x, attention = self.run_blocks(x, mask, training, return_attention_scores)
         x = self.head_norm(self.head_dense(x))

@@ -181,7 +181,7 @@ class HSTUBackbone(SequentialBackbone):
                 f"this HSTU has a time bias (num_time_buckets={self.num_time_buckets}): "
                 "its inputs need 'timestamps' (seconds, aligned with 'item_ids')"
             )
-        x = self.embed_inputs(inputs, ids, math.sqrt(self.hidden_dim))
+        x = self.with_context(self.lookup_items(ids), inputs, ids) * math.sqrt(self.hidden_dim)
         x += self.position_embedding(self.position_ids(mask))
         x = self.embedding_dropout(x, training=training) * ops.cast(mask[..., None], x.dtype)
         # The mask and the time buckets are the same in every layer: computed once.

@@ -126,10 +126,8 @@ class SASRecBackbone(SequentialBackbone):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         ids, mask = self.unpack_inputs(inputs)
-        x = self.embed_items(ids, training)
-        context = self.embed_events(inputs, ids)
-        if context is not None:
-            x += ops.cast(context, x.dtype) * math.sqrt(self.hidden_dim)
+        # Scaled as the items' vectors are (embed_items).
+        x = self.with_context(self.embed_items(ids, training), inputs, ids, math.sqrt(self.hidden_dim))
         return self.encode(x, mask, training, return_attention_scores)
 
     def encode(self, x, mask, training=None, return_attention_scores=False):
