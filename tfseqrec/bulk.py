@@ -4,7 +4,7 @@
 of one history each), scores them a batch at a time with the model's own ``recommend``
 (the history's items excluded, as everywhere; ``exclude``: items never recommended) and
 appends each batch to the output before reading on, so memory does not grow with the
-number of users. Two output forms (``OUTPUTS``):
+number of users. Three output forms (``OUTPUTS``):
 
 - ``.jsonl``: a line per user, ``{"user_id", "item_ids", "scores"}``, best first;
 - ``.csv``: a row per recommendation, ``user_id,rank,item_id,score`` (rank from 1);
@@ -269,15 +269,19 @@ def top_items(model, vocabulary, batch, k, excluded=frozenset()):
         for n, row_ids, row_scores in zip(rows, top_ids, top_scores):
             out_ids[n], out_scores[n] = _kept(row_ids, row_scores, k, excluded)
     empty = [n for n, (ids, _, _) in enumerate(known) if not ids]
-    if empty:  # as the SavedModel answers a history with no known item: by popularity
-        top = ranking.top_k(vocabulary.popularity()[None], wanted)
-        row_ids, row_scores = ranking.drop_padding(
-            ranking.vocabulary_ids(top.indices.numpy()), top.values.numpy()
-        )
+    if empty:
+        row_ids, row_scores = popular_items(vocabulary, wanted)
         popular = _kept(row_ids[0], row_scores[0], k, excluded)
         for n in empty:
             out_ids[n], out_scores[n] = popular
     return out_ids, out_scores
+
+
+def popular_items(vocabulary, k):
+    """``(ids [1, n], scores [1, n])``: the ``k`` items with the largest share of training events,
+    as the SavedModel answers a history with no known item."""
+    top = ranking.top_k(vocabulary.popularity()[None], min(k, vocabulary.num_items))
+    return ranking.drop_padding(ranking.vocabulary_ids(top.indices.numpy()), top.values.numpy())
 
 
 def _kept(ids, scores, k, excluded):

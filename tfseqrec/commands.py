@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from tfseqrec import bulk, checks, evaluation, export, kinds, plot, ranking, serving
+from tfseqrec import bulk, checks, evaluation, export, kinds, plot, serving
 from tfseqrec.data import download, events, features, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, id_models, pretrain
 
@@ -459,10 +459,7 @@ def _recommend(args, stdout):
         print(
             "tfseqrec: no item of the history is known; recommending the most popular items", file=sys.stderr
         )
-        top = ranking.top_k(vocabulary.popularity()[None], min(args.k, vocabulary.num_items))
-        top_ids, top_scores = ranking.drop_padding(
-            ranking.vocabulary_ids(top.indices.numpy()), top.values.numpy()
-        )
+        top_ids, top_scores = bulk.popular_items(vocabulary, args.k)
     # Only items that can be recommended come back: never one of the history (with
     # --exclude-seen), so fewer than --k when fewer are left.
     count = int(np.sum(top_ids[0] != vocab.PAD_ID))
