@@ -10,7 +10,9 @@ round 2020's epoch seconds to 128 s).
 
 Output: an ``Examples`` artifact with one split, ``train``, of records
 ``{user_column: bytes, item_column: bytes, time_column: bytes}`` (the time as seconds
-since the epoch, as text), the input ``SequenceBuilder`` takes. Files are read in
+since the epoch, as text) and one bytes feature per column of ``event_columns``
+(comma-separated: the events' context, ``tfseqrec train --event-features``; a column
+missing from a file is refused naming the file), the input ``SequenceBuilder`` takes. Files are read in
 parallel by Beam, one file per worker.
 """
 
@@ -24,6 +26,7 @@ from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import readers
 
 SPLIT = "train"
@@ -39,7 +42,7 @@ def input_files(input_base):
     return sorted(files)
 
 
-def file_events(path, user_column, item_column, time_column):
+def file_events(path, user_column, item_column, time_column, event_columns=()):
     """Serialized event ``tf.Example`` records of one file, read by ``readers.read_interactions``."""
     local = path
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,13 +57,17 @@ def file_events(path, user_column, item_column, time_column):
             item_col=item_column,
             time_col=time_column,
             progress=False,
+            event_columns=list(event_columns) or None,
         )
-        for user, item, time in zip(events.users, events.items, events.timestamps.tolist()):
+        context = [events.events[c].tolist() for c in event_columns]
+        for i, (user, item, time) in enumerate(zip(events.users, events.items, events.timestamps.tolist())):
             feature = {
                 user_column: _bytes(user),
                 item_column: _bytes(item),
                 time_column: _bytes(repr(time)),
             }
+            for column, values in zip(event_columns, context):
+                feature[column] = _bytes(values[i])
             yield tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -75,16 +82,18 @@ def EventExampleGen(  # noqa: N802 (TFX component names are classes)
     user_column: tfx.dsl.components.Parameter[str] = "user_id",
     item_column: tfx.dsl.components.Parameter[str] = "item_id",
     time_column: tfx.dsl.components.Parameter[str] = "timestamp",
+    event_columns: tfx.dsl.components.Parameter[str] = "",
     beam_pipeline: tfx.dsl.components.BeamComponentParameter[beam.Pipeline] = None,
 ):
     """Reads the interaction files of ``input_base`` into string-typed event Examples."""
     files = input_files(input_base)
+    context = tuple(events_lib.check_names(event_columns))
     out = os.path.join(examples.uri, f"Split-{SPLIT}", "data_tfrecord")
     with beam_pipeline as pipeline:
         _ = (
             pipeline
             | "Files" >> beam.Create(files)
-            | "Read" >> beam.FlatMap(file_events, user_column, item_column, time_column)
+            | "Read" >> beam.FlatMap(file_events, user_column, item_column, time_column, context)
             | "Write" >> beam.io.WriteToTFRecord(out, file_name_suffix=".gz")
         )
     examples.split_names = artifact_utils.encode_split_names([SPLIT])

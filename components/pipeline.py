@@ -24,6 +24,7 @@ from tfx import v1 as tfx
 from components.event_example_gen import EventExampleGen
 from components.ranking_evaluator import RankingEvaluator, check_metric
 from components.sequence_builder import SequenceBuilder
+from tfseqrec.data import events as events_lib
 
 TRAINER_RUN_FN = "components.trainer_module.run_fn"
 DEFAULT_CONFIG = {"model": "sasrec", "epochs": 20, "patience": 3, "max_sequence_length": 50, "hidden_dim": 64}
@@ -56,7 +57,9 @@ def create_pipeline(
         serving_model_dir: the Pusher's TF Serving base path (``saved_models/<name>``).
         custom_config: training options (``tfseqrec.training.TrainConfig`` keys; the
             model's options flat or under ``model_options``) and ``serving_k``, merged
-            over ``DEFAULT_CONFIG``.
+            over ``DEFAULT_CONFIG``. Its ``event_features`` (columns of the CSV files) are
+            read by EventExampleGen, carried by the SequenceBuilder and embedded by the
+            Trainer's model; the RankingEvaluator asks the export with them.
         pipeline_name: the pipeline's name in ML Metadata.
         train_steps: cap on training steps (``None``: the epochs of the config).
         threshold: the least ``metric`` a model needs to be blessed.
@@ -102,25 +105,29 @@ def _components(
 ):
     """The six components in pipeline order (see ``create_pipeline``)."""
     check_metric(metric)
+    config = {**DEFAULT_CONFIG, **(custom_config or {})}
+    context = ",".join(events_lib.check_names(config.get("event_features") or ()))
     # Not CsvExampleGen: its type inference merges ids "007" and "7" (see event_example_gen).
     example_gen = EventExampleGen(
         input_base=os.fspath(data_root),
         user_column=user_column,
         item_column=item_column,
         time_column=time_column,
+        event_columns=context,
     )
     builder = SequenceBuilder(
         examples=example_gen.outputs["examples"],
         user_column=user_column,
         item_column=item_column,
         time_column=time_column,
+        event_columns=context,
     )
     trainer = tfx.components.Trainer(
         run_fn=TRAINER_RUN_FN,
         examples=builder.outputs["sequences"],
         train_args=tfx.proto.TrainArgs(splits=["train"], num_steps=train_steps),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
-        custom_config={**DEFAULT_CONFIG, **(custom_config or {})},
+        custom_config=config,
     )
     baseline = tfx.dsl.Resolver(
         strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,

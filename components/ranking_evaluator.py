@@ -11,8 +11,9 @@ the model's vocabulary lacks is a miss (counted in ``num_unknown_targets``). Met
 NDCG@K and HR@K for K in 1, 5, 10, 20, and MRR, by ``ranking.metrics_from_ranks``.
 An export without ``rank_targets`` (written before it existed) is refused with a
 message: re-export it. The export of a model that reads event times (its
-``rank_targets`` takes ``timestamps``) is asked with the records' ``timestamps``; records
-without them are refused.
+``rank_targets`` takes ``timestamps``) is asked with the records' ``timestamps``, and that of
+a model that reads event context (``event_<column>`` inputs) with the records' raw values of
+those columns (the SequenceBuilder's ``event_columns``); records without them are refused.
 
 Outputs: ``evaluation`` (``ModelEvaluation``: ``metrics.json`` and the metrics as
 custom properties, so they are in ML Metadata) and ``blessing`` (a standard
@@ -31,6 +32,7 @@ from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
 from tfseqrec import serving
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import tfrecord
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks
 
@@ -52,54 +54,82 @@ def serving_dir(model):
     return path if tf.io.gfile.exists(path) else model.uri
 
 
-def read_cases(examples, split):
-    """``(histories, targets, timestamps)`` of the split's records (``tfrecord.read_raw_cases``)."""
+def read_cases(examples, split, event_columns=()):
+    """``RawCases`` of the split's records (``tfrecord.read_raw_cases``), with ``event_columns``."""
     pattern = os.path.join(artifact_utils.get_split_uri([examples], split), "*")
     files = sorted(tf.io.gfile.glob(pattern))
     if not files:
         raise FileNotFoundError(f"no records match {pattern}")
-    return tfrecord.read_raw_cases(files, compression="GZIP")
+    return tfrecord.read_raw_cases(files, compression="GZIP", event_columns=event_columns)
 
 
-def rank_cases(export_dir, histories, targets, batch_size=256, timestamps=None):
-    """``(ranks, known)`` of raw ``targets`` given raw ``histories``, by the export's ``rank_targets``.
-
-    ``timestamps``: each history's item times (seconds, one per item), which the export
-    of a model that reads event times needs (other exports ignore them).
-    """
+def rank_targets(export_dir):
+    """The ``rank_targets`` signature of the export at ``export_dir`` (refused when it has none)."""
     loaded = tf.saved_model.load(export_dir)
     if "rank_targets" not in loaded.signatures:
         raise ValueError(
             f"{export_dir} has no 'rank_targets' signature (signatures: {sorted(loaded.signatures)}); it was "
             "exported by an older tfseqrec: export it again to evaluate it"
         )
-    fn = loaded.signatures["rank_targets"]
+    return loaded.signatures["rank_targets"]
+
+
+def event_columns(export_dir):
+    """The event columns the export's ``rank_targets`` takes (its ``event_<column>`` inputs), in order."""
+    names = rank_targets(export_dir).structured_input_signature[1]
+    return [name[len(events_lib.PREFIX) :] for name in names if name.startswith(events_lib.PREFIX)]
+
+
+def rank_cases(export_dir, histories, targets, batch_size=256, timestamps=None, events=None):
+    """``(ranks, known)`` of raw ``targets`` given raw ``histories``, by the export's ``rank_targets``.
+
+    ``timestamps``: each history's item times (seconds, one per item), which the export
+    of a model that reads event times needs (other exports ignore them). ``events``:
+    ``{column: each history's raw values}``, which the export of a model that reads event
+    context needs for its columns (other columns are ignored).
+    """
+    fn = rank_targets(export_dir)
     timed = "timestamps" in fn.structured_input_signature[1]
     if timed and timestamps is None:
         raise ValueError(
             f"{export_dir} reads the items' event times (its rank_targets takes 'timestamps'), "
             "but the evaluation records carry none: write them from data with a time column"
         )
+    columns = event_columns(export_dir)
+    missing = [c for c in columns if c not in (events or {})]
+    if missing:
+        raise ValueError(
+            f"{export_dir} reads event context {columns}, but the evaluation records carry no {missing}: "
+            "build the sequences with those event_columns (tfseqrec pipeline run --event-features)"
+        )
     ranks, known = [], []
     for start in range(0, len(histories), batch_size):
         rows = histories[start : start + batch_size]
         width = max(1, max(len(h) for h in rows))
         inputs = {
-            "history": tf.constant([list(h) + [b""] * (width - len(h)) for h in rows], tf.string),
+            "history": tf.constant(_padded(rows, width), tf.string),
             "target": tf.constant(list(targets[start : start + batch_size]), tf.string),
         }
         if timed:
             times = timestamps[start : start + batch_size]
             inputs["timestamps"] = tf.constant(serving.pad_timestamps(times, width=width), tf.int64)
+        for column in columns:
+            values = events[column][start : start + batch_size]
+            inputs[events_lib.input_name(column)] = tf.constant(_padded(values, width), tf.string)
         out = fn(**inputs)
         ranks.append(out["rank"].numpy())
         known.append(out["known"].numpy())
     return np.concatenate(ranks).astype(np.int64), np.concatenate(known)
 
 
-def evaluate_export(export_dir, histories, targets, batch_size=256, timestamps=None):
+def _padded(rows, width):
+    """Rows of raw values, each padded with ``b""`` on the right to ``width`` (as histories are)."""
+    return [list(row) + [b""] * (width - len(row)) for row in rows]
+
+
+def evaluate_export(export_dir, histories, targets, batch_size=256, timestamps=None, events=None):
     """Ranking metrics of an export on raw evaluation cases (``rank_cases``'s arguments)."""
-    ranks, known = rank_cases(export_dir, histories, targets, batch_size, timestamps)
+    ranks, known = rank_cases(export_dir, histories, targets, batch_size, timestamps, events)
     metrics = metrics_from_ranks(ranks)
     metrics["num_users"] = len(targets)
     metrics["num_unknown_targets"] = int((~known).sum())
@@ -148,11 +178,18 @@ def RankingEvaluator(  # noqa: N802 (TFX component names are classes)
 ):
     """Ranks every test target among all items and blesses the model when it is good enough."""
     check_metric(metric)
-    histories, targets, timestamps = read_cases(examples, split)
-    candidate = evaluate_export(serving_dir(model), histories, targets, batch_size, timestamps)
+    exports = [serving_dir(m) for m in (model, baseline_model) if m is not None]
+    columns = list(dict.fromkeys(c for export_dir in exports for c in event_columns(export_dir)))
+    cases = read_cases(examples, split, columns)
+    targets = cases.targets
+    candidate = evaluate_export(
+        exports[0], cases.histories, targets, batch_size, cases.timestamps, cases.events
+    )
     baseline = None
     if baseline_model is not None:
-        baseline = evaluate_export(serving_dir(baseline_model), histories, targets, batch_size, timestamps)
+        baseline = evaluate_export(
+            exports[1], cases.histories, targets, batch_size, cases.timestamps, cases.events
+        )
     value = candidate[metric]
     reasons = blessing_refusals(
         metric,

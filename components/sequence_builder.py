@@ -2,21 +2,24 @@
 
 Input: ``Examples`` with one event per record (``EventExampleGen`` over
 ``user,item,timestamp`` CSV files; int64 and float features are read too), from every
-split it has. Output:
+split it has, and the ``event_columns`` (comma-separated) of the events' context. Output:
 
 - ``sequences``: ``Examples`` in the ``tfseqrec.data.tfrecord`` schema (with the
   items' ``timestamps``, in seconds), splits
   ``train`` (each user's sequence without its last two items), ``eval`` and ``test``
   (leave-one-out cases: the history and the held-out next item). Users with fewer than
   ``min_sequence_length`` events give their whole sequence to ``train`` and no case,
-  as ``tfseqrec.data.splits.leave_one_out`` does. The vocabulary is also written at
+  as ``tfseqrec.data.splits.leave_one_out`` does. Each record also carries the raw values
+  of the ``event_columns`` (``event_<column>``, one per item; their vocabulary is the
+  Trainer's, from the training split). The vocabulary is also written at
   ``sequences.uri/item_vocab.tsv``, so a Trainer given only these ``Examples`` has it.
 - ``vocabulary``: ``ItemVocabulary`` (``item_vocab.tsv``), items by their count of
   *training* interactions (held-out validation and test items count 0 there), as
   ``tfseqrec.data.splits.prepare`` counts them.
 
 Events of a user are ordered by time; equal times by item id, so every runner
-produces the same sequences. Timestamps may be numbers or ISO 8601 strings.
+produces the same sequences. Events with the same user, item and time are kept once
+(the first of their context values in text order, whatever order the runner reads them in). Timestamps may be numbers or ISO 8601 strings.
 
 The work is an Apache Beam pipeline (read, group by user, count items, write), so it
 runs on the DirectRunner here and on Dataflow, Flink or Spark through the pipeline's
@@ -34,6 +37,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.artifacts import ItemVocabulary
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import readers, splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
@@ -73,10 +77,12 @@ def parse_time(value, column):
         raise InputError(f"column {column!r}: {e}") from None
 
 
-def parse_event(record, user_column, item_column, time_column):
-    """``(user, (time, item))`` of one serialized event record."""
+def parse_event(record, user_column, item_column, time_column, event_columns=()):
+    """``(user, (time, item, context))`` of one serialized event record; ``context`` is the tuple
+    of the ``event_columns``' values (text; ``""`` where a record has none)."""
     example = tf.train.Example.FromString(record)
     values = {}
+    context = tuple(_text(feature_value(example, c) or b"").strip() for c in event_columns)
     for column in (user_column, item_column, time_column):
         value = feature_value(example, column)
         if value is None:
@@ -86,7 +92,7 @@ def parse_event(record, user_column, item_column, time_column):
     user, item = _text(values[user_column]).strip(), _text(values[item_column]).strip()
     if not item or "\t" in item or "\n" in item:
         raise InputError(f"column {item_column!r}: item id {item!r} is empty or holds a tab or newline")
-    return user, (parse_time(values[time_column], time_column), item)
+    return user, (parse_time(values[time_column], time_column), item, context)
 
 
 def ordered_vocabulary(counts):
@@ -101,15 +107,19 @@ def write_vocabulary(vocabulary, paths):
     return vocabulary.num_items
 
 
-def order_user(element):
-    """``(user, items, times)``: a user's events in time order (equal times by item id).
+def order_user(element, event_columns=()):
+    """``(user, items, times, context)``: a user's events in time order (equal times by item id);
+    ``context``: ``{column: values}`` of the ``event_columns``, one per item.
 
-    An exact duplicate event (the same item at the same time) is kept once, as
-    ``splits.drop_duplicates`` keeps it in ``tfseqrec train``.
+    An event with the same item at the same time as another is kept once, as
+    ``splits.drop_duplicates`` keeps it in ``tfseqrec train`` (with the first of their
+    context values in text order, so that every runner keeps the same one).
     """
     user, events = element
-    ordered = sorted(set(events), key=lambda e: (e[0], vocab_lib.natural_key(e[1])))
-    return user, [item for _, item in ordered], [time for time, _ in ordered]
+    ordered = sorted(set(events), key=lambda e: (e[0], vocab_lib.natural_key(e[1]), e[2]))
+    kept = [e for i, e in enumerate(ordered) if i == 0 or e[:2] != ordered[i - 1][:2]]
+    context = {column: [e[2][c] for e in kept] for c, column in enumerate(event_columns)}
+    return user, [e[1] for e in kept], [e[0] for e in kept], context
 
 
 def training_counts(element, min_length):
@@ -135,24 +145,29 @@ class SplitUser(beam.DoFn):
         self.events = beam.metrics.Metrics.counter(NAMESPACE, "interactions")
 
     def process(self, element, vocabulary):
-        user, items, times = element
+        user, items, times, context = element
         self.users.inc()
         self.events.inc(len(items))
         sequences = splits.Sequences.from_list([user], [vocabulary.lookup(items)], [times])
         split = splits.leave_one_out(sequences, self.min_length)
-        yield beam.pvalue.TaggedOutput("train", _example(user, split.train, vocabulary))
+        yield beam.pvalue.TaggedOutput("train", _example(user, split.train, vocabulary, context))
         for name, cases in (("eval", split.valid), ("test", split.test)):
             if len(cases):
                 yield beam.pvalue.TaggedOutput(
-                    name, _example(user, cases.histories, vocabulary, cases.targets[0])
+                    name, _example(user, cases.histories, vocabulary, context, cases.targets[0])
                 )
 
 
-def _example(user, sequences, vocabulary, target_id=None):
-    """The record of the one user of ``sequences`` (its items, their times, and the target if any)."""
+def _example(user, sequences, vocabulary, context, target_id=None):
+    """The record of the one user of ``sequences`` (its items, their times, the context of its
+    items, and the target if any). Leave-one-out histories are prefixes of the user's events, so
+    the context of a history of n items is the first n values of ``context``."""
     ids = sequences[0]
     target = None if target_id is None else vocabulary.to_raw([target_id])[0]
-    return tfrecord.make_example(user, ids, vocabulary.to_raw(ids), target_id, target, sequences.times(0))
+    events = {column: values[: len(ids)] for column, values in context.items()}
+    return tfrecord.make_example(
+        user, ids, vocabulary.to_raw(ids), target_id, target, sequences.times(0), events=events
+    )
 
 
 def check_columns(patterns, columns):
@@ -168,8 +183,8 @@ def check_columns(patterns, columns):
                         raise InputError(
                             f"column {column!r} is missing from the input examples {path} "
                             f"(columns: {sorted(example.features.feature)}); name the right one with "
-                            f"the SequenceBuilder's user_column / item_column / time_column "
-                            "(--user-col / --item-col / --time-col of 'tfseqrec pipeline run')"
+                            f"the SequenceBuilder's user_column / item_column / time_column / event_columns "
+                            "(--user-col / --item-col / --time-col / --event-features of 'tfseqrec pipeline run')"
                         )
                 return
     raise InputError(f"no input records under {patterns}")
@@ -184,6 +199,7 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     item_column: tfx.dsl.components.Parameter[str] = "item_id",
     time_column: tfx.dsl.components.Parameter[str] = "timestamp",
     min_sequence_length: tfx.dsl.components.Parameter[int] = 3,
+    event_columns: tfx.dsl.components.Parameter[str] = "",
     beam_pipeline: tfx.dsl.components.BeamComponentParameter[beam.Pipeline] = None,
 ):
     """Groups events by user into leave-one-out sequence splits and builds the vocabulary."""
@@ -199,17 +215,20 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
     names = artifact_utils.decode_split_names(examples.split_names)
     patterns = [os.path.join(artifact_utils.get_split_uri([examples], name), "*") for name in names]
     columns = (user_column, item_column, time_column)
-    check_columns(patterns, columns)
+    context = tuple(events_lib.check_names(event_columns))
+    check_columns(patterns, columns + context)
     paths = [
         os.path.join(vocabulary.uri, vocab_lib.VOCAB_FILENAME),
         os.path.join(sequences.uri, vocab_lib.VOCAB_FILENAME),
     ]
     with beam_pipeline as pipeline:
-        _build(pipeline, dict(zip(names, patterns)), columns, min_sequence_length, sequences.uri, paths)
+        _build(
+            pipeline, dict(zip(names, patterns)), columns, context, min_sequence_length, sequences.uri, paths
+        )
     _record_outputs(sequences, vocabulary, user_column, patterns, paths[0])
 
 
-def _build(pipeline, patterns, columns, min_length, sequences_uri, vocabulary_paths):
+def _build(pipeline, patterns, columns, context, min_length, sequences_uri, vocabulary_paths):
     """The Beam graph: read and parse events, group by user, count, write vocabulary and splits."""
     events = (
         [
@@ -217,7 +236,7 @@ def _build(pipeline, patterns, columns, min_length, sequences_uri, vocabulary_pa
             for name, pattern in patterns.items()
         ]
         | "Flatten" >> beam.Flatten()
-        | "Parse" >> beam.Map(parse_event, *columns)
+        | "Parse" >> beam.Map(parse_event, *columns, context)
     )
     # Events without a user id are counted, then refused after the pipeline (_record_outputs).
     _ = (
@@ -227,7 +246,7 @@ def _build(pipeline, patterns, columns, min_length, sequences_uri, vocabulary_pa
         | "WriteEmptyUsers" >> beam.Map(_write_count, os.path.join(sequences_uri, EMPTY_USERS_FILE))
     )
     events = events | "WithUser" >> beam.Filter(lambda event: bool(event[0]))
-    users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user)
+    users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user, context)
     vocabulary = (
         users
         | "TrainingItems" >> beam.FlatMap(training_counts, min_length)

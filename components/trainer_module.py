@@ -11,8 +11,10 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
   writing the outputs; ``tfseqrec.distribute``) and, for the kinds that read item text
   (``unisrec``), ``item_text`` (the path of the items' text file, read with
   ``tf.io.gfile``), and for the id models ``item_features`` (an item-features file:
-  ``tfseqrec train --item-features``);
-- records are read through ``fn_args.data_accessor`` with ``SCHEMA`` (the
+  ``tfseqrec train --item-features``) and ``event_features`` (the event columns the
+  SequenceBuilder wrote, ``tfseqrec train --event-features``: their values come from the
+  training split, as in ``tfseqrec train``);
+- records are read through ``fn_args.data_accessor`` with ``schema(event_features)`` (the
   ``tfseqrec.data.tfrecord`` features) and gathered by ``tfrecord.from_batches``;
 - ``fn_args.train_steps``, when set (``TrainArgs(num_steps=N)``), caps training at N steps;
 - TensorBoard logs and the Keras model directory go to ``fn_args.model_run_dir``;
@@ -27,16 +29,22 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx_bsl.public import tfxio
 
 from tfseqrec import distribute, export, kinds
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
-# The sequence records' features, every one of variable length (sparse when read).
-SCHEMA = schema_pb2.Schema(
-    feature=[
-        schema_pb2.Feature(name=name, type=schema_pb2.BYTES if spec.dtype == tf.string else schema_pb2.INT)
-        for name, spec in tfrecord.FEATURE_SPEC.items()
-    ]
-)
+
+def schema(event_columns=()):
+    """The sequence records' features (``tfrecord.feature_spec``), every one of variable length
+    (sparse when read)."""
+    return schema_pb2.Schema(
+        feature=[
+            schema_pb2.Feature(
+                name=name, type=schema_pb2.BYTES if spec.dtype == tf.string else schema_pb2.INT
+            )
+            for name, spec in tfrecord.feature_spec(event_columns).items()
+        ]
+    )
 
 
 def read_vocabulary(file_patterns):
@@ -60,13 +68,26 @@ def read_vocabulary(file_patterns):
         return vocab_lib.ItemVocabulary.load(local)
 
 
-def read_split(data_accessor, file_patterns, batch_size=1024):
-    """``Sequences`` or ``Cases`` of the records ``file_patterns`` match, by ``data_accessor``."""
+def read_split(data_accessor, file_patterns, batch_size=1024, event_columns=()):
+    """``Sequences`` or ``Cases`` of the records ``file_patterns`` match, by ``data_accessor``
+    (with the raw values of ``event_columns``)."""
     if not any(tf.io.gfile.glob(pattern) for pattern in file_patterns):
         raise FileNotFoundError(f"no records match {file_patterns}")
     options = tfxio.TensorFlowDatasetOptions(batch_size=batch_size, num_epochs=1, shuffle=False)
-    dataset = data_accessor.tf_dataset_factory(list(file_patterns), options, SCHEMA)
-    return tfrecord.from_batches(dataset, source=file_patterns)
+    dataset = data_accessor.tf_dataset_factory(list(file_patterns), options, schema(event_columns))
+    return tfrecord.from_batches(dataset, source=file_patterns, event_columns=event_columns)
+
+
+def read_splits(fn_args, event_columns):
+    """The ``Split`` of the Trainer's train and eval records; event values become the slots of the
+    training split's values (``EventVocabulary.from_values``), as ``tfseqrec train`` makes them."""
+    train = read_split(fn_args.data_accessor, fn_args.train_files, event_columns=event_columns)
+    valid = read_split(fn_args.data_accessor, fn_args.eval_files, event_columns=event_columns)
+    if not event_columns:
+        return splits.Split(train, valid, None, {})
+    context = events_lib.EventVocabulary.from_values(train.events)
+    train, valid = tfrecord.encode_events(train, context), tfrecord.encode_events(valid, context)
+    return splits.Split(train, valid, None, {}, event_vocabulary=context)
 
 
 def _local_copy(path, directory):
@@ -87,14 +108,13 @@ def run_fn(fn_args):
     kind = kinds.get(options.get("model", "sasrec"))
     kind.check(kind.options(options))  # bad options fail before any record is read
     vocabulary = read_vocabulary(fn_args.train_files)
-    train = read_split(fn_args.data_accessor, fn_args.train_files)
-    valid = read_split(fn_args.data_accessor, fn_args.eval_files)
+    split = read_splits(fn_args, events_lib.check_names(options.get("event_features") or ()))
     steps = fn_args.train_steps if fn_args.train_steps and fn_args.train_steps > 0 else None
     # Across workers (multi_worker), only the chief writes the run and serving directories.
     run_dir = distribute.worker_output_dir(fn_args.model_run_dir, strategy)
     serving_dir = distribute.worker_output_dir(fn_args.serving_model_dir, strategy)
     model = kind.fit(
-        splits.Split(train, valid, None, {}),
+        split,
         vocabulary,
         run_dir,
         options,

@@ -947,6 +947,13 @@ def _add_pipeline(sub):
     run.add_argument("--item-col", default="item_id", help="the CSV files' item column")
     run.add_argument("--time-col", default="timestamp", help="the CSV files' timestamp column")
     run.add_argument(
+        "--event-features",
+        type=_name_list,
+        default=None,
+        help="comma-separated per-event columns of the CSV files the model reads as context "
+        "(custom config's event_features)",
+    )
+    run.add_argument(
         "--beam-arg",
         dest="beam_args",
         action="append",

@@ -658,7 +658,7 @@ def _run_pipeline(pipeline, args):
         pipeline_root=os.path.abspath(args.pipeline_root),
         metadata_path=os.path.abspath(args.metadata_path),
         serving_model_dir=os.path.abspath(args.serving_model_dir),
-        custom_config=_json_option("--custom-config", args.custom_config),
+        custom_config=_pipeline_config(args),
         pipeline_name=args.pipeline_name,
         train_steps=args.train_steps,
         threshold=args.threshold,
@@ -669,6 +669,21 @@ def _run_pipeline(pipeline, args):
         time_column=args.time_col,
         beam_pipeline_args=args.beam_args,
     )
+
+
+def _pipeline_config(args):
+    """``--custom-config`` with ``--event-features`` as its ``event_features`` (both given must agree)."""
+    config = _json_option("--custom-config", args.custom_config)
+    if args.event_features is None:
+        return config
+    config = dict(config or {})
+    given = config.get("event_features")
+    if given is not None and list(given) != list(args.event_features):
+        raise ValueError(
+            f"--event-features {','.join(args.event_features)} and --custom-config's event_features {given} differ"
+        )
+    config["event_features"] = list(args.event_features)
+    return config
 
 
 # --- output and option helpers -----------------------------------------------------

@@ -8,6 +8,7 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
+from components import ranking_evaluator
 from tests.test_cli import _tfseqrec
 from tfseqrec import serving
 
@@ -77,15 +78,15 @@ def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
     )
     assert len(reply.item_ids[0]) == 5 and not {"50", "172", "133"} & set(reply.item_ids[0])
 
-    # A second run trained for one step: worse than the blessed model, so neither blessed nor pushed.
+    # A second run trained for one step, reading each rating as event context: worse than the blessed
+    # model (which reads none; the evaluator asks each export with what it takes), so not pushed.
+    flags = ("--custom-config", json.dumps(GOOD), "--train-steps", "1", "--threshold", "0.0")
     second = json.loads(
-        _run(
-            tmp_path, csv_dir, "--custom-config", json.dumps(GOOD), "--train-steps", "1", "--threshold", "0.0"
-        )
-        .stdout.strip()
-        .splitlines()[-1]
+        _run(tmp_path, csv_dir, *flags, "--event-features", "rating").stdout.strip().splitlines()[-1]
     )
     assert not second["pushed"] and second["metrics"]["ndcg@10"] < first["metrics"]["ndcg@10"]
+    trained = max(store.get_artifacts_by_type("Model"), key=lambda a: a.id)
+    assert ranking_evaluator.event_columns(os.path.join(trained.uri, "Format-Serving")) == ["rating"]
     assert os.listdir(tmp_path / "serving") == versions
     blessings = sorted(store.get_artifacts_by_type("ModelBlessing"), key=lambda a: a.id)
     assert [b.custom_properties["blessed"].int_value for b in blessings] == [1, 0]

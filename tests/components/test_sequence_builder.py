@@ -1,5 +1,6 @@
 """SequenceBuilder: events to leave-one-out sequence Examples with Beam."""
 
+import glob
 import json
 import os
 
@@ -24,8 +25,34 @@ def test_component_contract():
 
 def test_a_user_s_exact_duplicate_events_are_kept_once():
     # Time order, ties by item id; (5, "b") twice is one event, "b" at another time is another.
-    events = [(7, "b"), (5, "b"), (5, "a"), (5, "b"), (1, "c")]
-    assert order_user(("u", events)) == ("u", ["c", "a", "b", "b"], [1, 5, 5, 7])
+    events = [(7, "b", ()), (5, "b", ()), (5, "a", ()), (5, "b", ()), (1, "c", ())]
+    assert order_user(("u", events)) == ("u", ["c", "a", "b", "b"], [1, 5, 5, 7], {})
+    # With context, the same item at the same time is one event too, with the first value in text order.
+    events = [(5, "b", ("view",)), (5, "b", ("buy",)), (1, "c", ("view",))]
+    assert order_user(("u", events), ("kind",)) == ("u", ["c", "b"], [1, 5], {"kind": ["view", "buy"]})
+
+
+def test_event_columns_ride_with_their_items(tmp_path):
+    kinds = ["view", "cart", "buy", "view"]
+    rows = [{"user_id": "u", "item_id": f"i{t}", "timestamp": t, "kind": kinds[t]} for t in range(4)]
+    rows.append({"user_id": "v", "item_id": "i9", "timestamp": 0, "kind": ""})  # an empty field: no value
+    sequences, _ = _build(tmp_path, {"train": rows}, event_columns="kind")
+    raw = {}
+    for name in ("train", "eval", "test"):
+        data = _read(sequences, name, ["kind"])
+        histories = data if name == "train" else data.histories
+        raw[name] = {
+            u: histories.events["kind"][histories.row_splits[i] : histories.row_splits[i + 1]].tolist()
+            for i, u in enumerate(histories.users)
+        }
+    # Leave-one-out histories are prefixes of the user's events: their values are too.
+    assert raw == {
+        "train": {"u": ["view", "cart"], "v": [""]},
+        "eval": {"u": ["view", "cart"]},
+        "test": {"u": ["view", "cart", "buy"]},
+    }
+    with pytest.raises(InputError, match="column 'device' is missing from the input examples"):
+        _build(tmp_path / "again", {"train": rows}, event_columns="device")
 
 
 def _build(tmp_path, splits, beam_args=BEAM_ARGS, **parameters):
@@ -44,11 +71,9 @@ def _build(tmp_path, splits, beam_args=BEAM_ARGS, **parameters):
     return sequences, vocabulary
 
 
-def _read(sequences, split):
+def _read(sequences, split, event_columns=()):
     path = os.path.join(artifact_utils.get_split_uri([sequences], split), "*")
-    import glob
-
-    return tfrecord.read_examples(sorted(glob.glob(path)), compression="GZIP")
+    return tfrecord.read_examples(sorted(glob.glob(path)), compression="GZIP", event_columns=event_columns)
 
 
 def test_leave_one_out_splits_and_vocabulary(tmp_path):

@@ -10,13 +10,13 @@ import tensorflow as tf
 from tfx.types import standard_artifacts
 
 import tfseqrec
-from components import trainer_module
+from components import ranking_evaluator, trainer_module
 from components.artifacts import ItemVocabulary
 from components.ranking_evaluator import RankingEvaluator
 from components.sequence_builder import SequenceBuilder
 from tests.components.conftest import make_artifact, run_executor, write_event_examples
 from tfseqrec import evaluation, export, kinds, serving
-from tfseqrec.data import tfrecord
+from tfseqrec.data import EventVocabulary, tfrecord
 from tfseqrec.models import SASRec
 
 CONFIG = {
@@ -233,3 +233,45 @@ def test_run_fn_trains_an_id_model_with_item_attributes(sequences, tmp_path):
     predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
     out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4", "i5"]])})
     assert out["item_ids"].shape == (1, 4)
+
+
+def test_run_fn_and_the_evaluator_read_event_context(tmp_path):
+    rng = np.random.default_rng(1)
+    rows = []
+    for user in range(40):
+        start = int(rng.integers(20))
+        for t in range(int(rng.integers(5, 10))):
+            kind = ("view", "buy", "view")[t % 3]
+            rows.append(
+                {"user_id": f"u{user}", "item_id": f"i{(start + t) % 20}", "timestamp": t, "kind": kind}
+            )
+    examples = write_event_examples(tmp_path / "events", {"train": rows})
+    sequences = make_artifact(standard_artifacts.Examples, tmp_path / "sequences")
+    run_executor(
+        SequenceBuilder,
+        {"examples": [examples]},
+        {"sequences": [sequences], "vocabulary": [make_artifact(ItemVocabulary, tmp_path / "vocabulary")]},
+        {"event_columns": "kind"},
+        beam=True,
+        tmp_dir=str(tmp_path / "tmp"),
+    )
+    trainer_module.run_fn(_fn_args(sequences, tmp_path, {**CONFIG, "epochs": 2, "event_features": ["kind"]}))
+    model, _, _ = tfseqrec.load(str(tmp_path / "model_run"))
+    assert model.event_features == {
+        "kind": ["view", "buy"]
+    }  # the training split's values, most frequent first
+    assert ranking_evaluator.event_columns(str(tmp_path / "model" / "Format-Serving")) == ["kind"]
+    report, _, _ = _evaluate(tmp_path / "evaluation", sequences, tmp_path)
+    # The oracle: the in-memory model on the test records, their values mapped by the model's vocabulary.
+    cases = tfrecord.read_examples(
+        glob.glob(os.path.join(sequences.uri, "Split-test", "*")), compression="GZIP", event_columns=["kind"]
+    )
+    cases = tfrecord.encode_events(cases, EventVocabulary.of_model(model))
+    expected = evaluation.evaluate(model, cases, exclude_seen=True, progress=False)
+    assert report["candidate"]["ndcg@10"] == pytest.approx(expected["ndcg@10"], abs=1e-6)
+    assert report["candidate"]["num_users"] == len(cases.targets) > 0
+    # Without the records' values, the export's context cannot be asked.
+    with pytest.raises(
+        ValueError, match=r"reads event context \['kind'\], but the evaluation records carry no"
+    ):
+        ranking_evaluator.rank_cases(str(tmp_path / "model" / "Format-Serving"), [[b"i1"]], [b"i2"])

@@ -12,16 +12,24 @@ One ``tf.train.Example`` per user sequence (or evaluation case):
     ``target``      bytes      0 or 1  raw held-out next item (evaluation cases only)
     ``target_id``   int64      0 or 1  its vocabulary id
     ``timestamps``  int64      0 or n  the items' times in seconds (data with times)
+    ``event_<c>``   bytes      n       raw values of event column ``c`` (data with
+                                       event context; ``""`` for none)
     ==============  =========  ======  ================================================
 
 Raw ids make the records readable without the vocabulary (serving signatures take
 them); the integer ids spare training a lookup. ``FEATURE_SPEC`` parses a batch in
-the graph with ``tf.io.parse_example``.
+the graph with ``tf.io.parse_example``; ``feature_spec(event_columns)`` adds the event
+columns. Event values stay raw in the records: their vocabulary comes from the training
+split's values (``events.EventVocabulary``), which ``encode_events`` applies.
 """
+
+import collections
+import dataclasses
 
 import numpy as np
 import tensorflow as tf
 
+from tfseqrec.data import events as events_lib
 from tfseqrec.data import splits as splits_lib
 
 FEATURE_SPEC = {
@@ -33,9 +41,21 @@ FEATURE_SPEC = {
     "timestamps": tf.io.RaggedFeature(tf.int64),
 }
 
+# The raw values of each event column, as read back (``read_raw_cases``).
+RawCases = collections.namedtuple("RawCases", ["histories", "targets", "timestamps", "events"])
 
-def make_example(user_id, item_ids, items, target_id=None, target=None, timestamps=None):
-    """Builds one ``tf.train.Example`` in the schema above (``timestamps``: seconds, one per item)."""
+
+def feature_spec(event_columns=()):
+    """``FEATURE_SPEC`` plus a raw-string feature ``event_<column>`` per event column."""
+    spec = dict(FEATURE_SPEC)
+    for column in events_lib.check_names(event_columns):
+        spec[events_lib.input_name(column)] = tf.io.RaggedFeature(tf.string)
+    return spec
+
+
+def make_example(user_id, item_ids, items, target_id=None, target=None, timestamps=None, events=None):
+    """Builds one ``tf.train.Example`` in the schema above (``timestamps``: seconds, one per item;
+    ``events``: ``{column: raw values}``, one per item)."""
     if len(item_ids) != len(items):
         raise ValueError(f"user {user_id!r}: {len(item_ids)} item ids but {len(items)} raw items")
     feature = {
@@ -48,6 +68,10 @@ def make_example(user_id, item_ids, items, target_id=None, target=None, timestam
             raise ValueError(f"user {user_id!r}: {len(item_ids)} items but {len(timestamps)} timestamps")
         seconds = _int64_seconds(user_id, timestamps)
         feature["timestamps"] = tf.train.Feature(int64_list=tf.train.Int64List(value=seconds))
+    for column, values in (events or {}).items():
+        if len(values) != len(item_ids):
+            raise ValueError(f"user {user_id!r}: {len(item_ids)} items but {len(values)} {column!r} values")
+        feature[events_lib.input_name(column)] = _bytes(values)
     if target_id is not None:
         feature["target"] = _bytes([target])
         feature["target_id"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(target_id)]))
@@ -79,6 +103,11 @@ def write_examples(path, data, vocabulary, compression=None):
     """
     cases = isinstance(data, splits_lib.Cases)
     sequences = data.histories if cases else data
+    if sequences.events is not None:
+        raise ValueError(
+            f"{path}: these sequences carry event context {sorted(sequences.events)} as slots, which "
+            "write_examples does not write back as values; build the records with make_example(events=...)"
+        )
     options = tf.io.TFRecordOptions(compression_type=compression or "")
     with tf.io.TFRecordWriter(str(path), options) as writer:
         for u in range(len(sequences)):
@@ -96,11 +125,11 @@ def write_examples(path, data, vocabulary, compression=None):
     return len(sequences)
 
 
-def read_examples(paths, compression=None, batch_size=1024):
+def read_examples(paths, compression=None, batch_size=1024, event_columns=()):
     """Reads records back as ``Sequences`` and, when they carry targets, ``Cases``.
 
     Records are parsed in batches in the graph (``parse_examples``), then gathered by
-    ``from_batches``.
+    ``from_batches`` (``event_columns``: the event columns to read, as raw values).
 
     Returns:
         ``Sequences`` if no record has a target, else ``Cases``. Mixed files are an error.
@@ -109,10 +138,12 @@ def read_examples(paths, compression=None, batch_size=1024):
         paths = [paths]
     paths = [str(p) for p in paths]
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
-    return from_batches(records.batch(batch_size).map(parse_examples), source=paths)
+    spec = feature_spec(event_columns)
+    batches = records.batch(batch_size).map(lambda r: tf.io.parse_example(r, spec))
+    return from_batches(batches, source=paths, event_columns=event_columns)
 
 
-def from_batches(batches, source="the records"):
+def from_batches(batches, source="the records", event_columns=()):
     """``Sequences`` or ``Cases`` of batches of parsed records.
 
     Args:
@@ -120,8 +151,13 @@ def from_batches(batches, source="the records"):
             ``target_id``, each a dense, ragged or sparse tensor with one row per
             record (``parse_examples``, or a TFX ``data_accessor``'s datasets).
         source: named in errors.
+        event_columns: event columns (``event_<column>`` features) to read: the
+            sequences' ``events`` are then ``{column: raw values}`` (str), one per item,
+            for ``encode_events`` to turn into slots.
     """
+    columns = events_lib.check_names(event_columns)
     users, lengths, values, targets, times = [], [], [], [], []
+    raw_events = {column: [] for column in columns}
     for batch in batches:
         ids = _ragged(batch["item_ids"])
         n = int(ids.nrows())
@@ -129,6 +165,8 @@ def from_batches(batches, source="the records"):
         lengths.append(ids.row_lengths().numpy())
         values.append(ids.flat_values.numpy())
         times.append(_times(batch, ids, source))
+        for column in columns:
+            raw_events[column].extend(_event_values(batch, ids, column, source))
         # The target id of each record, -1 where it has none (ids are never negative).
         targets.append(
             _first(batch["target_id"], n, -1) if "target_id" in batch else np.full(n, -1, np.int64)
@@ -137,7 +175,11 @@ def from_batches(batches, source="the records"):
     splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.concatenate(values).astype(np.int64) if values else np.zeros(0, np.int64)
     sequences = splits_lib.Sequences(
-        np.asarray(users, dtype=object), values, splits, _joined_times(times, lengths, source)
+        np.asarray(users, dtype=object),
+        values,
+        splits,
+        _joined_times(times, lengths, source),
+        {c: np.asarray(v, dtype=object) for c, v in raw_events.items()} if columns else None,
     )
     targets = np.concatenate(targets) if targets else np.zeros(0, np.int64)
     has_target = targets >= 0
@@ -148,29 +190,59 @@ def from_batches(batches, source="the records"):
     return splits_lib.Cases(sequences, targets.astype(np.int64))
 
 
-def read_raw_cases(paths, compression=None, batch_size=1024):
-    """``(histories, targets, timestamps)`` of raw ids (bytes) of evaluation records, as an export is asked.
+def read_raw_cases(paths, compression=None, batch_size=1024, event_columns=()):
+    """``RawCases(histories, targets, timestamps, events)`` of evaluation records, as an export is asked.
 
-    ``timestamps``: each record's item times (int seconds, one per item) when the
-    records carry them, else ``None``. A record without a target, records of which
-    only some carry times, or a record whose times do not match its items, is an
-    error naming the files.
+    ``histories`` and ``targets`` are raw ids (bytes); ``timestamps``: each record's item
+    times (int seconds, one per item) when the records carry them, else ``None``;
+    ``events``: ``{column: each record's raw values (bytes)}`` of ``event_columns``. A
+    record without a target, records of which only some carry times, or a record whose
+    times or event values do not match its items, is an error naming the files.
     """
     paths = [str(p) for p in paths]
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
+    spec = feature_spec(event_columns)
     histories, targets, times, lengths = [], [], [], []
-    for batch in records.batch(batch_size).map(parse_examples):
+    events = {column: [] for column in events_lib.check_names(event_columns)}
+    for batch in records.batch(batch_size).map(lambda r: tf.io.parse_example(r, spec)):
         if int(tf.reduce_min(batch["target"].row_lengths())) < 1:
             raise ValueError(f"{paths}: a record has no target; is it an evaluation split?")
         histories.extend(batch["items"].to_list())
         targets.extend(_first(batch["target"], int(batch["target"].nrows()), b"").tolist())
         times.append(_times(batch, batch["items"], paths))
         lengths.append(batch["items"].row_lengths().numpy())
+        for column, rows in events.items():
+            _event_values(batch, batch["items"], column, paths)  # checks one value per item
+            rows.extend(batch[events_lib.input_name(column)].to_list())
     flat = _joined_times(times, lengths, paths)
     if flat is None:
-        return histories, targets, None
+        return RawCases(histories, targets, None, events)
     splits = np.cumsum([len(h) for h in histories])[:-1]
-    return histories, targets, [t.tolist() for t in np.split(flat, splits)]
+    return RawCases(histories, targets, [t.tolist() for t in np.split(flat, splits)], events)
+
+
+def encode_events(data, vocabulary):
+    """``data`` (``Sequences`` or ``Cases`` read with raw event values) with its events as the
+    slots of ``vocabulary`` (an ``events.EventVocabulary``)."""
+    sequences = data.histories if isinstance(data, splits_lib.Cases) else data
+    encoded = dataclasses.replace(sequences, events=vocabulary.encode(sequences.events))
+    return dataclasses.replace(data, histories=encoded) if sequences is not data else encoded
+
+
+def _event_values(batch, ids, column, source):
+    """The flat raw values (str) of event column ``column`` of a batch, one per item."""
+    name = events_lib.input_name(column)
+    if name not in batch:
+        raise ValueError(f"{source}: the records have no {name!r} feature (event column {column!r})")
+    values = _ragged(batch[name])
+    counts, lengths = values.row_lengths().numpy(), ids.row_lengths().numpy()
+    if not np.array_equal(counts, lengths):
+        bad = counts != lengths
+        raise ValueError(
+            f"{source}: a record has {int(counts[bad][0])} {name!r} values for {int(lengths[bad][0])} items "
+            "(each item needs one)"
+        )
+    return [v.decode("utf-8") for v in values.flat_values.numpy().tolist()]
 
 
 def _joined_times(times, lengths, source):
