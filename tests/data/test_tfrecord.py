@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfseqrec.data import splits, tfrecord, vocab
+from tfseqrec.data import events, splits, tfrecord, vocab
 
 
 def _fixture():
@@ -57,3 +57,22 @@ def test_round_trip_keeps_event_times(tmp_path):
         tfrecord.read_examples([path, tmp_path / "plain.tfrecord"], batch_size=2)
     with pytest.raises(ValueError, match="2 items but 1 timestamps"):
         tfrecord.make_example("u", [3, 4], ["a", "b"], timestamps=[5])
+
+
+def test_event_values_ride_raw_and_encode_by_a_vocabulary(tmp_path):
+    path = tmp_path / "events.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for user, items, kinds in (("u1", ["a", "b"], ["view", "buy"]), ("u2", ["c"], [""])):
+            example = tfrecord.make_example(user, [3, 4][: len(items)], items, events={"kind": kinds})
+            writer.write(example.SerializeToString())
+    back = tfrecord.read_examples(path, event_columns=["kind"])
+    assert back.events["kind"].tolist() == ["view", "buy", ""]
+    encoded = tfrecord.encode_events(back, events.EventVocabulary({"kind": ["buy", "view"]}))
+    assert encoded.events["kind"].tolist() == [4, 3, 1]  # FIRST_VALUE 3 on; 1: an empty field
+    assert tfrecord.read_examples(path).events is None  # columns not asked for are not read
+    with pytest.raises(ValueError, match="a record has 0 'event_device' values for 2 items"):
+        tfrecord.read_examples(path, event_columns=["device"])
+    with pytest.raises(ValueError, match="2 items but 1 'kind' values"):
+        tfrecord.make_example("u", [3, 4], ["a", "b"], events={"kind": ["view"]})
+    with pytest.raises(ValueError, match="carry event context"):
+        tfrecord.write_examples(tmp_path / "x.tfrecord", encoded, vocab.ItemVocabulary(["a", "b"]))
