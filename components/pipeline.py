@@ -6,7 +6,12 @@
     (user,item,         (Beam: group by     (run_fn: fit,            ^  (NDCG@10 on test,     (saved_models/
      timestamp CSV)      user, vocabulary,    export the serving     |   threshold and        <name>/<version>/)
                          leave-one-out)       SavedModel)            |   last blessed model)
+                                              ^ base model           |
                                               Resolver(LatestBlessedModelStrategy) ──┘
+
+Run again on a log that grew, the Trainer warm-starts from the last blessed model (its
+``base_model``; ``components.trainer_module``), and the evaluator blesses the new model only
+if it beats that one.
 
 ``create_pipeline`` builds it; ``run`` runs it with ``LocalDagRunner`` and a SQLite ML
 Metadata store. The same pipeline object runs on Kubeflow Pipelines or Vertex AI
@@ -46,6 +51,7 @@ def create_pipeline(
     item_column="item_id",
     time_column="timestamp",
     beam_pipeline_args=None,
+    warm_start=True,
 ):
     """The pipeline over the CSV files in ``data_root``.
 
@@ -67,6 +73,8 @@ def create_pipeline(
         metric: the blessing metric (``ndcg@10``, ``hr@10``, ``mrr``, ...).
         user_column, item_column, time_column: the CSV's column names.
         beam_pipeline_args: Beam options (default: the in-process DirectRunner).
+        warm_start: train from the last blessed model when there is one (its weights,
+            optimizer state and vocabulary, grown by the new items); ``False`` trains anew.
     """
     components = _components(
         data_root,
@@ -79,6 +87,7 @@ def create_pipeline(
         user_column,
         item_column,
         time_column,
+        warm_start,
     )
     return tfx.dsl.Pipeline(
         pipeline_name=pipeline_name,
@@ -102,6 +111,7 @@ def _components(
     user_column,
     item_column,
     time_column,
+    warm_start=True,
 ):
     """The six components in pipeline order (see ``create_pipeline``)."""
     check_metric(metric)
@@ -122,18 +132,19 @@ def _components(
         time_column=time_column,
         event_columns=context,
     )
+    baseline = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id("latest_blessed_model_resolver")
     trainer = tfx.components.Trainer(
         run_fn=TRAINER_RUN_FN,
         examples=builder.outputs["sequences"],
         train_args=tfx.proto.TrainArgs(splits=["train"], num_steps=train_steps),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=config,
+        base_model=baseline.outputs["model"] if warm_start else None,
     )
-    baseline = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id("latest_blessed_model_resolver")
     evaluator = RankingEvaluator(
         examples=builder.outputs["sequences"],
         model=trainer.outputs["model"],
@@ -149,7 +160,7 @@ def _components(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=os.fspath(serving_model_dir))
         ),
     )
-    return [example_gen, builder, trainer, baseline, evaluator, pusher]
+    return [example_gen, builder, baseline, trainer, evaluator, pusher]
 
 
 def run(**kwargs):

@@ -17,11 +17,19 @@ Wire it with ``Trainer(run_fn="components.trainer_module.run_fn", examples=...)`
 - records are read through ``fn_args.data_accessor`` with ``schema(event_features)`` (the
   ``tfseqrec.data.tfrecord`` features) and gathered by ``tfrecord.from_batches``;
 - ``fn_args.train_steps``, when set (``TrainArgs(num_steps=N)``), caps training at N steps;
-- TensorBoard logs and the Keras model directory go to ``fn_args.model_run_dir``;
+- ``fn_args.base_model`` (the Trainer's ``base_model`` input: the pipeline's last blessed
+  model), when given, is warm-started from (``tfseqrec train --warm-start``): its vocabulary
+  grows by the new items, its weights and optimizer state are carried on; a base model
+  without a tfseqrec model directory (``MODEL_DIR``, written by an older tfseqrec) is said
+  on stderr and training starts anew;
+- TensorBoard logs and the Keras model directory go to ``fn_args.model_run_dir``, and the
+  model directory's files also to ``MODEL_DIR`` beside the serving SavedModel in the
+  ``Model`` artifact, where the next run's warm start finds them;
 - the TF Serving SavedModel of ``tfseqrec.export`` goes to ``fn_args.serving_model_dir``.
 """
 
 import os
+import sys
 import tempfile
 
 import tensorflow as tf
@@ -32,6 +40,10 @@ from tfseqrec import distribute, export, kinds
 from tfseqrec.data import events as events_lib
 from tfseqrec.data import splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
+
+# The tfseqrec model directory (``tfseqrec.load``, ``--warm-start``) inside a Trainer's ``Model``
+# artifact, beside TFX's ``Format-Serving``; the Pusher pushes only the latter.
+MODEL_DIR = "Format-tfseqrec"
 
 
 def schema(event_columns=()):
@@ -98,6 +110,33 @@ def _local_copy(path, directory):
     return local
 
 
+def base_model_dir(base_model, directory):
+    """The tfseqrec model directory of the Trainer's base model (``fn_args.base_model``, the
+    path of its serving SavedModel) copied into ``directory``; ``None`` without a base model, or
+    one without a model directory (said on stderr)."""
+    if not base_model:
+        return None
+    source = os.path.join(os.path.dirname(base_model.rstrip("/")), MODEL_DIR)
+    if not tf.io.gfile.isdir(source):
+        print(
+            f"the base model {base_model} has no {MODEL_DIR} (trained by an older tfseqrec): training anew",
+            file=sys.stderr,
+        )
+        return None
+    local = os.path.join(directory, MODEL_DIR)
+    _copy_files(source, local)
+    return local
+
+
+def _copy_files(source, target):
+    """The files of directory ``source`` (not its folders: logs, backups) copied into ``target``."""
+    tf.io.gfile.makedirs(target)
+    for name in tf.io.gfile.listdir(source):
+        path = os.path.join(source, name)
+        if not tf.io.gfile.isdir(path):
+            tf.io.gfile.copy(path, os.path.join(target, name), overwrite=True)
+
+
 def run_fn(fn_args):
     """Trains on ``fn_args.train_files``, validates on ``fn_args.eval_files``, exports for serving."""
     options = dict(fn_args.custom_config or {})
@@ -113,19 +152,27 @@ def run_fn(fn_args):
     # Across workers (multi_worker), only the chief writes the run and serving directories.
     run_dir = distribute.worker_output_dir(fn_args.model_run_dir, strategy)
     serving_dir = distribute.worker_output_dir(fn_args.serving_model_dir, strategy)
-    model = kind.fit(
-        split,
-        vocabulary,
-        run_dir,
-        options,
-        verbose=2,
-        data={"train_files": list(fn_args.train_files), "eval_files": list(fn_args.eval_files)},
-        max_steps=steps,
-        item_text=_local_copy(item_text, run_dir) if item_text else None,
-        strategy=strategy,
-        item_features=_local_copy(item_features, run_dir) if item_features else None,
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        model, vocabulary = kind.fit(
+            split,
+            vocabulary,
+            run_dir,
+            options,
+            verbose=2,
+            data={
+                "train_files": list(fn_args.train_files),
+                "eval_files": list(fn_args.eval_files),
+                "base_model": fn_args.base_model,
+            },
+            max_steps=steps,
+            item_text=_local_copy(item_text, run_dir) if item_text else None,
+            strategy=strategy,
+            item_features=_local_copy(item_features, run_dir) if item_features else None,
+            warm_start=base_model_dir(fn_args.base_model, tmp),
+        )
     export.save(kind, model, vocabulary, serving_dir, k=k)
+    if serving_dir == fn_args.serving_model_dir:  # the chief
+        _copy_files(run_dir, os.path.join(os.path.dirname(serving_dir), MODEL_DIR))
     for own, chief in ((run_dir, fn_args.model_run_dir), (serving_dir, fn_args.serving_model_dir)):
         if own != chief:
             tf.io.gfile.rmtree(own)

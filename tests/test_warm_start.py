@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tests.test_cli import _tfseqrec
-from tfseqrec import kinds, training
+from tfseqrec import data, kinds, training
 from tfseqrec.data import ItemVocabulary
 from tfseqrec.models import BERT4Rec, SASRec
-from tfseqrec.training import warm
+from tfseqrec.training import id_models, warm
 
 OLD = ItemVocabulary(["a", "b", "c"])
 NEW = ItemVocabulary(["c", "d", "a", "e"])  # "b" vanished, "d" and "e" are new
@@ -104,6 +104,17 @@ def test_train_warm_starts_on_the_grown_log(tmp_path):
     )
     assert info["warm_start"]["items"] == second_vocab.num_items - first_vocab.num_items
     assert second.backbone.hidden_dim == 8 and second.backbone.num_layers == 1  # the trained architecture
+
+    # A split prepared on its own (the TFX Trainer's: the grown log's vocabulary) moves onto the trained ids.
+    split, log_vocab, _ = data.prepare(data.read_interactions(str(grown_log)))
+    warm_run, _, moved, merged = id_models.warm_prepared("sasrec", {}, split, log_vocab, tmp_path / "m1")
+    assert merged.items[: first_vocab.num_items] == first_vocab.items and warm_run["items"] == len(
+        set(log_vocab.items) - set(first_vocab.items)
+    )
+    for before, after in ((split.train, moved.train), (split.valid.histories, moved.valid.histories)):
+        assert log_vocab.to_raw(before.values) == merged.to_raw(after.values)  # the same raw items
+    assert log_vocab.to_raw(split.valid.targets) == merged.to_raw(moved.valid.targets)
+    assert merged.counts.tolist() == np.bincount(moved.train.values, minlength=merged.size)[3:].tolist()
 
     # Another architecture, or another kind, is refused before anything is written.
     for model, options, says in (

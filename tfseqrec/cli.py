@@ -954,6 +954,12 @@ def _add_pipeline(sub):
         "(custom config's event_features)",
     )
     run.add_argument(
+        "--no-warm-start",
+        dest="warm_start",
+        action="store_false",
+        help="train anew instead of from the last blessed model",
+    )
+    run.add_argument(
         "--beam-arg",
         dest="beam_args",
         action="append",

@@ -668,6 +668,7 @@ def _run_pipeline(pipeline, args):
         item_column=args.item_col,
         time_column=args.time_col,
         beam_pipeline_args=args.beam_args,
+        warm_start=args.warm_start,
     )
 
 

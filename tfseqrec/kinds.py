@@ -124,11 +124,15 @@ class ModelKind:
         item_text=None,
         strategy=None,
         item_features=None,
+        warm_start=None,
     ):
-        """Trains on a prepared split (the TFX trainer's path); returns the model.
+        """Trains on a prepared split (the TFX trainer's path); returns ``(model, vocabulary)``:
+        the vocabulary is ``vocabulary`` unless a warm start grew the trained one.
 
         ``item_text``: the items' text file, for kinds that read it; ``item_features``:
         an item-features file, for the id models. ``strategy``: as for ``train``.
+        ``warm_start``: a model directory of this kind to start from (the id models;
+        ``id_models.warm_prepared``).
         """
         raise ValueError(f"{self.name} models cannot be trained on a prepared id split")
 
@@ -249,9 +253,16 @@ class IdModelKind(ModelKind):
         item_text=None,
         strategy=None,
         item_features=None,
+        warm_start=None,
     ):
+        config, warm = self.options(options), None
+        if warm_start is not None:
+            warm, config, split, vocabulary = id_models.warm_prepared(
+                self, config, split, vocabulary, warm_start
+            )
+            data = {**(data or {}), "warm_start": {"from": warm_start, "items": warm["items"]}}
         config, model_kwargs = id_models.model_inputs(
-            self.spec, self.options(options), vocabulary, item_text, output_dir, verbose
+            self.spec, config, vocabulary, item_text, output_dir, verbose
         )
         if item_features is not None:
             model_kwargs.update(
@@ -269,8 +280,9 @@ class IdModelKind(ModelKind):
             log_dir=output_dir,
             max_steps=max_steps,
             model_kwargs=model_kwargs,
+            warm=warm,
         )
-        return model
+        return model, vocabulary
 
     def load(self, model_dir):
         return directory.read(model_dir, self.config_file)
@@ -427,6 +439,7 @@ class RecformerKind(ModelKind):
         item_text=None,
         strategy=None,
         item_features=None,
+        warm_start=None,
     ):
         raise ValueError(
             "recformer reads item text, which the TFX pipeline's id sequences do not carry; "

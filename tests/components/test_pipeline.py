@@ -1,4 +1,4 @@
-"""The whole pipeline on MovieLens-100K, run as users run it: ``tfseqrec pipeline run``."""
+"""The whole pipeline on MovieLens-100K, run as users run it: ``tfseqrec pipeline run``, on a log that grows."""
 
 import json
 import os
@@ -8,9 +8,10 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from components import ranking_evaluator
+from components import trainer_module
 from tests.test_cli import _tfseqrec
 from tfseqrec import serving
+from tfseqrec.data import vocab
 
 GOOD = {"epochs": 8, "hidden_dim": 32, "batch_size": 32, "learning_rate": 0.005, "serving_k": 5}
 COMPONENTS = {
@@ -41,24 +42,31 @@ def _run(root, data_root, *flags, check=True):
 
 
 @pytest.fixture(scope="module")
-def csv_dir(data_root, tmp_path_factory):
-    """ML-100K's u.data as the CSV a team would export: user_id,item_id,rating,timestamp."""
+def logs(data_root, tmp_path_factory):
+    """ML-100K's u.data as the CSV a team would export (user_id,item_id,rating,timestamp): ``old``, the
+    events before the last tenth of its time span, and ``grown``, all of them."""
     out = tmp_path_factory.mktemp("ml100k_csv")
-    with open(data_root / "ml-100k" / "u.data") as src, open(out / "ratings.csv", "w") as dst:
-        dst.write("user_id,item_id,rating,timestamp\n")
-        for line in src:
-            dst.write(",".join(line.split()) + "\n")
+    with open(data_root / "ml-100k" / "u.data") as f:
+        rows = [line.split() for line in f]
+    times = sorted(int(r[3]) for r in rows)
+    cut = times[0] + 0.9 * (times[-1] - times[0])
+    for name, kept in (("old", [r for r in rows if int(r[3]) < cut]), ("grown", rows)):
+        (out / name).mkdir()
+        with open(out / name / "ratings.csv", "w") as dst:
+            dst.write("user_id,item_id,rating,timestamp\n")
+            dst.writelines(",".join(r) + "\n" for r in kept)
     return out
 
 
+def _summary(result):
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.e2e
-def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
-    first = json.loads(
-        _run(tmp_path, csv_dir, "--custom-config", json.dumps(GOOD), "--threshold", "0.01")
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    assert first["pushed"] and first["metrics"]["num_users"] == 943 and first["metrics"]["ndcg@10"] >= 0.01
+def test_the_pipeline_warm_starts_on_a_grown_log_and_pushes_only_better_models(logs, tmp_path):
+    config = ("--custom-config", json.dumps(GOOD), "--event-features", "rating")
+    first = _summary(_run(tmp_path, logs / "old", *config, "--threshold", "0.01"))
+    assert first["pushed"] and first["metrics"]["ndcg@10"] >= 0.01
     versions = os.listdir(tmp_path / "serving")
     assert len(versions) == 1 and first["pushed_destination"] == str(tmp_path / "serving" / versions[0])
 
@@ -71,30 +79,46 @@ def test_pipeline_pushes_a_good_model_and_not_a_worse_one(csv_dir, tmp_path):
         ran = [e for e in executions if types[e.type_id] == type_name]
         assert ran and all(e.last_known_state == metadata_store_pb2.Execution.COMPLETE for e in ran), node
 
-    # The pushed model loads as the server loads it and answers serving_default.
+    # The pushed model loads as the server loads it and answers serving_default, ratings beside the history.
     predictor = serving.SavedModelPredictor(first["pushed_destination"])
-    reply = serving.predict_reply(
-        predictor.predict(serving.predict_request([["50", "172", "133"]], "ml100k"))
-    )
+    history = [["50", "172", "133"]]
+    request = serving.predict_request(history, "ml100k", events={"rating": [["5", "4", "1"]]})
+    reply = serving.predict_reply(predictor.predict(request))
     assert len(reply.item_ids[0]) == 5 and not {"50", "172", "133"} & set(reply.item_ids[0])
 
-    # A second run trained for one step, reading each rating as event context: worse than the blessed
-    # model (which reads none; the evaluator asks each export with what it takes), so not pushed.
-    flags = ("--custom-config", json.dumps(GOOD), "--train-steps", "1", "--threshold", "0.0")
-    second = json.loads(
-        _run(tmp_path, csv_dir, *flags, "--event-features", "rating").stdout.strip().splitlines()[-1]
+    # The log grew: the Trainer starts from the blessed model (every known id kept), and its model,
+    # better on the grown log's test cases than the blessed one, is blessed and pushed.
+    second = _summary(_run(tmp_path, logs / "grown", *config))
+    models = sorted(store.get_artifacts_by_type("Model"), key=lambda a: a.id)
+    runs = sorted(store.get_artifacts_by_type("ModelRun"), key=lambda a: a.id)
+    with open(os.path.join(runs[-1].uri, "train_config.json")) as f:
+        record = json.load(f)
+    assert record["base_model"] == os.path.join(models[0].uri, "Format-Serving")
+    old_items = vocab.ItemVocabulary.load(os.path.join(models[0].uri, trainer_module.MODEL_DIR)).items
+    new_items = vocab.ItemVocabulary.load(os.path.join(models[1].uri, trainer_module.MODEL_DIR)).items
+    assert new_items[: len(old_items)] == old_items and record["warm_start"]["items"] == len(new_items) - len(
+        old_items
     )
-    assert not second["pushed"] and second["metrics"]["ndcg@10"] < first["metrics"]["ndcg@10"]
-    trained = max(store.get_artifacts_by_type("Model"), key=lambda a: a.id)
-    assert ranking_evaluator.event_columns(os.path.join(trained.uri, "Format-Serving")) == ["rating"]
-    assert os.listdir(tmp_path / "serving") == versions
+    assert second["pushed"] and second["metrics"]["baseline_ndcg@10"] < second["metrics"]["ndcg@10"]
+    assert len(os.listdir(tmp_path / "serving")) == 2
+
+    # Trained anew for one step: worse than the blessed model, so neither blessed nor pushed.
+    third = _summary(_run(tmp_path, logs / "grown", *config, "--no-warm-start", "--train-steps", "1"))
+    assert not third["pushed"] and third["metrics"]["ndcg@10"] < second["metrics"]["ndcg@10"]
+    with open(
+        os.path.join(
+            max(store.get_artifacts_by_type("ModelRun"), key=lambda a: a.id).uri, "train_config.json"
+        )
+    ) as f:
+        assert "warm_start" not in json.load(f)
+    assert len(os.listdir(tmp_path / "serving")) == 2
     blessings = sorted(store.get_artifacts_by_type("ModelBlessing"), key=lambda a: a.id)
-    assert [b.custom_properties["blessed"].int_value for b in blessings] == [1, 0]
-    assert blessings[1].custom_properties["baseline_model_id"].int_value == (
-        blessings[0].custom_properties["current_model_id"].int_value
+    assert [b.custom_properties["blessed"].int_value for b in blessings] == [1, 1, 0]
+    assert blessings[2].custom_properties["baseline_model_id"].int_value == (
+        blessings[1].custom_properties["current_model_id"].int_value
     )
     pushed = sorted(store.get_artifacts_by_type("PushedModel"), key=lambda a: a.id)
-    assert [p.custom_properties["pushed"].int_value for p in pushed] == [1, 0]
+    assert [p.custom_properties["pushed"].int_value for p in pushed] == [1, 1, 0]
 
 
 @pytest.mark.parametrize(

@@ -89,6 +89,20 @@ def test_run_fn_trains_logs_and_exports(trained):
     assert out["item_ids"][0, 0] == b"i6"  # it learned the walk
 
 
+def test_run_fn_warm_starts_from_a_base_model(sequences, trained, tmp_path):
+    assert (trained / "model" / trainer_module.MODEL_DIR / "model.keras").exists()  # beside Format-Serving
+    fn_args = _fn_args(sequences, tmp_path, CONFIG, train_steps=1)
+    fn_args.base_model = str(trained / "model" / "Format-Serving")
+    trainer_module.run_fn(fn_args)
+    with open(tmp_path / "model_run" / "train_config.json") as f:
+        data = json.load(f)
+    assert data["base_model"] == fn_args.base_model and data["warm_start"]["items"] == 0
+    # One step from the trained weights: it still knows the walk (a new model would not, after one step).
+    predictor = serving.SavedModelPredictor(tmp_path / "model" / "Format-Serving")
+    out = predictor.run("serving_default", {"history": serving.pad_histories([["i3", "i4", "i5"]])})
+    assert out["item_ids"][0, 0] == b"i6"
+
+
 def test_data_accessor_reads_the_records_as_written(sequences, tmp_path):
     fn_args = _fn_args(sequences, tmp_path, CONFIG)
     cases = trainer_module.read_split(fn_args.data_accessor, fn_args.eval_files)

@@ -26,6 +26,7 @@ import shutil
 import sys
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfseqrec import distribute, evaluation, models, presets, registry
@@ -400,6 +401,7 @@ def fit(
     log_dir=None,
     max_steps=None,
     model_kwargs=None,
+    warm=None,
 ):
     """Trains a model of ``kind`` on a prepared split (``train`` sequences, ``valid`` cases).
 
@@ -419,6 +421,8 @@ def fit(
         log_dir: TensorBoard directory (default ``output_dir/logs``).
         max_steps: stop after this many training steps in all (``None``: epochs only).
         model_kwargs: more arguments of the model's constructor (UniSRec's text vectors).
+        warm: what ``warm_prepared`` gives, to start from a trained model's weights and
+            optimizer state (the split, vocabulary and config must be the ones it gave).
 
     Returns:
         ``(model, history)``; ``model`` holds the best weights by validation NDCG@10
@@ -444,6 +448,7 @@ def fit(
         log_dir,
         max_steps,
         model_kwargs,
+        warm,
     )
 
 
@@ -681,6 +686,62 @@ def _warm_split(previous, config, events):
     report["warm_start_new_items"] = merged.num_items - vocabulary.num_items
     warm = {"model": grown, "optimizer": model.optimizer, "items": merged.num_items - vocabulary.num_items}
     return warm, split, merged, report
+
+
+def warm_prepared(kind, config, split, vocabulary, model_dir):
+    """``(warm, config, split, vocabulary)`` to ``fit`` a prepared split from the trained model of
+    ``model_dir`` (the TFX Trainer's base model): ``vocabulary`` (the split's ids) merged into the
+    trained one (known items keep the trained ids, new ones follow: ``warm.warm_start``), the split's
+    ids and event context moved onto the trained model's, ``config`` with its architecture; ``warm``
+    as ``fit`` takes it (``"items"``: the number of items added)."""
+    spec = spec_of(kind)
+    (model, trained), config = _warm_source(spec, options(spec, config), model_dir)
+    grown, merged = warm_lib.warm_start(model, trained, vocabulary, seed=config.seed)
+    ids = np.arange(vocabulary.size, dtype=np.int64)
+    ids[vocab.NUM_RESERVED :] = merged.lookup(vocabulary.items)
+    context = events_lib.EventVocabulary.of_model(model)
+    slots = {} if context is None else _slot_remaps(split.event_vocabulary, context)
+    split = dataclasses.replace(
+        split,
+        train=_moved(split.train, ids, slots),
+        valid=_moved(split.valid, ids, slots),
+        test=split.test if split.test is None else _moved(split.test, ids, slots),
+        event_vocabulary=context,
+    )
+    counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
+    merged = vocab.ItemVocabulary(merged.items, counts)  # the trained ids, this log's popularity
+    warm = {"model": grown, "optimizer": model.optimizer, "items": merged.num_items - trained.num_items}
+    return warm, config, split, merged
+
+
+def _slot_remaps(given, trained):
+    """``{column: remap}``: a slot of the ``given`` event vocabulary to the ``trained`` one's slot of the
+    same value (a value the trained model lacks: unknown)."""
+    if given is None or sorted(given.columns) != sorted(trained.columns):
+        raise ValueError(
+            f"the trained model reads event context {trained.columns}, the split carries "
+            f"{[] if given is None else given.columns}: a warm start keeps the event features"
+        )
+    remaps = {}
+    for column, values in given.values.items():
+        index = {v: events_lib.FIRST_VALUE + i for i, v in enumerate(trained.values[column])}
+        remap = np.arange(events_lib.FIRST_VALUE + len(values), dtype=np.int32)
+        remap[events_lib.FIRST_VALUE :] = [index.get(v, events_lib.UNKNOWN_SLOT) for v in values]
+        remaps[column] = remap
+    return remaps
+
+
+def _moved(data, ids, slots):
+    """``Sequences`` or ``Cases`` with item ids ``ids[id]`` and event slots ``slots[column][slot]``."""
+    cases = isinstance(data, splits.Cases)
+    sequences = data.histories if cases else data
+    events = (
+        None
+        if sequences.events is None
+        else {c: slots[c][v] if c in slots else v for c, v in sequences.events.items()}
+    )
+    moved = dataclasses.replace(sequences, values=ids[sequences.values], events=events)
+    return splits.Cases(moved, ids[data.targets]) if cases else moved
 
 
 def event_inputs(config, split):
