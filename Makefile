@@ -31,7 +31,8 @@ stats: env
 	.venv/bin/tfseqrec data stats $(TFSEQREC_DATA)/ml-1m/ml-1m.txt
 
 # Formatting and lint first (seconds), then the whole suite on the primary stack, then
-# the library tests on the latest stack.
+# the library tests on the latest stack (not the TFX ones, nor the long end-to-end runs
+# marked "primary", whose code is the same there).
 test: lint test-primary test-latest
 
 # ruff in its own small environment, pinned in requirements/lint.txt.
@@ -49,7 +50,7 @@ test-primary: env
 
 test-latest:
 	scripts/ensure_env.sh latest
-	.venv-latest/bin/python -m pytest $(PYTEST_FLAGS) -m "not tfx" tests
+	.venv-latest/bin/python -m pytest $(PYTEST_FLAGS) -m "not tfx and not primary" tests
 
 # The core and the NumPy-oracle tests on the JAX backend, alone (tests/backends; test-latest
 # runs them too): each in a process of its own with KERAS_BACKEND=jax.

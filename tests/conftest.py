@@ -18,6 +18,11 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "tfx: needs the primary stack (TFX 1.16); tests under tests/components get it"
     )
+    config.addinivalue_line(
+        "markers",
+        "primary: a long end-to-end run through code that is the same on both stacks; it runs on "
+        "the primary stack only (the latest stack runs the unit and oracle tests of the same code)",
+    )
 
 
 @pytest.fixture(scope="session")

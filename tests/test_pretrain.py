@@ -211,6 +211,7 @@ def test_unisrec_checkpoint_starts_fine_tuning(unisrec_checkpoint, data, other, 
     assert wider.returncode == 1 and "use the pre-training's sizes" in wider.stderr
 
 
+@pytest.mark.primary
 def test_recformer_checkpoint_starts_fine_tuning(data, other, tmp_path, capsys):
     checkpoint = tmp_path / "recformer"
     _tfseqrec(

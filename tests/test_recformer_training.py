@@ -17,6 +17,7 @@ from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.models import RecformerRecommender
 from tfseqrec.training import recformer as recformer_training
 
+pytestmark = pytest.mark.primary
 CONFIG = TINY_RECFORMER
 
 

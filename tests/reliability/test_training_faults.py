@@ -163,6 +163,7 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.primary
 def test_kill_9_mid_epoch_then_resume_ends_with_the_best_model(data_root, tmp_path):
     # A large learning rate makes the validation metric go up and down, so the best
     # epoch is not the last one.
