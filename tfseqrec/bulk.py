@@ -33,6 +33,7 @@ Example:
 
 import csv
 import dataclasses
+import errno
 import io
 import json
 import os
@@ -152,11 +153,11 @@ def recommend_file(model, vocabulary, histories, output, k=10, exclude=(), batch
             continue
         batch.append(history)
         if len(batch) == batch_size:
-            users += sink.write(batch, *top_items(model, vocabulary, batch, k, excluded), vocabulary)
+            users += sink.write(batch, *top_items(model, vocabulary, batch, k, excluded), vocabulary, users)
             bar.update(1)
             batch = []
     if batch:
-        users += sink.write(batch, *top_items(model, vocabulary, batch, k, excluded), vocabulary)
+        users += sink.write(batch, *top_items(model, vocabulary, batch, k, excluded), vocabulary, users)
         bar.update(1)
     sink.close()
     bar.close()
@@ -178,12 +179,30 @@ class _TextSink:
 
     def resume(self, batch_size):
         done = _resume(self.output, self.form, batch_size)
-        self.file = open(self.output, "a", encoding="utf-8", newline="")
+        # Unbuffered: a batch is on disk whole when write returns, or cut back on an error.
+        self.file = open(self.output, "ab", buffering=0)
         if self.form == ".csv" and self.file.tell() == 0:
-            self.file.write(",".join(CSV_HEADER) + "\r\n")
+            self._append((",".join(CSV_HEADER) + "\r\n").encode("utf-8"), 0)
         return done
 
-    def write(self, batch, ids, scores, vocabulary):
+    def _append(self, data, users):
+        """Appends ``data`` whole; on an error (a full disk) the file is cut back to where it was,
+        so that it holds whole batches only, ``users`` of them: a rerun resumes after them."""
+        start = self.file.tell()
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self.file.write(view) :]
+        except OSError as error:
+            os.ftruncate(self.file.fileno(), start)
+            self.file.close()
+            raise OSError(
+                error.errno,
+                f"{self.output}: {error.strerror or error} after {users:,} users; the file holds their "
+                "recommendations whole: free space and run the same command again to go on from there",
+            ) from error
+
+    def write(self, batch, ids, scores, vocabulary, users=0):
         text = io.StringIO()
         writer = csv.writer(text) if self.form == ".csv" else None
         for history, row_ids, row_scores in zip(batch, ids, scores):
@@ -195,8 +214,7 @@ class _TextSink:
                 writer.writerows(
                     (history.user_id, r, i, s) for r, (i, s) in enumerate(zip(items, row_scores), 1)
                 )
-        self.file.write(text.getvalue())
-        self.file.flush()
+        self._append(text.getvalue().encode("utf-8"), users)
         return len(batch)
 
     def close(self):
@@ -229,7 +247,7 @@ class _ParquetSink:
         os.makedirs(self.parts, exist_ok=True)
         return sum(pyarrow.parquet.read_metadata(os.path.join(self.parts, n)).num_rows for n in self._names())
 
-    def write(self, batch, ids, scores, vocabulary):
+    def write(self, batch, ids, scores, vocabulary, users=0):
         table = pyarrow.table(
             {
                 "user_id": [h.user_id for h in batch],
@@ -239,7 +257,16 @@ class _ParquetSink:
             schema=self.SCHEMA,
         )
         path = os.path.join(self.parts, f"part-{len(self._names()):08d}.parquet")
-        pyarrow.parquet.write_table(table, path + ".partial")
+        try:
+            pyarrow.parquet.write_table(table, path + ".partial")
+        except OSError as error:
+            if os.path.exists(path + ".partial"):
+                os.remove(path + ".partial")
+            raise OSError(
+                errno.ENOSPC if os.strerror(errno.ENOSPC) in str(error) else error.errno,
+                f"{self.parts}: {error} after {users:,} users; their parts are whole: free space and run "
+                "the same command again to go on from there",
+            ) from error
         os.replace(path + ".partial", path)
         return len(batch)
 

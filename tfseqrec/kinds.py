@@ -260,7 +260,14 @@ class IdModelKind(ModelKind):
             warm, config, split, vocabulary = id_models.warm_prepared(
                 self, config, split, vocabulary, warm_start
             )
-            data = {**(data or {}), "warm_start": {"from": warm_start, "items": warm["items"]}}
+            data = {
+                **(data or {}),
+                "warm_start": {
+                    "from": warm_start,
+                    "items": warm["items"],
+                    "vanished_items": warm["vanished_items"],
+                },
+            }
         config, model_kwargs = id_models.model_inputs(
             self.spec, config, vocabulary, item_text, output_dir, verbose
         )

@@ -368,7 +368,11 @@ def train(
             inputs.update(feature_inputs(spec, item_features, vocabulary, out, verbose))
             data["item_features"] = os.path.abspath(item_features)
         if previous is not None:
-            data["warm_start"] = {"from": os.path.abspath(warm_start), "items": previous["items"]}
+            data["warm_start"] = {
+                "from": os.path.abspath(warm_start),
+                "items": previous["items"],
+                "vanished_items": report["warm_start_vanished_items"],
+            }
         model, history = _fit_settled(
             spec,
             split,
@@ -673,6 +677,7 @@ def _warm_split(previous, config, events):
     ``"optimizer"`` (the trained one's), ``"items"`` (the number added)``}``."""
     model, vocabulary = previous
     log_items = vocab.ItemVocabulary(vocab.factorize(events.items)[0])
+    changes = warm_lib.catalogue_changes(vocabulary, log_items)
     grown, merged = warm_lib.warm_start(model, vocabulary, log_items, seed=config.seed)
     split, merged, report = splits.prepare(
         events,
@@ -684,6 +689,8 @@ def _warm_split(previous, config, events):
     counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
     merged = vocab.ItemVocabulary(merged.items, counts)  # the same ids, this log's popularity
     report["warm_start_new_items"] = merged.num_items - vocabulary.num_items
+    report["warm_start_vanished_items"] = changes["vanished_items"]
+    print(warm_lib.change_line(changes, vocabulary.num_items), file=sys.stderr, flush=True)
     warm = {"model": grown, "optimizer": model.optimizer, "items": merged.num_items - vocabulary.num_items}
     return warm, split, merged, report
 
@@ -696,6 +703,8 @@ def warm_prepared(kind, config, split, vocabulary, model_dir):
     as ``fit`` takes it (``"items"``: the number of items added)."""
     spec = spec_of(kind)
     (model, trained), config = _warm_source(spec, options(spec, config), model_dir)
+    changes = warm_lib.catalogue_changes(trained, vocabulary)
+    print(warm_lib.change_line(changes, trained.num_items), file=sys.stderr, flush=True)
     grown, merged = warm_lib.warm_start(model, trained, vocabulary, seed=config.seed)
     ids = np.arange(vocabulary.size, dtype=np.int64)
     ids[vocab.NUM_RESERVED :] = merged.lookup(vocabulary.items)
@@ -710,7 +719,12 @@ def warm_prepared(kind, config, split, vocabulary, model_dir):
     )
     counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
     merged = vocab.ItemVocabulary(merged.items, counts)  # the trained ids, this log's popularity
-    warm = {"model": grown, "optimizer": model.optimizer, "items": merged.num_items - trained.num_items}
+    warm = {
+        "model": grown,
+        "optimizer": model.optimizer,
+        "items": merged.num_items - trained.num_items,
+        "vanished_items": changes["vanished_items"],
+    }
     return warm, config, split, merged
 
 

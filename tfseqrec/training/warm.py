@@ -4,7 +4,8 @@
 their ids and rows, new ones get fresh rows as a new model would, items no longer seen
 stay known) and keeps every other weight; ``carry`` copies those weights into the model a
 run builds, ``carry_moments`` the optimizer's state where the shapes allow (``id_models.train(..., warm_start=DIR)``, ``tfseqrec train --warm-start DIR``),
-and ``architecture`` takes the trained run's architecture, which a warm start cannot change.
+``architecture`` takes the trained run's architecture, which a warm start cannot change, and
+``catalogue_changes`` counts the items a grown log adds and those it no longer has.
 """
 
 import keras
@@ -55,6 +56,35 @@ def warm_start(model, vocabulary, new_vocabulary, seed=0):
             value[start:] = np.asarray(new)[start:]
             mine.assign(value)
     return grown, merged
+
+
+def catalogue_changes(vocabulary, new_vocabulary):
+    """``{"new_items", "vanished_items"}``: the items of ``new_vocabulary`` (a grown log's) the trained
+    ``vocabulary`` lacks, and the trained items the log no longer has (renamed, or retired: they
+    stay known). A log that shares no item with the trained model is another catalogue, refused.
+
+    >>> catalogue_changes(vocab_lib.ItemVocabulary(["a", "b"]), vocab_lib.ItemVocabulary(["b", "c", "d"]))
+    {'new_items': 2, 'vanished_items': 1}
+    """
+    trained, logged = set(vocabulary.items), set(new_vocabulary.items)
+    if not trained & logged:
+        raise ValueError(
+            f"the log's {len(logged):,} items include none of the trained model's {len(trained):,} "
+            f"(theirs: {sorted(trained)[:3]}..., the log's: {sorted(logged)[:3]}...): a warm start "
+            "carries a model onto the same catalogue grown; train anew for another"
+        )
+    return {"new_items": len(logged - trained), "vanished_items": len(trained - logged)}
+
+
+def change_line(changes, trained_items):
+    """The training log's line on a warm start's catalogue (``catalogue_changes``)."""
+    line = f"warm start: {changes['new_items']:,} new items beside the trained {trained_items:,}"
+    if changes["vanished_items"]:
+        line += (
+            f"; {changes['vanished_items']:,} trained items are not in this log (renamed or retired: "
+            "they stay known, and a renamed item starts anew under its new id)"
+        )
+    return line
 
 
 def carry(source, target):
