@@ -10,7 +10,7 @@ import tensorflow as tf
 import tfseqrec
 from tests.test_cli import _tfseqrec
 from tfseqrec import bulk, evaluation, export, kinds, serving
-from tfseqrec.data import events, vocab
+from tfseqrec.data import events, tfrecord, vocab
 from tfseqrec.training import id_models
 
 TINY = ["--epochs", "1", "--hidden-dim", "8", "--num-heads", "1", "--num-layers", "1", "--quiet"]
@@ -79,7 +79,7 @@ def test_context_reaches_the_model_only_at_real_events():
 
 def test_every_history_signature_takes_the_context(exported, trained):
     signatures = exported["signatures"]
-    assert "predict_examples" not in signatures
+    assert signatures["predict_examples"]["inputs"] == {"examples": "string"}  # records carry it
     for name in ("serving_default", "recommend_ids", "recommend_top_k", "rank_targets"):
         assert signatures[name]["inputs"]["event_rating"] == "string", name
 
@@ -116,6 +116,18 @@ def test_answers_equal_the_in_memory_model_given_the_same_context(exported, trai
         predictor.run("serving_default", {**request, "event_rating": request["event_rating"][:, :2]})
     with pytest.raises(ValueError, match="3 items but 2 values"):
         serving.pad_events(HISTORIES[:1], [["5", "4"]], "rating")
+    # Records with the raw values of the context (the SequenceBuilder's) get the same answer.
+    records = [
+        tfrecord.make_example(f"u{n}", vocabulary.lookup(h), h, events={"rating": r}).SerializeToString()
+        for n, (h, r) in enumerate(zip(HISTORIES, RATINGS))
+    ]
+    from_records = predictor.run("predict_examples", {"examples": np.array(records, object)})
+    assert from_records["item_ids"].tolist() == answer["item_ids"].tolist()
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"event_rating.{1,3} feature with one value per item"
+    ):
+        bare = tfrecord.make_example("u", vocabulary.lookup(HISTORIES[0]), HISTORIES[0]).SerializeToString()
+        predictor.run("predict_examples", {"examples": np.array([bare], object)})
 
 
 def test_warmup_requests_carry_the_context_and_are_answered(exported):

@@ -55,10 +55,11 @@ wherever unknown ids and padding are dropped, so the model sees the gaps between
 known items it reads.
 
 The export of a model that reads event context (``model.event_features``,
-``ContextRecommender``) has the same signatures but ``predict_examples``; each history
-signature takes, after ``history`` (and ``timestamps`` when the model reads event times),
-one string input ``event_<column>`` ``[batch, None]`` per column, shaped as ``history``:
-each slot's raw value (``""``: none; a value training never saw reads as unknown).
+``ContextRecommender``) has the same signatures; each history signature takes, after
+``history`` (and ``timestamps`` when the model reads event times), one string input
+``event_<column>`` ``[batch, None]`` per column, shaped as ``history``: each slot's raw
+value (``""``: none; a value training never saw reads as unknown); ``predict_examples``
+reads them from the records' ``event_<column>`` features.
 ``serving.predict_request(..., events={column: values})`` lays them out
 (``serving.pad_events``).
 

@@ -448,11 +448,11 @@ class TimedRecommender(Recommender):
 class ContextRecommender(Recommender):
     """A ``Recommender`` for a model that reads event context (``model.event_features``).
 
-    Every history signature but ``predict_examples`` (which this export has not) takes,
-    after ``history``, ``timestamps`` when the model reads event times (as
-    ``TimedRecommender``'s), then one string input ``event_<column>`` per column of the
-    model's ``event_features``, in their order: each history slot's raw value (``""``
-    for none), shaped as ``history``. A value the model was not trained with reads as
+    Every history signature takes, after ``history``, ``timestamps`` when the model reads
+    event times (as ``TimedRecommender``'s), then one string input ``event_<column>`` per
+    column of the model's ``event_features``, in their order: each history slot's raw value
+    (``""`` for none), shaped as ``history``; ``predict_examples`` reads them from the
+    records' ``event_<column>`` features (``tfrecord.feature_spec``). A value the model was not trained with reads as
     unknown; the values go with their items where unknown ids and padding are dropped. An
     input shaped unlike ``history`` fails the request. Signature names and outputs are
     ``Recommender``'s.
@@ -540,12 +540,36 @@ class ContextRecommender(Recommender):
         *side, target = rest
         return self._rank_raw(history, target, self._side(history, side))
 
-    def signature_names(self):
-        return [name for name in super().signature_names() if name != "predict_examples"]
+    def predict_examples(self, examples):
+        """``Recommender.predict_examples`` over records that carry the events' context (``event_<column>``,
+        one raw value per item, as the SequenceBuilder writes them) and, when the model reads them, times."""
+        names = [spec.name for spec in self.side_specs()]
+        spec = tfrecord.feature_spec(self.columns)
+        features = tf.io.parse_example(examples, {key: spec[key] for key in ["user_id", "items", *names]})
+        items = features["items"]
+        checks = [
+            tf.debugging.assert_equal(
+                features[name].row_lengths(),
+                items.row_lengths(),
+                message=f"predict_examples: each record needs a '{name}' feature with one value per item",
+            )
+            for name in names
+        ]
+        with tf.control_dependencies(checks):
+            history = items.to_tensor(default_value="")
+        shape = tf.shape(history, out_type=tf.int64)
+        side = [
+            features[n].to_tensor(default_value=0 if n == "timestamps" else "", shape=shape) for n in names
+        ]
+        return {
+            "user_id": features["user_id"],
+            **self._recommend_raw(history, self.k, self._side(history, side)),
+        }
 
     def signatures(self):
         history = tf.TensorSpec([None, None], tf.string, name="history")
         specs = {
+            "predict_examples": [tf.TensorSpec([None], tf.string, name="examples")],
             "serving_default": [history, *self.side_specs()],
             "recommend_top_k": [history, *self.side_specs(), tf.TensorSpec([None], tf.int32, name="k")],
             "recommend_ids": [tf.TensorSpec([None, None], tf.int64, name="history"), *self.side_specs()],
@@ -560,6 +584,19 @@ class ContextRecommender(Recommender):
     def warmup_request(self, name, histories, model_name):
         """The ``PredictRequest`` that warms signature ``name`` up: each slot's context the
         column's most frequent value."""
+        if name == "predict_examples":
+            times = _warmup_times(histories) if self.timed else [None] * len(histories)
+            examples = [
+                tfrecord.make_example(
+                    f"warmup-{i}",
+                    self.vocabulary.lookup(h),
+                    h,
+                    timestamps=t,
+                    events={c: [values[0]] * len(h) for c, values in self.context.values.items()},
+                ).SerializeToString()
+                for i, (h, t) in enumerate(zip(histories, times))
+            ]
+            return serving.examples_request(examples, model_name, signature_name="predict_examples")
         options = {
             "serving_default": {},
             "recommend_top_k": {"k": [10] * len(histories)},
