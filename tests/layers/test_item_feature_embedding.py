@@ -33,34 +33,6 @@ def test_vectors_are_the_mean_of_values_plus_the_numeric_projection():
     np.testing.assert_allclose(np.asarray(layer.table()), oracle(layer, range(5)), rtol=1e-5, atol=1e-6)
 
 
-def test_a_gate_starts_the_vectors_at_zero_and_scales_them():
-    layer = ItemFeatureEmbedding(5, FEATURES, 4, gated=True)
-    layer.set_tables(TABLES)
-    ids = np.array([2, 3, 4, 1])
-    np.testing.assert_array_equal(np.asarray(layer(ids)), np.zeros((4, 4)))
-    layer.gate.assign(0.5)
-    np.testing.assert_allclose(np.asarray(layer(ids)), 0.5 * oracle(layer, ids), rtol=1e-5, atol=1e-6)
-
-
-def test_a_model_with_ids_gates_its_attributes_and_an_older_config_does_not():
-    from tfseqrec.models import SASRec
-
-    model = SASRec(
-        num_items=2, max_sequence_length=3, hidden_dim=4, item_features=FEATURES, item_feature_tables=TABLES
-    )
-    backbone = model.backbone
-    ids = np.array([3, 4])
-    np.testing.assert_allclose(
-        np.asarray(backbone.lookup_items(ids)), np.asarray(backbone.item_embedding(ids))
-    )
-    older = {k: v for k, v in backbone.get_config().items() if k != "feature_gate"}
-    assert type(backbone).from_config(older).feature_embedding.gate is None
-    alone = SASRec(
-        num_items=2, max_sequence_length=3, hidden_dim=4, item_features=FEATURES, use_id_embeddings=False
-    )
-    assert alone.backbone.feature_embedding.gate is None  # without ids the attributes are the items
-
-
 def test_reserved_rows_get_vectors_of_their_own():
     layer = ItemFeatureEmbedding(5, FEATURES, 4, reserved_rows=2)
     layer.set_tables(TABLES)

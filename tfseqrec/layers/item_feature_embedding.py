@@ -32,10 +32,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         reserved_rows: ids below this get a learned vector of their own (a model without
             id embeddings: its padding and ``[MASK]`` tokens); 0 for none.
         embeddings_initializer: of every attribute's table.
-        gated: multiply the vector by a learned scalar that starts at 0 (ReZero's
-            residual weight: Bachlechner et al., 2020), so that beside an id embedding
-            the attributes come in as far as training finds them useful, and the model
-            starts as the id model does.
 
     Example:
 
@@ -52,7 +48,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         output_dim,
         reserved_rows=0,
         embeddings_initializer="uniform",
-        gated=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -66,7 +61,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         self.output_dim = output_dim
         self.reserved_rows = reserved_rows
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
-        self.gated = bool(gated)
 
         # === Layers ===
         self.names = list(self.features)
@@ -101,9 +95,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
                 embeddings_initializer=self.embeddings_initializer,
                 name="reserved_embedding",
             )
-        self.gate = None
-        if self.gated:
-            self.gate = self.add_weight(shape=(), initializer="zeros", name="gate")
 
     def build(self, input_shape):
         for spec, table in zip(self.features.values(), self.tables):
@@ -137,8 +128,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
                 present = ops.cast(ops.not_equal(rows, 0), vectors.dtype)[..., None]
                 vector = ops.sum(vectors * present, axis=-2) / ops.maximum(ops.sum(present, axis=-2), 1.0)
             out = vector if out is None else out + vector
-        if self.gate is not None:
-            out = out * ops.cast(self.gate, out.dtype)
         if self.reserved is not None:
             is_reserved = ops.cast(ops.less(ids, self.reserved_rows), out.dtype)[..., None]
             reserved = self.reserved(ops.minimum(ids, self.reserved_rows - 1))
@@ -161,7 +150,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
                 "output_dim": self.output_dim,
                 "reserved_rows": self.reserved_rows,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
-                "gated": self.gated,
             }
         )
         return config

@@ -61,7 +61,6 @@ class SequentialBackbone(keras.Model):
         use_id_embeddings=True,
         item_feature_tables=None,
         event_features=None,
-        feature_gate=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,7 +88,6 @@ class SequentialBackbone(keras.Model):
         self.normalize_first = normalize_first
         self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
         self.use_id_embeddings = bool(use_id_embeddings)
-        self.feature_gate = bool(feature_gate)
         self.event_features = None
         if event_features:
             self.event_features = {
@@ -124,8 +122,6 @@ class SequentialBackbone(keras.Model):
                 # Without ids, padding and [MASK] still need a vector of their own.
                 reserved_rows=0 if self.use_id_embeddings else vocab.NUM_RESERVED,
                 embeddings_initializer=initializer,
-                # Beside ids, the attributes start at zero weight (features-gate-*); alone, they are the items.
-                gated=self.feature_gate and self.use_id_embeddings,
                 name="feature_embedding",
             )
             if self._feature_tables is not None:
@@ -339,7 +335,6 @@ class SequentialBackbone(keras.Model):
                 "position_origin": self.position_origin,
                 "item_features": self.item_features,
                 "use_id_embeddings": self.use_id_embeddings,
-                "feature_gate": self.feature_gate,
                 "event_features": self.event_features,
             }
         )
@@ -350,6 +345,4 @@ class SequentialBackbone(keras.Model):
         config = dict(config)
         # Models saved before position_origin existed counted from the newest item.
         config.setdefault("position_origin", "newest")
-        # Models saved before feature_gate existed added their attributes ungated.
-        config.setdefault("feature_gate", False)
         return cls(**config)
