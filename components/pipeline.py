@@ -9,6 +9,11 @@
                                               ^ base model           |
                                               Resolver(LatestBlessedModelStrategy) ──┘
 
+With ``bulk_inference`` the standard ``BulkInferrer`` then scores every user's whole history
+(the SequenceBuilder's ``full`` split) with the blessed model's ``predict_examples``
+signature: each user's top items as ``PredictionLog`` records, a pipeline artifact
+(``InferenceResult``); a model not blessed infers nothing.
+
 Run again on a log that grew, the Trainer warm-starts from the last blessed model (its
 ``base_model``; ``components.trainer_module``), and the evaluator blesses the new model only
 if it beats that one.
@@ -24,6 +29,7 @@ SequenceBuilder) to a distributed runner, for example::
 
 import os
 
+import tensorflow as tf
 from tfx import v1 as tfx
 
 from components.event_example_gen import EventExampleGen
@@ -52,6 +58,7 @@ def create_pipeline(
     time_column="timestamp",
     beam_pipeline_args=None,
     warm_start=True,
+    bulk_inference=False,
 ):
     """The pipeline over the CSV files in ``data_root``.
 
@@ -75,6 +82,7 @@ def create_pipeline(
         beam_pipeline_args: Beam options (default: the in-process DirectRunner).
         warm_start: train from the last blessed model when there is one (its weights,
             optimizer state and vocabulary, grown by the new items); ``False`` trains anew.
+        bulk_inference: add a ``BulkInferrer`` writing every user's recommendations.
     """
     components = _components(
         data_root,
@@ -88,6 +96,7 @@ def create_pipeline(
         item_column,
         time_column,
         warm_start,
+        bulk_inference,
     )
     return tfx.dsl.Pipeline(
         pipeline_name=pipeline_name,
@@ -112,8 +121,9 @@ def _components(
     item_column,
     time_column,
     warm_start=True,
+    bulk_inference=False,
 ):
-    """The six components in pipeline order (see ``create_pipeline``)."""
+    """The components in pipeline order (see ``create_pipeline``)."""
     check_metric(metric)
     config = {**DEFAULT_CONFIG, **(custom_config or {})}
     context = ",".join(events_lib.check_names(config.get("event_features") or ()))
@@ -160,7 +170,18 @@ def _components(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=os.fspath(serving_model_dir))
         ),
     )
-    return [example_gen, builder, baseline, trainer, evaluator, pusher]
+    components = [example_gen, builder, baseline, trainer, evaluator, pusher]
+    if bulk_inference:
+        components.append(
+            tfx.components.BulkInferrer(
+                examples=builder.outputs["sequences"],
+                model=trainer.outputs["model"],
+                model_blessing=evaluator.outputs["blessing"],
+                data_spec=tfx.proto.DataSpec(example_splits=["full"]),
+                model_spec=tfx.proto.ModelSpec(model_signature_name=["predict_examples"]),
+            )
+        )
+    return components
 
 
 def run(**kwargs):
@@ -196,4 +217,13 @@ def summary(metadata_path, pipeline_root):
         else None,
         "pipeline_root": os.fspath(pipeline_root),
         "metadata_path": os.fspath(metadata_path),
+        "recommendations": _inference_result(store, evaluation),
     }
+
+
+def _inference_result(store, evaluation):
+    """The directory of the BulkInferrer's ``PredictionLog`` records of this run; ``None`` without
+    a BulkInferrer or when it had no blessed model to run."""
+    results = [a for a in store.get_artifacts_by_type("InferenceResult") if a.id > evaluation.id]
+    uri = max(results, key=lambda a: a.id).uri if results else None
+    return uri if uri and tf.io.gfile.glob(os.path.join(uri, "*.gz")) else None

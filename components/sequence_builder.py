@@ -7,7 +7,8 @@ split it has, and the ``event_columns`` (comma-separated) of the events' context
 - ``sequences``: ``Examples`` in the ``tfseqrec.data.tfrecord`` schema (with the
   items' ``timestamps``, in seconds), splits
   ``train`` (each user's sequence without its last two items), ``eval`` and ``test``
-  (leave-one-out cases: the history and the held-out next item). Users with fewer than
+  (leave-one-out cases: the history and the held-out next item), and ``full`` (each user's
+  whole sequence: the histories to recommend from, as the pipeline's BulkInferrer does). Users with fewer than
   ``min_sequence_length`` events give their whole sequence to ``train`` and no case,
   as ``tfseqrec.data.splits.leave_one_out`` does. Each record also carries the raw values
   of the ``event_columns`` (``event_<column>``, one per item; their vocabulary is the
@@ -41,7 +42,7 @@ from tfseqrec.data import events as events_lib
 from tfseqrec.data import readers, splits, tfrecord
 from tfseqrec.data import vocab as vocab_lib
 
-SPLITS = ("train", "eval", "test")
+SPLITS = ("train", "eval", "test", "full")
 EMPTY_USERS_FILE = "empty_users.count"
 NAMESPACE = "tfseqrec.SequenceBuilder"
 
@@ -151,6 +152,7 @@ class SplitUser(beam.DoFn):
         sequences = splits.Sequences.from_list([user], [vocabulary.lookup(items)], [times])
         split = splits.leave_one_out(sequences, self.min_length)
         yield beam.pvalue.TaggedOutput("train", _example(user, split.train, vocabulary, context))
+        yield beam.pvalue.TaggedOutput("full", _example(user, sequences, vocabulary, context))
         for name, cases in (("eval", split.valid), ("test", split.test)):
             if len(cases):
                 yield beam.pvalue.TaggedOutput(

@@ -258,7 +258,7 @@ def test_predict_examples_reads_the_tfrecord_schema(predictor, in_memory):
         for i, h in enumerate(HISTORIES)
     ]
     out = predictor.run("predict_examples", {"examples": np.array(records, dtype=object)})
-    assert [u.decode() for u in out["user_id"]] == ["user-0", "user-1", "user-2"]
+    assert [u.decode() for u in out["user_id"][:, 0]] == ["user-0", "user-1", "user-2"]
     default = predictor.run("serving_default", {"history": serving.pad_histories(HISTORIES)})
     assert out["item_ids"].tolist() == default["item_ids"].tolist()
 

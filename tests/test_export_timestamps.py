@@ -178,7 +178,7 @@ def test_predict_examples_reads_the_records_timestamps(predictor, in_memory):
         for i, (h, t) in enumerate(zip(HISTORIES, TIMES))
     ]
     out = predictor.run("predict_examples", {"examples": np.array(records, dtype=object)})
-    assert [u.decode() for u in out["user_id"]] == ["user-0", "user-1", "user-2"]
+    assert [u.decode() for u in out["user_id"][:, 0]] == ["user-0", "user-1", "user-2"]
     assert _decoded(out["item_ids"]) == _top_k(*in_memory, HISTORIES, TIMES)[0]
     untimed = [tfrecord.make_example("u", vocabulary.lookup(h), h).SerializeToString() for h in HISTORIES]
     with pytest.raises(tf.errors.InvalidArgumentError, match="one time per item"):

@@ -69,6 +69,6 @@ def test_replies_parse_both_rest_formats_and_grpc():
     response = predict_pb2.PredictResponse()
     response.outputs["item_ids"].CopyFrom(tf.make_tensor_proto([[b"a", b"b"]]))
     response.outputs["scores"].CopyFrom(tf.make_tensor_proto(np.array([[2.0, 1.0]], np.float32)))
-    response.outputs["user_id"].CopyFrom(tf.make_tensor_proto([b"u"]))
+    response.outputs["user_id"].CopyFrom(tf.make_tensor_proto([[b"u"]]))  # predict_examples: [batch, 1]
     reply = serving.predict_reply(response)
     assert (reply.item_ids, reply.scores, reply.user_ids) == ([["a", "b"]], [[2.0, 1.0]], ["u"])

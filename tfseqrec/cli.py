@@ -954,6 +954,11 @@ def _add_pipeline(sub):
         "(custom config's event_features)",
     )
     run.add_argument(
+        "--bulk-inference",
+        action="store_true",
+        help="also write every user's recommendations (TFX's BulkInferrer on the blessed model)",
+    )
+    run.add_argument(
         "--no-warm-start",
         dest="warm_start",
         action="store_false",

@@ -669,6 +669,7 @@ def _run_pipeline(pipeline, args):
         time_column=args.time_col,
         beam_pipeline_args=args.beam_args,
         warm_start=args.warm_start,
+        bulk_inference=args.bulk_inference,
     )
 
 

@@ -323,7 +323,10 @@ def _recommendations(outputs):
     def values(name):
         return [[_decode(v) for v in row] for row in np.asarray(outputs[name], dtype=object).tolist()]
 
-    user_ids = [_decode(u) for u in np.asarray(outputs["user_id"]).tolist()] if "user_id" in outputs else None
+    # predict_examples answers user_id as a column [batch, 1] (REST rows: one value each).
+    user_ids = None
+    if "user_id" in outputs:
+        user_ids = [_decode(u) for u in np.asarray(outputs["user_id"], dtype=object).reshape(-1).tolist()]
     scores = [[float(s) for s in row] for row in np.asarray(outputs["scores"], dtype=np.float64).tolist()]
     rows = [
         [(i, s) for i, s in zip(ids, row) if not (s == -np.inf and i in ("", INT_PAD))]

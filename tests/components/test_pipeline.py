@@ -1,11 +1,14 @@
 """The whole pipeline on MovieLens-100K, run as users run it: ``tfseqrec pipeline run``, on a log that grows."""
 
+import glob
 import json
 import os
 
 import pytest
+import tensorflow as tf
 from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
+from tensorflow_serving.apis import prediction_log_pb2
 from tfx.orchestration import metadata
 
 from components import trainer_module
@@ -88,7 +91,7 @@ def test_the_pipeline_warm_starts_on_a_grown_log_and_pushes_only_better_models(l
 
     # The log grew: the Trainer starts from the blessed model (every known id kept), and its model,
     # better on the grown log's test cases than the blessed one, is blessed and pushed.
-    second = _summary(_run(tmp_path, logs / "grown", *config))
+    second = _summary(_run(tmp_path, logs / "grown", *config, "--bulk-inference"))
     models = sorted(store.get_artifacts_by_type("Model"), key=lambda a: a.id)
     runs = sorted(store.get_artifacts_by_type("ModelRun"), key=lambda a: a.id)
     with open(os.path.join(runs[-1].uri, "train_config.json")) as f:
@@ -101,10 +104,20 @@ def test_the_pipeline_warm_starts_on_a_grown_log_and_pushes_only_better_models(l
     )
     assert second["pushed"] and second["metrics"]["baseline_ndcg@10"] < second["metrics"]["ndcg@10"]
     assert len(os.listdir(tmp_path / "serving")) == 2
+    # Every user's recommendations, from the blessed model's predict_examples (TFX's BulkInferrer).
+    users = set()
+    for path in glob.glob(os.path.join(second["recommendations"], "*.gz")):
+        for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
+            outputs = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.response.outputs
+            assert len(outputs["item_ids"].string_val) == GOOD["serving_k"]
+            users.update(outputs["user_id"].string_val)
+    assert len(users) == 943
 
     # Trained anew for one step: worse than the blessed model, so neither blessed nor pushed.
-    third = _summary(_run(tmp_path, logs / "grown", *config, "--no-warm-start", "--train-steps", "1"))
+    flags = ("--no-warm-start", "--train-steps", "1", "--bulk-inference")
+    third = _summary(_run(tmp_path, logs / "grown", *config, *flags))
     assert not third["pushed"] and third["metrics"]["ndcg@10"] < second["metrics"]["ndcg@10"]
+    assert third["recommendations"] is None  # nothing blessed, nothing inferred
     with open(
         os.path.join(
             max(store.get_artifacts_by_type("ModelRun"), key=lambda a: a.id).uri, "train_config.json"

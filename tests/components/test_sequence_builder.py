@@ -91,7 +91,7 @@ def test_leave_one_out_splits_and_vocabulary(tmp_path):
         ],
     }
     sequences, vocabulary = _build(tmp_path, events)
-    assert artifact_utils.decode_split_names(sequences.split_names) == ["train", "eval", "test"]
+    assert artifact_utils.decode_split_names(sequences.split_names) == ["train", "eval", "test", "full"]
     vocab = vocab_lib.ItemVocabulary.load(os.path.join(vocabulary.uri, "item_vocab.tsv"))
     # Training events only: u1's 20 30 and u2's 10 30 (u1's held-out 10 10 do not count;
     # over all events 10 would lead with 3).
@@ -107,6 +107,11 @@ def test_leave_one_out_splits_and_vocabulary(tmp_path):
     # Each item keeps its event's time (HSTU's time bias reads them).
     assert test.histories.times(0).tolist() == [1, 2, 3] and valid.histories.times(0).tolist() == [1, 2]
     assert {u: train.times(i).tolist() for i, u in enumerate(train.users)} == {"u1": [1, 2], "u2": [5, 6]}
+    full = _read(sequences, "full")  # each user's whole sequence: what to recommend from
+    assert {u: vocab.to_raw(full[i]) for i, u in enumerate(full.users)} == {
+        "u1": ["20", "30", "10", "10"],
+        "u2": ["10", "30"],
+    }
     assert sequences.get_int_custom_property("num_users") == 2
     assert sequences.get_int_custom_property("test_records") == 1
     assert vocabulary.get_int_custom_property("num_items") == 3

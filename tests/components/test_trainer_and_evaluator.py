@@ -289,3 +289,43 @@ def test_run_fn_and_the_evaluator_read_event_context(tmp_path):
         ValueError, match=r"reads event context \['kind'\], but the evaluation records carry no"
     ):
         ranking_evaluator.rank_cases(str(tmp_path / "model" / "Format-Serving"), [[b"i1"]], [b"i2"])
+
+
+def test_bulk_inferrer_writes_every_users_recommendations_by_predict_examples(sequences, trained, tmp_path):
+    from google.protobuf import json_format
+    from tensorflow_serving.apis import prediction_log_pb2
+    from tfx.components import BulkInferrer
+    from tfx.proto import bulk_inferrer_pb2
+
+    model = make_artifact(standard_artifacts.Model, trained / "model")
+    blessing = make_artifact(standard_artifacts.ModelBlessing, tmp_path / "blessing")
+    blessing.set_int_custom_property("blessed", 1)
+    result = make_artifact(standard_artifacts.InferenceResult, tmp_path / "inference")
+    specs = {
+        "data_spec": bulk_inferrer_pb2.DataSpec(example_splits=["full"]),
+        "model_spec": bulk_inferrer_pb2.ModelSpec(model_signature_name=["predict_examples"]),
+    }
+    run_executor(
+        BulkInferrer,
+        {"examples": [sequences], "model": [model], "model_blessing": [blessing]},
+        {"inference_result": [result]},
+        {name: json_format.MessageToJson(spec) for name, spec in specs.items()},
+        beam=True,
+        tmp_dir=str(tmp_path / "tmp"),
+    )
+    answers = {}
+    for path in glob.glob(str(tmp_path / "inference" / "*.gz")):
+        for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
+            log = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log
+            outputs = {k: tf.make_ndarray(v) for k, v in log.response.outputs.items()}
+            for user, items in zip(outputs["user_id"][:, 0], outputs["item_ids"]):
+                answers[user.decode()] = [i.decode() for i in items]
+    # The oracle: the in-memory model's top items of each user's whole sequence.
+    keras_model, vocabulary, _ = tfseqrec.load(trained / "model_run")
+    full = tfrecord.read_examples(
+        glob.glob(os.path.join(sequences.uri, "Split-full", "*")), compression="GZIP"
+    )
+    top, _ = keras_model.recommend([full[u].tolist() for u in range(len(full))], k=CONFIG["serving_k"])
+    assert (
+        answers == {user: vocabulary.to_raw(row) for user, row in zip(full.users, top)} and len(answers) == 80
+    )

@@ -25,9 +25,9 @@ Signatures, all of method ``tensorflow/serving/predict``; histories are oldest f
                         ``k`` int32 ``[batch]`` (``K`` = the
                         batch's largest ``k``): another ``k``
                         without re-exporting
-    ``predict_examples````examples`` string ``[batch]``: serialized  ``user_id`` string ``[batch]``,
-                        ``tf.Example`` in ``tfrecord.FEATURE_SPEC``  ``item_ids``, ``scores``
-                        (reads ``items``), for TFX BulkInferrer
+    ``predict_examples````examples`` string ``[batch]``: serialized  ``user_id`` string ``[batch, 1]``
+                        ``tf.Example`` in ``tfrecord.FEATURE_SPEC``  (a column: BulkInferrer splits each
+                        (reads ``items``), for TFX BulkInferrer      output by record), ``item_ids``, ``scores``
     ``rank_targets``    ``history`` as ``serving_default``;          ``rank`` int32 ``[batch]``: 0-based rank
                         ``target`` string ``[batch]``: a known       of the target among all items;
                         next item (evaluation)                       ``known`` bool ``[batch]``: the target

@@ -244,7 +244,7 @@ class Recommender(tf.Module):
             examples, {key: tfrecord.FEATURE_SPEC[key] for key in ("user_id", "items")}
         )
         out = self._recommend_raw(features["items"].to_tensor(default_value=""), self.k)
-        return {"user_id": features["user_id"], **out}
+        return {"user_id": features["user_id"][:, None], **out}
 
     @signature(
         tf.TensorSpec([None, None], tf.string, name="history"),
@@ -392,7 +392,7 @@ class TimedRecommender(Recommender):
         with tf.control_dependencies([check]):
             history = items.to_tensor(default_value="")
         times = times.to_tensor(default_value=0, shape=tf.shape(history, out_type=tf.int64))
-        return {"user_id": features["user_id"], **self._recommend_raw(history, self.k, times)}
+        return {"user_id": features["user_id"][:, None], **self._recommend_raw(history, self.k, times)}
 
     @signature(
         tf.TensorSpec([None, None], tf.string, name="history"),
@@ -562,7 +562,7 @@ class ContextRecommender(Recommender):
             features[n].to_tensor(default_value=0 if n == "timestamps" else "", shape=shape) for n in names
         ]
         return {
-            "user_id": features["user_id"],
+            "user_id": features["user_id"][:, None],
             **self._recommend_raw(history, self.k, self._side(history, side)),
         }
 
