@@ -943,6 +943,11 @@ def _add_pipeline(sub):
         metavar="METRIC",
         help="blessing metric: ndcg@K, hr@K (K in 1,5,10,20) or mrr",
     )
+    _add_pipeline_data_flags(run)
+
+
+def _add_pipeline_data_flags(run):
+    """``pipeline run``'s flags on the data's columns, warm start, inference and Beam."""
     run.add_argument("--user-col", default="user_id", help="the CSV files' user column")
     run.add_argument("--item-col", default="item_id", help="the CSV files' item column")
     run.add_argument("--time-col", default="timestamp", help="the CSV files' timestamp column")
