@@ -136,8 +136,15 @@ def test_warmup_requests_carry_the_context_and_are_answered(exported):
     assert {log.predict_log.request.model_spec.signature_name for log in logs} == set(exported["signatures"])
     for log in logs:
         request = log.predict_log.request
-        history, context = (tf.make_ndarray(request.inputs[key]) for key in ("history", "event_rating"))
-        assert context.shape == history.shape
+        if request.model_spec.signature_name == "predict_examples":  # records carrying the context
+            records = [tf.train.Example.FromString(r) for r in tf.make_ndarray(request.inputs["examples"])]
+            for r in records:  # a value per item (a warm-up history may be empty)
+                items = r.features.feature["items"].bytes_list.value
+                assert len(r.features.feature["event_rating"].bytes_list.value) == len(items)
+            assert any(r.features.feature["items"].bytes_list.value for r in records)
+        else:
+            history, context = (tf.make_ndarray(request.inputs[key]) for key in ("history", "event_rating"))
+            assert context.shape == history.shape
         assert predictor.predict(request).outputs
 
 

@@ -320,7 +320,7 @@ def test_cli_evaluate_and_the_ranking_evaluator_agree(
     _, vocabulary = in_memory
     path = tmp_path / "test.tfrecord"
     tfrecord.write_examples(path, split.test, vocabulary)
-    histories, targets, times = tfrecord.read_raw_cases([path])
+    histories, targets, times, _ = tfrecord.read_raw_cases([path])
     assert len(times) == 943 and [len(t) for t in times] == [len(h) for h in histories]
     served = ranking_evaluator.evaluate_export(exported, histories, targets, timestamps=times)
     assert served["num_users"] == library["num_users"] == 943

@@ -1,0 +1,146 @@
+"""Warm start on a grown log against training the whole log from scratch.
+
+A log grows; ``tfseqrec train --warm-start`` carries yesterday's model onto today's log. Here,
+on ``--dataset``:
+
+- the old log: ML-100K's events before the last tenth of its time span; ML-1M's (SASRec's
+  ``ml-1m.txt``) each user's first 90% of events by position (``old_log``);
+- ``old``: SASRec with its defaults on the old log (at most ``--minutes`` of ``fit``);
+- ``full``: the same on the whole log, from scratch (at most ``--minutes``);
+- ``warm``: from ``old``'s model on the whole log, for a quarter of ``full``'s training minutes.
+
+``full`` and ``warm`` are tested on the whole log's leave-one-out test split (full ranking,
+the history filtered); the target is ``warm`` at 99% or more of ``full``'s test NDCG@10 in a
+quarter of its time. Each record keeps its run's validation curve.
+
+Usage:
+    python benchmarks/warm.py --dataset ml-100k --minutes 5 --json benchmarks/results/warm-ml100k-seed-0.json
+    python benchmarks/warm.py --dataset ml-100k --minutes 0.3      # a quick check, end to end
+"""
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import datasets  # noqa: E402  (benchmarks/datasets.py)
+import machine  # noqa: E402  (benchmarks/machine.py)
+import ml1m  # noqa: E402  (benchmarks/ml1m.py: its epoch timer and time to quality)
+import numpy as np  # noqa: E402
+import records  # noqa: E402  (benchmarks/records.py)
+
+from tfseqrec import evaluation, kinds, training  # noqa: E402
+from tfseqrec.data import readers  # noqa: E402
+
+DATASETS = ("ml-100k", "ml-1m")
+METRICS = ("ndcg@10", "hr@10", "mrr")
+
+
+def old_log(name, events):
+    """The mask of ``events`` (``readers.Interactions``, a user's events together, in order) in the
+    old log: before the last tenth of the time span (``ml-100k``), or each user's first 90% by
+    position (``ml-1m``, whose file has no times)."""
+    if name == "ml-100k":
+        times = np.asarray(events.timestamps, np.float64)
+        return times < times.min() + 0.9 * (times.max() - times.min())
+    users = np.asarray(events.users, object)
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+    lengths = np.diff(np.r_[starts, len(users)])
+    position = np.arange(len(users)) - np.repeat(starts, lengths)
+    return position < np.repeat(np.ceil(0.9 * lengths), lengths)
+
+
+def write_log(path, events, keep):
+    """The events of ``keep`` as a ``user_id,item_id,timestamp`` CSV (ML-1M's times: positions)."""
+    times = events.timestamps if events.has_time else np.arange(len(events.items))
+    with open(path, "w") as f:
+        f.write("user_id,item_id,timestamp\n")
+        for user, item, when in zip(events.users[keep], events.items[keep], np.asarray(times)[keep]):
+            f.write(f"{user},{item},{int(when)}\n")
+    return path
+
+
+def run(label, data, out, options, warm_start=None):
+    """``(row, split)``: SASRec trained on ``data`` into ``out`` and its test metrics."""
+    timer = ml1m.EpochTimer()
+    start = time.perf_counter()
+    model, history, split, _ = training.train(
+        kinds.get("sasrec"), data, out, options, callbacks=[timer], verbose=0, warm_start=warm_start
+    )
+    wall = time.perf_counter() - start
+    test = evaluation.evaluate(model, split.test, progress=False)
+    quality = ml1m.time_to_quality(history, timer)
+    row = {"label": label, "options": options, "test": {k: test[k] for k in METRICS}, "wall": wall, **quality}
+    print(f"{label}: test NDCG@10 {test['ndcg@10']:.4f} after {quality['minutes_at_epoch'][-1]:.2f} minutes")
+    return row
+
+
+def to_record(row, name, header):
+    curve = [
+        {"epoch": n + 1, "minutes": m, "val_ndcg@10": v}
+        for n, (m, v) in enumerate(zip(row["minutes_at_epoch"], row["val_ndcg@10"]))
+    ]
+    extra = {
+        "dataset": name,
+        "run": row["label"],
+        "epochs": row["epochs"],
+        "best_epoch": row["best_epoch"],
+        "train_minutes": row["minutes_at_epoch"][-1],
+        "train_wall_seconds": row["wall"],
+    }
+    return records.record(
+        "sasrec",
+        "warm-start",
+        datasets.get(name).interactions,
+        label=row["label"],
+        options=row["options"],
+        curve=curve,
+        metrics=row["test"],
+        extra=extra,
+        **header,
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", choices=DATASETS, default="ml-100k")
+    parser.add_argument("--minutes", type=float, default=5.0, help="budget of the old and from-scratch runs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-root", default=os.environ.get("TFSEQREC_DATA", "../shared/data"))
+    parser.add_argument("--json", help="write the three records here")
+    args = parser.parse_args()
+    header = {
+        "command": shlex.join(["python", "benchmarks/warm.py", *sys.argv[1:]]),
+        "commit": machine.code_version(),
+        "started": machine.now(),
+        "environment": machine.environment(),
+        "host_matmul_gflops": machine.matmul_gflops(),
+        "seed": args.seed,
+    }
+    events = readers.read_interactions(datasets.get(args.dataset).path(args.data_root))
+    work = tempfile.mkdtemp(prefix="warm-")
+    keep = old_log(args.dataset, events)
+    old = write_log(os.path.join(work, "old.csv"), events, keep)
+    whole = write_log(os.path.join(work, "whole.csv"), events, np.ones(len(keep), bool))
+    options = {"model": "sasrec", "max_train_minutes": args.minutes, "seed": args.seed}
+    rows = [run("old", old, os.path.join(work, "old"), options)]
+    rows.append(run("full", whole, os.path.join(work, "full"), options))
+    quarter = {**options, "max_train_minutes": rows[1]["minutes_at_epoch"][-1] / 4}
+    rows.append(run("warm", whole, os.path.join(work, "warm"), quarter, warm_start=os.path.join(work, "old")))
+    full, warm = rows[1], rows[2]
+    share = warm["test"]["ndcg@10"] / full["test"]["ndcg@10"]
+    time_share = warm["minutes_at_epoch"][-1] / full["minutes_at_epoch"][-1]
+    print(f"warm / full: {share:.3f} of the test NDCG@10 in {time_share:.2f} of the training minutes")
+    if args.json:
+        header["ended"] = machine.now()
+        records.write(args.json, [to_record(r, args.dataset, header) for r in rows])
+
+
+if __name__ == "__main__":
+    main()
