@@ -18,8 +18,6 @@ Usage:
 
 import argparse
 import os
-import shlex
-import sys
 import tempfile
 import time
 
@@ -90,13 +88,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--json", help="write the records here (rewritten after every size)")
     args = parser.parse_args()
-    header = {
-        "command": shlex.join(["python", "benchmarks/bulk.py", *sys.argv[1:]]),
-        "commit": machine.code_version(),
-        "started": machine.now(),
-        "environment": machine.environment(),
-        "host_matmul_gflops": machine.matmul_gflops(),
-    }
+    header = machine.run_header("bulk.py", matmul=True)
     out = []
     for num_items in args.items:
         figures = measure(num_items, args.users, args.length, args.hidden_dim, args.batch_size)

@@ -27,8 +27,6 @@ Data: under --data-root ($TFSEQREC_DATA, default ../shared/data).
 
 import argparse
 import os
-import shlex
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -153,12 +151,7 @@ def main():
     parser.add_argument("--data-root", default=os.environ.get("TFSEQREC_DATA", "../shared/data"))
     parser.add_argument("--json", help="write the records here (rewritten after every dataset)")
     args = parser.parse_args()
-    header = {
-        "command": shlex.join(["python", "benchmarks/cold.py", *sys.argv[1:]]),
-        "commit": machine.code_version(),
-        "started": machine.now(),
-        "environment": machine.environment(),
-    }
+    header = machine.run_header("cold.py")
     out = []
     for name in args.datasets.split(","):
         dataset = datasets.get(name)

@@ -15,7 +15,9 @@ The scripts run as ``python benchmarks/NAME.py``, which puts this folder first o
 import os
 import platform
 import resource
+import shlex
 import subprocess
+import sys
 import time
 
 PEAK_GFLOPS = 130.0
@@ -105,3 +107,18 @@ def environment():
         f"{os.cpu_count()} CPU cores, TensorFlow {tf.__version__}, Keras {keras.__version__}, "
         f"Python {platform.python_version()}"
     )
+
+
+def run_header(script, matmul=False):
+    """The fields every record of this run of ``benchmarks/<script>`` shares: its command (the
+    script's own arguments), code version, start and environment; with ``matmul``, the host's
+    measured rate (``matmul_gflops``)."""
+    header = {
+        "command": shlex.join(["python", f"benchmarks/{script}", *sys.argv[1:]]),
+        "commit": code_version(),
+        "started": now(),
+        "environment": environment(),
+    }
+    if matmul:
+        header["host_matmul_gflops"] = matmul_gflops()
+    return header

@@ -20,8 +20,6 @@ Usage:
 
 import argparse
 import os
-import shlex
-import sys
 import tempfile
 import time
 
@@ -115,14 +113,7 @@ def main():
     parser.add_argument("--data-root", default=os.environ.get("TFSEQREC_DATA", "../shared/data"))
     parser.add_argument("--json", help="write the three records here")
     args = parser.parse_args()
-    header = {
-        "command": shlex.join(["python", "benchmarks/warm.py", *sys.argv[1:]]),
-        "commit": machine.code_version(),
-        "started": machine.now(),
-        "environment": machine.environment(),
-        "host_matmul_gflops": machine.matmul_gflops(),
-        "seed": args.seed,
-    }
+    header = {**machine.run_header("warm.py", matmul=True), "seed": args.seed}
     events = readers.read_interactions(datasets.get(args.dataset).path(args.data_root))
     work = tempfile.mkdtemp(prefix="warm-")
     keep = old_log(args.dataset, events)
