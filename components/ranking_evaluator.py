@@ -76,7 +76,12 @@ def rank_targets(export_dir):
 
 def event_columns(export_dir):
     """The event columns the export's ``rank_targets`` takes (its ``event_<column>`` inputs), in order."""
-    names = rank_targets(export_dir).structured_input_signature[1]
+    return _columns_of(rank_targets(export_dir))
+
+
+def _columns_of(fn):
+    """The event columns of a loaded ``rank_targets`` signature ``fn``."""
+    names = fn.structured_input_signature[1]
     return [name[len(events_lib.PREFIX) :] for name in names if name.startswith(events_lib.PREFIX)]
 
 
@@ -95,7 +100,7 @@ def rank_cases(export_dir, histories, targets, batch_size=256, timestamps=None, 
             f"{export_dir} reads the items' event times (its rank_targets takes 'timestamps'), "
             "but the evaluation records carry none: write them from data with a time column"
         )
-    columns = event_columns(export_dir)
+    columns = _columns_of(fn)  # the export loaded once
     missing = [c for c in columns if c not in (events or {})]
     if missing:
         raise ValueError(

@@ -138,8 +138,7 @@ def read_examples(paths, compression=None, batch_size=1024, event_columns=()):
         paths = [paths]
     paths = [str(p) for p in paths]
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
-    spec = feature_spec(event_columns)
-    batches = records.batch(batch_size).map(lambda r: tf.io.parse_example(r, spec))
+    batches = records.batch(batch_size).map(lambda r: parse_examples(r, event_columns))
     return from_batches(batches, source=paths, event_columns=event_columns)
 
 
@@ -166,7 +165,8 @@ def from_batches(batches, source="the records", event_columns=()):
         values.append(ids.flat_values.numpy())
         times.append(_times(batch, ids, source))
         for column in columns:
-            raw_events[column].extend(_event_values(batch, ids, column, source))
+            flat = _event_rows(batch, ids, column, source).flat_values.numpy().tolist()
+            raw_events[column].extend(v.decode("utf-8") for v in flat)
         # The target id of each record, -1 where it has none (ids are never negative).
         targets.append(
             _first(batch["target_id"], n, -1) if "target_id" in batch else np.full(n, -1, np.int64)
@@ -201,10 +201,9 @@ def read_raw_cases(paths, compression=None, batch_size=1024, event_columns=()):
     """
     paths = [str(p) for p in paths]
     records = tf.data.TFRecordDataset(paths, compression_type=compression or "")
-    spec = feature_spec(event_columns)
     histories, targets, times, lengths = [], [], [], []
     events = {column: [] for column in events_lib.check_names(event_columns)}
-    for batch in records.batch(batch_size).map(lambda r: tf.io.parse_example(r, spec)):
+    for batch in records.batch(batch_size).map(lambda r: parse_examples(r, event_columns)):
         if int(tf.reduce_min(batch["target"].row_lengths())) < 1:
             raise ValueError(f"{paths}: a record has no target; is it an evaluation split?")
         histories.extend(batch["items"].to_list())
@@ -212,8 +211,7 @@ def read_raw_cases(paths, compression=None, batch_size=1024, event_columns=()):
         times.append(_times(batch, batch["items"], paths))
         lengths.append(batch["items"].row_lengths().numpy())
         for column, rows in events.items():
-            _event_values(batch, batch["items"], column, paths)  # checks one value per item
-            rows.extend(batch[events_lib.input_name(column)].to_list())
+            rows.extend(_event_rows(batch, batch["items"], column, paths).to_list())
     flat = _joined_times(times, lengths, paths)
     if flat is None:
         return RawCases(histories, targets, None, events)
@@ -229,8 +227,8 @@ def encode_events(data, vocabulary):
     return dataclasses.replace(data, histories=encoded) if sequences is not data else encoded
 
 
-def _event_values(batch, ids, column, source):
-    """The flat raw values (str) of event column ``column`` of a batch, one per item."""
+def _event_rows(batch, ids, column, source):
+    """The ragged raw values (bytes) of event column ``column`` of a batch, checked to be one per item."""
     name = events_lib.input_name(column)
     if name not in batch:
         raise ValueError(f"{source}: the records have no {name!r} feature (event column {column!r})")
@@ -242,7 +240,7 @@ def _event_values(batch, ids, column, source):
             f"{source}: a record has {int(counts[bad][0])} {name!r} values for {int(lengths[bad][0])} items "
             "(each item needs one)"
         )
-    return [v.decode("utf-8") for v in values.flat_values.numpy().tolist()]
+    return values
 
 
 def _joined_times(times, lengths, source):
@@ -288,9 +286,10 @@ def _ragged(value):
     return tf.RaggedTensor.from_tensor(value if value.shape.rank == 2 else value[:, None])
 
 
-def parse_examples(serialized):
-    """Parses a batch of serialized records in the graph; ragged features stay ragged."""
-    return tf.io.parse_example(serialized, FEATURE_SPEC)
+def parse_examples(serialized, event_columns=()):
+    """Parses a batch of serialized records in the graph (with ``event_columns``, by
+    ``feature_spec``); ragged features stay ragged."""
+    return tf.io.parse_example(serialized, feature_spec(event_columns))
 
 
 def _bytes(values):

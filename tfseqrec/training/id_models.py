@@ -677,8 +677,7 @@ def _warm_split(previous, config, events):
     ``"optimizer"`` (the trained one's), ``"items"`` (the number added)``}``."""
     model, vocabulary = previous
     log_items = vocab.ItemVocabulary(vocab.factorize(events.items)[0])
-    changes = warm_lib.catalogue_changes(vocabulary, log_items)
-    grown, merged = warm_lib.warm_start(model, vocabulary, log_items, seed=config.seed)
+    grown, merged, changes = _grown(model, vocabulary, log_items, config.seed)
     split, merged, report = splits.prepare(
         events,
         vocabulary=merged,
@@ -686,13 +685,33 @@ def _warm_split(previous, config, events):
         event_vocabulary=events_lib.EventVocabulary.of_model(model),
         **split_options(config),
     )
-    counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
-    merged = vocab.ItemVocabulary(merged.items, counts)  # the same ids, this log's popularity
-    report["warm_start_new_items"] = merged.num_items - vocabulary.num_items
+    warm, merged = _warm_state(model, grown, vocabulary, merged, split.train, changes)
+    report["warm_start_new_items"] = warm["items"]
     report["warm_start_vanished_items"] = changes["vanished_items"]
-    print(warm_lib.change_line(changes, vocabulary.num_items), file=sys.stderr, flush=True)
-    warm = {"model": grown, "optimizer": model.optimizer, "items": merged.num_items - vocabulary.num_items}
     return warm, split, merged, report
+
+
+def _grown(model, trained, log_items, seed):
+    """``(grown, merged, changes)``: ``model`` over its vocabulary ``trained`` grown by ``log_items``
+    (``warm.warm_start``), and the catalogue's changes (``warm.catalogue_changes``), said on stderr."""
+    changes = warm_lib.catalogue_changes(trained, log_items)
+    print(warm_lib.change_line(changes, trained.num_items), file=sys.stderr, flush=True)
+    grown, merged = warm_lib.warm_start(model, trained, log_items, seed=seed)
+    return grown, merged, changes
+
+
+def _warm_state(model, grown, trained, merged, train, changes):
+    """``(warm, vocabulary)``: what ``fit`` starts from, and ``merged`` with the counts of the
+    ``train`` sequences (the trained ids, this log's popularity)."""
+    counts = train.item_counts(merged.size)[vocab.NUM_RESERVED :]
+    merged = vocab.ItemVocabulary(merged.items, counts)
+    warm = {
+        "model": grown,
+        "optimizer": model.optimizer,
+        "items": merged.num_items - trained.num_items,
+        "vanished_items": changes["vanished_items"],
+    }
+    return warm, merged
 
 
 def warm_prepared(kind, config, split, vocabulary, model_dir):
@@ -703,9 +722,7 @@ def warm_prepared(kind, config, split, vocabulary, model_dir):
     as ``fit`` takes it (``"items"``: the number of items added)."""
     spec = spec_of(kind)
     (model, trained), config = _warm_source(spec, options(spec, config), model_dir)
-    changes = warm_lib.catalogue_changes(trained, vocabulary)
-    print(warm_lib.change_line(changes, trained.num_items), file=sys.stderr, flush=True)
-    grown, merged = warm_lib.warm_start(model, trained, vocabulary, seed=config.seed)
+    grown, merged, changes = _grown(model, trained, vocabulary, config.seed)
     ids = np.arange(vocabulary.size, dtype=np.int64)
     ids[vocab.NUM_RESERVED :] = merged.lookup(vocabulary.items)
     context = events_lib.EventVocabulary.of_model(model)
@@ -717,14 +734,7 @@ def warm_prepared(kind, config, split, vocabulary, model_dir):
         test=split.test if split.test is None else _moved(split.test, ids, slots),
         event_vocabulary=context,
     )
-    counts = split.train.item_counts(merged.size)[vocab.NUM_RESERVED :]
-    merged = vocab.ItemVocabulary(merged.items, counts)  # the trained ids, this log's popularity
-    warm = {
-        "model": grown,
-        "optimizer": model.optimizer,
-        "items": merged.num_items - trained.num_items,
-        "vanished_items": changes["vanished_items"],
-    }
+    warm, merged = _warm_state(model, grown, trained, merged, split.train, changes)
     return warm, config, split, merged
 
 
