@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 import records  # noqa: E402  (benchmarks/records.py)
 import text  # noqa: E402  (benchmarks/text.py: Popularity)
 
-from tfseqrec import evaluation, kinds, training  # noqa: E402
+from tfseqrec import beyond_accuracy, evaluation, kinds, training  # noqa: E402
 from tfseqrec.data import features, readers  # noqa: E402
 
 DATASETS = tuple(datasets.DATASETS)  # what --datasets takes, in the order the table gives them
@@ -81,11 +81,21 @@ def features_file(name, data_root, work):
 
 
 def train_row(
-    model_name, data_path, minutes, seed, epochs=None, config=None, text_path=None, attributes=None
+    model_name,
+    data_path,
+    minutes,
+    seed,
+    epochs=None,
+    config=None,
+    text_path=None,
+    attributes=None,
+    keep=None,
 ):
     """``(row, split, vocabulary)``: ``model_name`` trained with its defaults (but ``config``'s
-    options and the row's own, ``MODEL_OPTIONS``), and its test metrics; ``text_path``: the
-    items' text, for UniSRec; ``attributes``: ``(path, columns)`` of an item-features file."""
+    options and the row's own, ``MODEL_OPTIONS``), and its test metrics, accuracy and beyond
+    (``test_metrics``); ``text_path``: the items' text, for UniSRec; ``attributes``: ``(path,
+    columns)`` of an item-features file; ``keep``: the run directory to write (else a
+    temporary one)."""
     values = {
         "model": model_name,
         "max_train_minutes": minutes,
@@ -96,7 +106,7 @@ def train_row(
     if epochs is not None:
         values["epochs"] = epochs
     timer = ml1m.EpochTimer()
-    out = tempfile.mkdtemp(prefix=f"defaults-{model_name}-")
+    out = keep or tempfile.mkdtemp(prefix=f"defaults-{model_name}-")
     start = time.perf_counter()
     model, history, split, vocabulary = training.train(
         kinds.get(model_name),
@@ -111,27 +121,42 @@ def train_row(
     wall = time.perf_counter() - start
     if attributes:  # recorded beside the options (the file itself is not a training option)
         values = {**values, "item_features": ",".join(attributes[1])}
-    test = evaluation.evaluate(model, split.test, progress=False)
     row = {
         "model": model_name,
         "config": values,
         **ml1m.time_to_quality(history, timer),
         "train_wall_seconds": wall,
-        "test": {k: test[k] for k in METRICS},
+        "test": test_metrics(model, split, vocabulary),
     }
     return row, split, vocabulary
 
 
-def popularity_row(split, vocabulary):
+def test_metrics(model, split, vocabulary):
+    """``METRICS`` on the test split, and the beyond-accuracy metrics at 10 and the breakdowns
+    (``tfseqrec.beyond_accuracy``) from the same ranking."""
     test = evaluation.evaluate(
-        text.Popularity(split.train.item_counts(vocabulary.size)), split.test, progress=False
+        model,
+        split.test,
+        progress=False,
+        metrics="all",
+        popularity=beyond_accuracy.ItemPopularity.of(split.train, vocabulary.num_items),
+        item_vectors=evaluation.item_vectors(model),
     )
-    return {"model": "popularity", "train_wall_seconds": 0.0, "test": {k: test[k] for k in METRICS}}
+    beyond = {k: v for k, v in test.items() if k.endswith("@10") or k.startswith("by_")}
+    return {**beyond, **{k: test[k] for k in METRICS}}
 
 
-def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=None, attributes=False):
+def popularity_row(split, vocabulary):
+    model = text.Popularity(split.train.item_counts(vocabulary.size))
+    return {"model": "popularity", "train_wall_seconds": 0.0, "test": test_metrics(model, split, vocabulary)}
+
+
+def dataset_rows(
+    name, data_root, models, minutes, seed, epochs=None, config=None, attributes=False, keep=None
+):
     """The rows of one dataset: each model's, then popularity's on the same split; ``attributes``:
-    the id models read the dataset's item attributes (``features_file``)."""
+    the id models read the dataset's item attributes (``features_file``); ``keep``: a folder
+    for the run directories (``<dataset>-<model>``), kept (for ``tfseqrec report``)."""
     dataset = datasets.get(name)
     path, protocol = dataset.path(data_root), dataset.protocol
     rows, split = [], None
@@ -140,7 +165,15 @@ def dataset_rows(name, data_root, models, minutes, seed, epochs=None, config=Non
         text_path = item_text(name, data_root, work) if kinds.get(model_name).needs_item_text else None
         read = features_file(name, data_root, work) if attributes else None
         row, split, vocabulary = train_row(
-            model_name, path, minutes, seed, epochs, config, text_path, attributes=read
+            model_name,
+            path,
+            minutes,
+            seed,
+            epochs,
+            config,
+            text_path,
+            attributes=read,
+            keep=keep and os.path.join(keep, f"{name}-{model_name}"),
         )
         rows.append(row)
         print(f"{name} {model_name}: test NDCG@10 {row['test']['ndcg@10']:.4f}", flush=True)
@@ -307,6 +340,7 @@ def main():
         help="the id models read each dataset's item attributes (genres and year; categories and brand)",
     )
     parser.add_argument("--json", help="also write the results here (rewritten after every dataset)")
+    parser.add_argument("--keep", help="write the run directories here (<dataset>-<model>), for a report")
     parser.add_argument(
         "--report",
         metavar="JSON",
@@ -345,6 +379,7 @@ def main():
             args.epochs,
             args.config,
             args.item_features,
+            args.keep,
         )
         run["ended"] = machine.now()
         if args.json:

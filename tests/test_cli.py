@@ -155,6 +155,10 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
     keys = {"ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "hr@1", "hr@5", "hr@10", "hr@20", "mrr", "num_users"}
     with_seen = json.loads(_tfseqrec("evaluate", "--model-dir", out, "--data", data_root / "ml-100k").stdout)
     assert keys <= set(with_seen) and with_seen["num_users"] == 943 and with_seen["exclude_seen"]
+    # Beyond accuracy by default; its breakdowns hold every case once.
+    assert 0 < with_seen["coverage@10"] <= 1 and with_seen["arp_ratio@10"] > 0
+    assert sum(b["cases"] for b in with_seen["by_history_length"].values()) == 943
+    assert sum(b["cases"] for b in with_seen["by_target_popularity"].values()) == 943
     without = json.loads(
         _tfseqrec(
             "evaluate",
@@ -172,8 +176,21 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
         ).stdout
     )
     assert not without["exclude_seen"] and without["split"] == "valid"
+    assert "coverage@10" in without
     assert without["sampled"] == {"num_negatives": 100, "sampler": "popularity"}
     assert 0 <= without["sampled_ndcg@10"] <= 1
+
+
+def test_evaluate_metrics_chooses_and_refuses_unknown_names(trained, data_root):
+    out, _, _ = trained
+    args = ("evaluate", "--model-dir", out, "--data", data_root / "ml-100k", "--metrics")
+    accuracy = json.loads(_tfseqrec(*args, "accuracy").stdout)
+    assert "ndcg@10" in accuracy and not any(k.startswith(("coverage", "by_")) for k in accuracy)
+    chosen = json.loads(_tfseqrec(*args, "coverage,by_length").stdout)
+    assert "coverage@10" in chosen and "by_history_length" in chosen and "novelty@10" not in chosen
+    failed = _tfseqrec(*args, "coverage,fame", check=False)
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert "unknown metrics ['fame']" in failed.stderr
 
 
 def test_evaluate_exclude_seen_window(trained, data_root):

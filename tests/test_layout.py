@@ -109,6 +109,7 @@ LAYERS = [
         "tfseqrec.losses",
         "tfseqrec.ranking",
         "tfseqrec.block_ranking",
+        "tfseqrec.beyond_accuracy",
         "tfseqrec.metrics",
         "tfseqrec.optimizers",
         "tfseqrec.serving",
@@ -129,7 +130,7 @@ LAYERS = [
     # What a model trains with: the registry's defaults and the data's choices (for_data).
     ["tfseqrec.presets"],
     ["tfseqrec.evaluation", "tfseqrec.bulk", "tfseqrec.training", "tfseqrec.export"],
-    ["tfseqrec.kinds"],
+    ["tfseqrec.kinds", "tfseqrec.report"],
     # The command line and the TFX components, on top of the library.
     ["tfseqrec.cli", "tfseqrec.commands", "components"],
     # The package's lazy public surface (importlib strings, not import statements).

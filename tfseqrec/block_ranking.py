@@ -15,11 +15,13 @@ whole-matrix rules they agree with are ``tfseqrec.ranking``'s (``keras.ops``, ev
 backend), which they call where they share a step.
 """
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 
 from tfseqrec.data import vocab
-from tfseqrec.ranking import known_targets, mark_padding
+from tfseqrec.ranking import PAD_COLUMN, TopK, known_targets, mark_padding
 
 # Items scored at once by the block functions below: a block of ``[batch, CHUNK_ITEMS]``
 # scores is used while it is still in the CPU's cache.
@@ -85,6 +87,17 @@ def rank_targets_by_query(query, table, targets, history=None, bias=None, chunk_
     )
 
 
+def rank_and_top_k_by_query(query, table, targets, history, bias, k, chunk_items=CHUNK_ITEMS):
+    """``(ranks, top_k)`` of the scores ``query @ table^T + bias`` in one pass over the
+    catalogue: ``rank_targets_by_query``'s ranks and ``top_k_in_blocks``'s best ``k``
+    (``TopK``) with ``history`` excluded (``rank_and_top_k_in_blocks``)."""
+    block_scores, target_scores = query_blocks(query, table, bias)
+    ranks, (values, columns) = rank_and_top_k_in_blocks(
+        block_scores, target_scores, tf.shape(table)[0], targets, history, k, chunk_items
+    )
+    return ranks, TopK(values, columns)
+
+
 def rank_targets_in_blocks(
     block_scores, target_scores, num_items, targets, history=None, chunk_items=CHUNK_ITEMS
 ):
@@ -109,9 +122,37 @@ def rank_targets_in_blocks(
     Returns:
         int32 ``[batch]``.
     """
+    return rank_and_top_k_in_blocks(
+        block_scores, target_scores, num_items, targets, history, chunk_items=chunk_items
+    )[0]
+
+
+def rank_and_top_k_in_blocks(
+    block_scores, target_scores, num_items, targets, history=None, k=None, chunk_items=CHUNK_ITEMS
+):
+    """``(ranks, top_k)``: ``rank_targets_in_blocks`` and, when ``k`` is given,
+    ``top_k_in_blocks`` of the same scores with ``history`` excluded, in one pass over
+    the blocks (each block is scored once); ``top_k`` is ``None`` without ``k``.
+
+    ``evaluate`` ranks its targets and collects what it would recommend (for its
+    beyond-accuracy metrics) this way, without scoring the catalogue twice.
+    """
     num_items = tf.cast(num_items, tf.int32)
     targets = tf.reshape(tf.cast(targets, tf.int32), [-1])
     batch = tf.shape(targets)[0]
+    chunk = tf.cast(chunk_items, tf.int32)
+    if k is not None:
+        k = tf.clip_by_value(tf.cast(k, tf.int32), 0, num_items)
+        chunk = tf.maximum(chunk, k)
+    passes = [_rank_pass(target_scores, num_items, targets, history, batch, chunk)]
+    if k is not None:
+        passes.append(_top_k_pass(num_items, batch, k, history, chunk))
+    results = _scan_blocks(block_scores, num_items, chunk, passes)
+    return results[0], (results[1] if k is not None else None)
+
+
+def _rank_pass(target_scores, num_items, targets, history, batch, chunk):
+    """The block pass of ``rank_targets_in_blocks`` (see ``_scan_blocks``)."""
     known = known_targets(targets, num_items)
     target_column = tf.clip_by_value(targets - vocab.NUM_RESERVED, 0, num_items - 1)
     target_score = target_scores(target_column)
@@ -121,27 +162,24 @@ def rank_targets_in_blocks(
         history_rows, history_columns = _history_cells(history, num_items)
         rows, columns = tf.concat([rows, history_rows], 0), tf.concat([columns, history_columns], 0)
     rows, columns = _sorted_cells(rows, columns, batch, unique=True)
-    chunk = tf.cast(chunk_items, tf.int32)
-    num_chunks = (num_items + chunk - 1) // chunk
-    bounds = tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
+    bounds = _block_bounds(columns, num_items, chunk)
 
-    def count_block(i, below):
-        start = i * chunk
-        is_below = block_scores(start, tf.minimum(start + chunk, num_items)) < target_score[:, None]
+    def step(i, start, scores, below):
+        is_below = scores < target_score[:, None]
         cell_rows = rows[bounds[i] : bounds[i + 1]]
         cells = tf.stack([cell_rows, columns[bounds[i] : bounds[i + 1]] - start], axis=1)
         cells_below = tf.math.unsorted_segment_sum(
             tf.cast(tf.gather_nd(is_below, cells), tf.int32), cell_rows, batch
         )
-        return i + 1, below + count_true(is_below) - cells_below
+        return below + count_true(is_below) - cells_below
 
-    _, below = tf.while_loop(
-        lambda i, _: i < num_chunks, count_block, (tf.constant(0), tf.zeros([batch], tf.int32))
-    )
-    # The candidates other than the target, less those scoring below it.
-    rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, batch) - below
-    rank = tf.where(tf.math.is_finite(target_score), rank, num_items - 1)
-    return tf.where(known, rank, num_items)
+    def finish(below):
+        # The candidates other than the target, less those scoring below it.
+        rank = num_items - tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, batch) - below
+        rank = tf.where(tf.math.is_finite(target_score), rank, num_items - 1)
+        return tf.where(known, rank, num_items)
+
+    return _Pass(tf.zeros([batch], tf.int32), step, tf.TensorShape([None]), finish)
 
 
 # Columns summed in uint8 before the int32 sum (at most 128 ones: no overflow).
@@ -174,57 +212,88 @@ def top_k_in_blocks(block_scores, num_items, batch, k, exclude=None, chunk_items
     """``top_k`` of scores that come a block of columns at a time: the same values and
     columns, ties included, holding ``[batch, chunk_items + k]`` scores at most.
 
-    The best ``k`` so far are merged with each block in column order (``tf.math.top_k``
-    keeps the lower column of a tie, and earlier blocks hold the lower columns); a
-    block is at least ``k`` columns wide, so the first block fills all ``k`` slots.
+    The best ``k`` so far (at first ``k`` empty slots scoring ``-inf``) are merged with
+    each block in column order (``tf.math.top_k`` keeps the lower column of a tie, and
+    earlier blocks hold the lower columns); a slot still at ``-inf`` at the end is
+    padding, whichever column it held.
 
     Args:
         block_scores: ``(start, stop) -> float32 [batch, stop - start]``.
         num_items: int scalar; batch: int scalar, the rows.
         k: int scalar; capped at ``[0, num_items]``.
         exclude: ``None`` or ids never to return (dense or ragged, as ``exclude_items``).
-        chunk_items: columns per block (at least ``k``).
+        chunk_items: columns per block.
 
     Slots with no recommendable item left hold ``PAD_COLUMN`` and ``-inf``, as ``top_k``'s.
     """
     num_items = tf.cast(num_items, tf.int32)
     k = tf.clip_by_value(tf.cast(k, tf.int32), 0, num_items)
     chunk = tf.maximum(tf.cast(chunk_items, tf.int32), k)
+    return _scan_blocks(block_scores, num_items, chunk, [_top_k_pass(num_items, batch, k, exclude, chunk)])[0]
+
+
+def _top_k_pass(num_items, batch, k, exclude, chunk):
+    """The block pass of ``top_k_in_blocks`` (see ``_scan_blocks``)."""
     rows = columns = tf.zeros([0], tf.int32)
     if exclude is not None:
         rows, columns = _sorted_cells(*_history_cells(exclude, num_items), batch, unique=False)
-    num_chunks = (num_items + chunk - 1) // chunk
-    bounds = tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
+    bounds = _block_bounds(columns, num_items, chunk)
 
-    def block(i):
-        start = i * chunk
-        scores = block_scores(start, tf.minimum(start + chunk, num_items))
+    def step(i, start, scores, state):
+        values, best = state
         scores = tf.where(tf.math.is_nan(scores), tf.constant(-np.inf, tf.float32), scores)
         cells = tf.stack(
             [rows[bounds[i] : bounds[i + 1]], columns[bounds[i] : bounds[i + 1]] - start], axis=1
         )
         minus_inf = tf.fill(tf.shape(cells)[:1], tf.constant(-np.inf, tf.float32))
-        return tf.tensor_scatter_nd_update(scores, cells, minus_inf), start
-
-    def merge(i, values, best):
-        scores, start = block(i)
+        scores = tf.tensor_scatter_nd_update(scores, cells, minus_inf)
         merged = tf.math.top_k(tf.concat([values, scores], axis=1), k)
         candidates = tf.concat(
             [best, tf.broadcast_to(tf.range(start, start + tf.shape(scores)[1]), tf.shape(scores))], axis=1
         )
-        return i + 1, merged.values, tf.gather(candidates, merged.indices, batch_dims=1)
+        return merged.values, tf.gather(candidates, merged.indices, batch_dims=1)
 
-    first, _ = block(0)
-    values, best = tf.math.top_k(first, k)
-    shape = values.shape  # [batch, k], k static when the caller's k is
-    any_width = tf.TensorShape([None, None])  # inside the loop k is a tensor
-    _, values, best = tf.while_loop(
-        lambda i, *_: i < num_chunks,
-        merge,
-        (tf.constant(1), values, best),
-        shape_invariants=(tf.TensorShape([]), any_width, any_width),
+    shape = tf.TensorShape([None, tf.get_static_value(k)])  # [batch, k], k static when the caller's k is
+    init = (
+        tf.fill([batch, k], tf.constant(-np.inf, tf.float32)),
+        tf.fill([batch, k], tf.constant(PAD_COLUMN, tf.int32)),
     )
-    return mark_padding(tf.ensure_shape(values, shape), tf.ensure_shape(best, shape))
+    any_width = tf.TensorShape([None, None])
+
+    def finish(state):
+        return mark_padding(*(tf.ensure_shape(x, shape) for x in state))
+
+    return _Pass(init, step, (any_width, any_width), finish)
+
+
+# One computation over the blocks of ``_scan_blocks``: its loop state at first, how a block
+# updates it (``step(i, start, scores, state)``), the state's shape invariant, and the result
+# of the last state (``finish``).
+_Pass = collections.namedtuple("_Pass", ["init", "step", "invariant", "finish"])
+
+
+def _scan_blocks(block_scores, num_items, chunk, passes):
+    """Each pass's result, its steps run on every block of ``chunk`` columns, scored once."""
+    num_chunks = (num_items + chunk - 1) // chunk
+
+    def body(i, states):
+        start = i * chunk
+        scores = block_scores(start, tf.minimum(start + chunk, num_items))
+        return i + 1, tuple(p.step(i, start, scores, s) for p, s in zip(passes, states))
+
+    _, states = tf.while_loop(
+        lambda i, _: i < num_chunks,
+        body,
+        (tf.constant(0), tuple(p.init for p in passes)),
+        shape_invariants=(tf.TensorShape([]), tuple(p.invariant for p in passes)),
+    )
+    return [p.finish(s) for p, s in zip(passes, states)]
+
+
+def _block_bounds(columns, num_items, chunk):
+    """Where each block's cells start in ``columns`` (sorted): int32 ``[num_chunks + 1]``."""
+    num_chunks = (num_items + chunk - 1) // chunk
+    return tf.searchsorted(columns, tf.range(num_chunks + 1) * chunk, side="left")
 
 
 def _flat_ids(item_ids):

@@ -55,6 +55,7 @@ SUMMARIES = {
     "pretrain": "pre-train unisrec or recformer on several datasets with item text",
     "evaluate": "full-catalogue ranking metrics of a trained model, as JSON",
     "plot": "PNGs: training curves and an attention map over a history",
+    "report": "one HTML page: models' metrics side by side, curves, and what they recommend to whom",
     "recommend": "top-k next items for a history",
     "export": "write a SavedModel version for TensorFlow Serving",
     "pipeline": "the TFX pipeline (primary stack: Python 3.10, tfx 1.16)",
@@ -169,6 +170,17 @@ DETAILS = {
             "Every model but recformer has attention maps. Prints the paths written as JSON."
         ),
     ],
+    "report": [
+        (
+            "Ranks each --model-dir's test cases once, with every beyond-accuracy metric, and writes "
+            "one self-contained HTML page (plots inline, nothing fetched when opened): the metrics "
+            "side by side, training curves, accuracy by history length and by target popularity, "
+            "the popularity of what each model recommends against the catalogue's, and a sample of "
+            "users' latest histories beside each model's top 10, the test target marked. Items are "
+            "named by --item-text or --item-features (ids where there is none). Prints a JSON "
+            "summary."
+        ),
+    ],
     "recommend": [
         (
             "Prints the --k items a trained model ranks highest after --history, one 'rank, item "
@@ -233,6 +245,10 @@ EXAMPLES = {
     ],
     "plot": [
         'tfseqrec plot --model-dir runs/sasrec --history "1 48 150 260"',
+    ],
+    "report": [
+        "tfseqrec report --model-dir runs/sasrec --model-dir runs/hstu --data ml-1m/ml-1m.txt \\",
+        "    --item-text ml-1m/ml-1m.item.json --output report.html",
     ],
     "recommend": [
         'tfseqrec recommend --model-dir runs/sasrec --history "1 48 150 260" --k 10 --json',
@@ -435,6 +451,7 @@ def build_parser():
         _add_pretrain,
         _add_evaluate,
         _add_plot,
+        _add_report,
         _add_recommend,
         _add_export,
         _add_pipeline,
@@ -796,6 +813,12 @@ def _add_evaluate(sub):
         help="how --sampled-negatives are drawn (default uniform)",
     )
     evaluate.add_argument(
+        "--metrics",
+        default="all",
+        help="comma-separated: accuracy (always computed), coverage, popularity, novelty, "
+        "diversity, serendipity, by_length, by_popularity, or all (default); see docs/training.md",
+    )
+    evaluate.add_argument(
         "--allow-other-data",
         action="store_true",
         help="evaluate on data other than the model's training data (refused by default: "
@@ -816,6 +839,26 @@ def _add_plot(sub):
         default=None,
         help="with --history, for a model that reads event times: one time in seconds per item",
     )
+
+
+def _add_report(sub):
+    report = _command(sub, "report")
+    report.add_argument(
+        "--model-dir", required=True, action="append", help="a directory written by 'tfseqrec train' (repeat)"
+    )
+    report.add_argument("--data", required=True, help=DATA_HELP)
+    names = report.add_mutually_exclusive_group()
+    names.add_argument("--item-text", help="item text (*.item.json, movies.dat, u.item): names the items")
+    names.add_argument(
+        "--item-features", help="an item-features file: its title or name column names the items"
+    )
+    report.add_argument("--output", required=True, help="the HTML file to write")
+    report.add_argument("--users", help="comma-separated raw user ids to show (default: a seeded sample)")
+    report.add_argument(
+        "--sample", type=_positive_int, default=8, help="users shown without --users (default 8)"
+    )
+    report.add_argument("--seed", type=_checked(int), default=0, help="the sample's seed")
+    _add_format_flags(report)
 
 
 def _add_recommend(sub):

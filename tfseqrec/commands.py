@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from tfseqrec import bulk, checks, evaluation, export, kinds, plot, serving
+from tfseqrec import beyond_accuracy, bulk, checks, evaluation, export, kinds, plot, report, serving
 from tfseqrec.data import download, events, features, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, id_models, pretrain
 
@@ -362,6 +362,7 @@ def _evaluate(args, stdout):
         batch_size=args.batch_size,
         sampled=sampled,
         item_counts=vocabulary.counts,
+        **_beyond_accuracy(args.metrics, model, vocabulary, split),
     )
     if result["num_unknown_targets"]:
         print(
@@ -383,6 +384,47 @@ def _evaluate(args, stdout):
     result["oov_interactions"] = report["oov_interactions"]
     _print_json(stdout, result)
     return 0 if np.isfinite(result["mrr"]) else 1
+
+
+def _beyond_accuracy(names, model, vocabulary, split):
+    """``evaluate``'s ``metrics``, ``popularity`` and ``item_vectors`` for ``--metrics names``."""
+    chosen = "all" if names.strip() == "all" else [n.strip() for n in names.split(",") if n.strip()]
+    num_items = getattr(model, "num_items", vocabulary.num_items)
+    return {
+        "metrics": chosen,
+        "popularity": beyond_accuracy.ItemPopularity.of(split.train, num_items),
+        "item_vectors": evaluation.item_vectors(model),
+    }
+
+
+def _report(args, stdout):
+    entries, data = [], None
+    for i, model_dir in enumerate(args.model_dir):
+        model, vocabulary, info = kinds.load(model_dir)
+        options = id_models.split_options(dict(info.get("config") or {}))
+        event_vocabulary = events.EventVocabulary.of_model(model)
+        interactions, split, _, load_report = _load(args, vocabulary, options, event_vocabulary)
+        _require_training_data(model_dir, info, interactions.path, load_report)
+        label = os.path.basename(os.path.normpath(model_dir))
+        if label in [e.label for e in entries]:
+            label = f"{label} ({i + 1})"
+        history = os.path.join(model_dir, "history.csv")
+        entries.append(report.Entry(label, model, vocabulary, split.test, split.train, history))
+        data = interactions.path
+    requested = [u.strip() for u in args.users.split(",") if u.strip()] if args.users else None
+    users, unknown = report.sample_users(entries[0].cases, requested, args.sample, args.seed)
+    if unknown:
+        print(f"tfseqrec: users not in {data}, skipped: {', '.join(unknown)}", file=sys.stderr)
+    names = report.item_names(args.item_text and _resolve(args.item_text), args.item_features)
+    results = report.write(args.output, entries, data, names, users, unknown)
+    summary = {
+        "output": args.output,
+        "models": [{"label": e.label, "metrics": r} for e, r in zip(entries, results)],
+        "users": users,
+        "skipped_users": unknown,
+    }
+    _print_json(stdout, summary)
+    return 0
 
 
 def _require_training_data(model_dir, info, path, report):
@@ -748,6 +790,7 @@ COMMANDS = {
     "pretrain": _pretrain,
     "evaluate": _evaluate,
     "plot": _plot,
+    "report": _report,
     "recommend": _recommend,
     "export": _export,
     "pipeline run": _pipeline_run,

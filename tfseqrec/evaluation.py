@@ -29,7 +29,7 @@ negatives). Popularity sampling needs per-item counts of *training* events
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec import block_ranking, ranking
+from tfseqrec import beyond_accuracy, block_ranking, ranking
 from tfseqrec.checks import check_number
 from tfseqrec.data import pipeline, vocab
 from tfseqrec.models.base import SequentialRecommender
@@ -63,8 +63,12 @@ def evaluate(
     item_counts=None,
     seed=0,
     progress=None,
+    metrics=None,
+    popularity=None,
+    item_vectors=None,
+    lists=None,
 ):
-    """Full-catalogue ranking metrics of ``model`` on ``cases``.
+    """Full-catalogue ranking metrics of ``model`` on ``cases``, and what it recommends.
 
     Args:
         model: a ``SequentialRecommender``, or anything with ``compiled_score`` or
@@ -88,11 +92,23 @@ def evaluate(
             needed for the popularity sampler.
         seed: negative sampling seed.
         progress: tqdm bar over batches; ``None`` shows one on a terminal.
+        metrics: ``None`` (accuracy only), ``"all"`` or names of
+            ``beyond_accuracy.METRICS`` (and ``"accuracy"``, always computed): the
+            beyond-accuracy metrics at each K, from the top-K lists that the ranking pass
+            collects (the seen items excluded as ``exclude_seen`` says).
+        popularity: ``beyond_accuracy.ItemPopularity`` of the training data, needed by
+            any of ``metrics``.
+        item_vectors: float ``[num_items, d]`` for ``diversity`` (``item_vectors(model)``);
+            ``None``: no diversity.
+        lists: ``None``, or ``lists(rows, columns)`` called with each batch's case indices
+            and its top-``max(ks)`` columns (``PAD_COLUMN`` where no item is left), needs
+            ``metrics``: what a report shows of the lists, from the same pass.
 
     Returns:
         ``{"ndcg@K", "hr@K", ..., "mrr", "num_users", "num_unknown_targets",
         "exclude_seen"}`` (``True``, ``False`` or ``"window"``) plus the sampled metrics
-        and their settings when asked.
+        and their settings when asked, plus the beyond-accuracy metrics asked for
+        (``beyond_accuracy``'s keys).
     """
     _check_options(exclude_seen, batch_size, sampled, item_counts)
     scorer = _scorer(model)
@@ -101,6 +117,14 @@ def evaluate(
     n = len(targets)
     if n == 0:
         raise ValueError("no evaluation cases")
+    chosen = _chosen_metrics(metrics, popularity)
+    beyond = None
+    if lists is not None and not chosen:
+        raise ValueError("lists needs metrics: the lists are those the beyond-accuracy metrics collect")
+    if chosen & {"coverage", "popularity", "novelty", "diversity", "serendipity"} or lists is not None:
+        beyond = beyond_accuracy.BeyondAccuracy(
+            ks, popularity, chosen - {"by_length", "by_popularity"}, item_vectors
+        )
     rng = np.random.default_rng(seed)
     ranks, unknown = np.empty(n, np.int64), 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
@@ -110,9 +134,13 @@ def evaluate(
         rows = np.arange(start, min(start + batch_size, n))
         batch = cases.histories.select(rows)
         inputs = model_inputs(model, batch)
-        ranks[rows], known, columns = scorer.rank(
-            inputs, tf.constant(targets[rows]), seen_items(exclude_seen, batch, inputs)
+        ranks[rows], known, columns, top = scorer.rank(
+            inputs, tf.constant(targets[rows]), seen_items(exclude_seen, batch, inputs), beyond and beyond.top
         )
+        if beyond:
+            beyond.update(top, targets[rows])
+            if lists is not None:
+                lists(rows, top)
         unknown += int((~known).sum())
         if sampled:
             sampled_ranks[rows] = _sampled_ranks(
@@ -132,7 +160,53 @@ def evaluate(
             "num_negatives": int(sampled["num_negatives"]),
             "sampler": sampled.get("sampler", "uniform"),
         }
+    if beyond:
+        out.update(beyond.result(beyond_accuracy.target_popularity(popularity, targets)))
+    if "by_length" in chosen:
+        lengths = np.diff(cases.histories.row_splits)
+        out["by_history_length"] = beyond_accuracy.by_history_length(ranks, lengths, ks)
+    if "by_popularity" in chosen:
+        out["by_target_popularity"] = beyond_accuracy.by_target_popularity(ranks, targets, popularity, ks)
     return out
+
+
+def _chosen_metrics(metrics, popularity):
+    """The beyond-accuracy names of ``evaluate``'s ``metrics`` (a set; empty for accuracy only)."""
+    if metrics is None:
+        return set()
+    names = set(beyond_accuracy.METRICS) if metrics == "all" else set(metrics) - {"accuracy"}
+    unknown = sorted(names - set(beyond_accuracy.METRICS))
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {['accuracy', *beyond_accuracy.METRICS]}")
+    if names and popularity is None:
+        raise ValueError(f"the metrics {sorted(names)} need popularity (beyond_accuracy.ItemPopularity)")
+    return names
+
+
+def item_vectors(model):
+    """The items' vectors that ``diversity`` compares, ``[num_items, d]``, or ``None``: UniSRec's
+    frozen text vectors, or an id model's attributes (each categorical or multi-valued
+    attribute one-hot over its values, an item's values weighing 1 per attribute; numeric
+    attributes are left out)."""
+    backbone = getattr(model, "backbone", model)
+    text = getattr(backbone, "text_embedding", None)
+    if text is not None:
+        return np.asarray(text.embeddings)[vocab.NUM_RESERVED :]
+    features = getattr(backbone, "feature_embedding", None)
+    if features is None:
+        return None
+    parts = []
+    for spec, slots in zip(features.features.values(), features.slots):
+        if spec["kind"] == "numeric":
+            continue
+        values = np.asarray(slots)[vocab.NUM_RESERVED :]
+        onehot = np.zeros((len(values), spec["values"]), np.float32)
+        rows = np.repeat(np.arange(len(values)), values.shape[1])
+        onehot[rows, values.reshape(-1)] = 1.0
+        onehot[:, 0] = 0.0  # the padding of a multi-valued field is no value
+        onehot /= np.maximum(onehot.sum(axis=1, keepdims=True), 1.0)
+        parts.append(onehot)
+    return np.concatenate(parts, axis=1) if parts else None
 
 
 def model_inputs(model, histories):
@@ -166,6 +240,8 @@ def seen_items(exclude_seen, histories, inputs):
 # the scores cost twice as much (measured at a million items).
 _rank_targets = tf.function(ranking.rank_targets, reduce_retracing=True)
 _rank_targets_by_query = tf.function(block_ranking.rank_targets_by_query, reduce_retracing=True)
+_rank_and_top_k_by_query = tf.function(block_ranking.rank_and_top_k_by_query, reduce_retracing=True)
+_top_k = tf.function(ranking.top_k, reduce_retracing=True)
 
 
 def _scorer(model):
@@ -183,15 +259,19 @@ class _FullScores:
     def __init__(self, model):
         self.score = getattr(model, "compiled_score", None) or model.score
 
-    def rank(self, inputs, targets, seen):
-        """``(ranks [batch], known [batch], columns)``; ``columns(index [batch, k])`` gives those scores."""
+    def rank(self, inputs, targets, seen, top=None):
+        """``(ranks [batch], known [batch], columns, top_columns)``: ``columns(index [batch, k])``
+        gives those scores; ``top_columns`` the ``top`` best columns with ``seen`` excluded
+        (``PAD_COLUMN`` where none is left), or ``None`` without ``top``."""
         scores = tf.cast(self.score(inputs), tf.float32)
         self.num_items = scores.shape[1]
         known = ranking.known_targets(targets, self.num_items).numpy()
+        best = None if not top else _top_k(scores, top, seen).indices.numpy()
         return (
             _rank_targets(scores, targets, seen).numpy(),
             known,
             lambda index: np.take_along_axis(scores.numpy(), index, axis=1),
+            best,
         )
 
 
@@ -205,11 +285,14 @@ class _FactoredScores:
         self.query = tf.function(model.query, reduce_retracing=True)
         self.num_items = int(self.table.shape[0])
 
-    def rank(self, inputs, targets, seen):
+    def rank(self, inputs, targets, seen, top=None):
         query = tf.cast(self.query(inputs), self.table.dtype)
         known = ranking.known_targets(targets, self.num_items).numpy()
-        ranks = _rank_targets_by_query(query, self.table, targets, seen, self.bias).numpy()
-        return ranks, known, lambda index: self.columns(query, index)
+        if not top:
+            ranks = _rank_targets_by_query(query, self.table, targets, seen, self.bias).numpy()
+            return ranks, known, lambda index: self.columns(query, index), None
+        ranks, best = _rank_and_top_k_by_query(query, self.table, targets, seen, self.bias, top)
+        return ranks.numpy(), known, lambda index: self.columns(query, index), best.indices.numpy()
 
     def columns(self, query, index):
         """Scores ``[batch, k]`` of the items at ``index`` (columns), by the model's arithmetic."""

@@ -5,8 +5,9 @@ import csv
 import numpy as np
 
 
-def _pyplot():
-    import matplotlib  # optional heavy dependency: only `tfseqrec plot` draws
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only)."""
+    import matplotlib  # optional heavy dependency: only `tfseqrec plot` and `report` draw
 
     matplotlib.use("Agg")  # files only; no display needed
     import matplotlib.pyplot as plt
@@ -21,7 +22,7 @@ def training_curves(history_csv, path):
     if not rows:
         raise ValueError(f"{history_csv}: no epochs recorded")
     epochs = [int(r["epoch"]) + 1 for r in rows]
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for key in ("loss", "val_loss"):
         if key in rows[0]:
@@ -58,7 +59,7 @@ def attention_map(model, history_ids, path, labels=None, timestamps=None):
     _, attention = model(inputs, training=False, return_attention_scores=True)
     length = int(np.asarray(inputs["item_ids"]).shape[1])
     real = np.asarray(inputs["item_ids"])[0] != 0
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(attention), figsize=(5.5 * len(attention), 5), squeeze=False)
     ticks = list(labels[-len(ids) :]) if labels is not None else [str(i) for i in ids]
     if length > len(ticks):  # BERT4Rec's appended [MASK]
