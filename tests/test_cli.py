@@ -181,16 +181,18 @@ def test_evaluate_json_with_and_without_seen_items(trained, data_root):
     assert 0 <= without["sampled_ndcg@10"] <= 1
 
 
-def test_evaluate_metrics_chooses_and_refuses_unknown_names(trained, data_root):
+def test_evaluate_metrics_chooses_and_refuses_unknown_names(trained, data_root, capsys):
     out, _, _ = trained
-    args = ("evaluate", "--model-dir", out, "--data", data_root / "ml-100k", "--metrics")
-    accuracy = json.loads(_tfseqrec(*args, "accuracy").stdout)
+    args = ["evaluate", "--model-dir", str(out), "--data", str(data_root / "ml-100k"), "--metrics"]
+    assert cli.main([*args, "accuracy"]) == 0
+    accuracy = json.loads(capsys.readouterr().out)
     assert "ndcg@10" in accuracy and not any(k.startswith(("coverage", "by_")) for k in accuracy)
-    chosen = json.loads(_tfseqrec(*args, "coverage,by_length").stdout)
+    assert cli.main([*args, "coverage,by_length"]) == 0
+    chosen = json.loads(capsys.readouterr().out)
     assert "coverage@10" in chosen and "by_history_length" in chosen and "novelty@10" not in chosen
-    failed = _tfseqrec(*args, "coverage,fame", check=False)
-    assert failed.returncode == 1 and failed.stdout == ""
-    assert "unknown metrics ['fame']" in failed.stderr
+    assert cli.main([*args, "coverage,fame"]) == 1
+    failed = capsys.readouterr()
+    assert failed.out == "" and "unknown metrics ['fame']" in failed.err
 
 
 def test_evaluate_exclude_seen_window(trained, data_root):

@@ -373,3 +373,23 @@ def test_an_export_traces_each_signature_once(tmp_path, monkeypatch):
     assert len(traced) == 3
     names = [name for name in export.SIGNATURES if name != "recommend_ids"]
     assert sorted(tf.saved_model.load(path).signatures) == sorted(names)
+
+
+def test_an_export_evaluates_as_its_model_does(exported, in_memory, data_root):
+    """``evaluation.Exported`` ranks by the export's signatures (what TF Serving runs): its
+    metrics, beyond accuracy included, are the in-memory model's on the same cases."""
+    from tfseqrec import beyond_accuracy, evaluation
+    from tfseqrec.data import readers, splits
+
+    model, vocabulary = in_memory
+    split, _, _ = splits.prepare(readers.read_interactions(data_root / "ml-100k"), vocabulary=vocabulary)
+    cases = split.test.select(np.arange(200))
+    popularity = beyond_accuracy.ItemPopularity.of(split.train, vocabulary.num_items)
+    options = {"ks": (10,), "progress": False, "metrics": "all", "popularity": popularity}
+    served = evaluation.evaluate(evaluation.Exported(exported[2]), cases, **options)
+    library = evaluation.evaluate(model, cases, **options)
+    for key in ("ndcg@10", "hr@10", "mrr", "coverage@10", "arp@10", "novelty@10", "serendipity@10"):
+        assert served[key] == pytest.approx(library[key], abs=1e-6), key
+    assert served["by_target_popularity"].keys() == library["by_target_popularity"].keys()
+    with pytest.raises(ValueError, match="exclude_seen=True"):
+        evaluation.evaluate(evaluation.Exported(exported[2]), cases, exclude_seen=False)

@@ -1,5 +1,7 @@
 """``tfseqrec report`` on two ML-1M models, opened in headless Chromium."""
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -8,13 +10,21 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.test_cli import _tfseqrec
-from tfseqrec import beyond_accuracy, report
+from tfseqrec import beyond_accuracy, cli, report
 from tfseqrec.data import splits
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 TINY = ["--epochs", 1, "--hidden-dim", 8, "--max-sequence-length", 20, "--batch-size", 256, "--quiet"]
+
+
+def _tfseqrec(*args):
+    """``tfseqrec ARGS`` in this process (no interpreter to start): ``(stdout, stderr)``."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main([str(a) for a in args])
+    assert status == 0, err.getvalue()
+    return out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +54,8 @@ def page(data_root, tmp_path_factory):
         "--data",
         ml1m / "ml-1m.txt",
     ]
-    result = _tfseqrec(*args, "--item-text", names, "--output", out, "--users", "1,2,no-such-user")
-    return work, out, json.loads(result.stdout), result.stderr
+    stdout, stderr = _tfseqrec(*args, "--item-text", names, "--output", out, "--users", "1,2,no-such-user")
+    return work, out, json.loads(stdout), stderr
 
 
 @pytest.mark.primary

@@ -398,17 +398,25 @@ def _beyond_accuracy(names, model, vocabulary, split):
 
 
 def _report(args, stdout):
-    entries, data = [], None
+    entries, data, options = [], None, None
     for i, model_dir in enumerate(args.model_dir):
-        model, vocabulary, info = kinds.load(model_dir)
-        options = id_models.split_options(dict(info.get("config") or {}))
-        event_vocabulary = events.EventVocabulary.of_model(model)
+        export_dir = _export_version(model_dir)
+        if export_dir:  # what is in production, ranked by its own signatures
+            model = evaluation.Exported(export_dir)
+            vocabulary, info, history = model.vocabulary, {}, None
+        else:
+            model, vocabulary, info = kinds.load(model_dir)
+            history = os.path.join(model_dir, "history.csv")
+            options = id_models.split_options(dict(info.get("config") or {}))
+        event_vocabulary = None if export_dir else events.EventVocabulary.of_model(model)
         interactions, split, _, load_report = _load(args, vocabulary, options, event_vocabulary)
-        _require_training_data(model_dir, info, interactions.path, load_report)
-        label = os.path.basename(os.path.normpath(model_dir))
+        if not export_dir:
+            _require_training_data(model_dir, info, interactions.path, load_report)
+        label = os.path.basename(os.path.normpath(export_dir or model_dir))
+        if export_dir:
+            label = f"{os.path.basename(os.path.dirname(os.path.normpath(export_dir)))} v{label}"
         if label in [e.label for e in entries]:
             label = f"{label} ({i + 1})"
-        history = os.path.join(model_dir, "history.csv")
         entries.append(report.Entry(label, model, vocabulary, split.test, split.train, history))
         data = interactions.path
     requested = [u.strip() for u in args.users.split(",") if u.strip()] if args.users else None
@@ -425,6 +433,16 @@ def _report(args, stdout):
     }
     _print_json(stdout, summary)
     return 0
+
+
+def _export_version(path):
+    """The SavedModel version ``path`` names (a version, or a base whose newest version is
+    taken), or ``None`` where it is a run directory."""
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
+        return path
+    versions = [v for v in os.listdir(path) if v.isdigit()] if os.path.isdir(path) else []
+    versions = [v for v in versions if os.path.exists(os.path.join(path, v, "saved_model.pb"))]
+    return os.path.join(path, max(versions, key=int)) if versions else None
 
 
 def _require_training_data(model_dir, info, path, report):

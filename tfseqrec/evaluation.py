@@ -26,6 +26,8 @@ negatives). Popularity sampling needs per-item counts of *training* events
 (``ItemVocabulary.counts`` of a vocabulary built by ``splits.prepare``).
 """
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
@@ -111,6 +113,8 @@ def evaluate(
         (``beyond_accuracy``'s keys).
     """
     _check_options(exclude_seen, batch_size, sampled, item_counts)
+    if isinstance(model, Exported) and (exclude_seen is not True or sampled):
+        raise ValueError("an export is evaluated with exclude_seen=True and without sampled metrics")
     scorer = _scorer(model)
     batch_size = _batch_size(batch_size, scorer, model)
     targets = np.asarray(cases.targets, np.int64)
@@ -211,8 +215,8 @@ def item_vectors(model):
 
 def model_inputs(model, histories):
     """The input window of ``histories`` (``Sequences``) for ``model``: ids, and the events' times
-    and context when it reads them."""
-    length = model.max_sequence_length
+    and context when it reads them (a ``max_sequence_length`` of ``None``: each whole history)."""
+    length = model.max_sequence_length or max(1, int(np.diff(histories.row_splits).max(initial=1)))
     window = pipeline.pad_left(histories, length)
     columns = list(getattr(model, "event_features", None) or ())
     if not model.uses_timestamps and not columns:
@@ -247,8 +251,57 @@ _top_k = tf.function(ranking.top_k, reduce_retracing=True)
 def _scorer(model):
     """How ``evaluate`` ranks a batch: from query vectors and the output table when the
     model scores by them (``SequentialRecommender``: the catalogue scored block by block,
-    memory bounded), else from the model's whole score matrix."""
+    memory bounded), by an export's signatures (``Exported``), else from the model's whole
+    score matrix."""
+    if isinstance(model, Exported):
+        return model
     return _FactoredScores(model) if isinstance(model, SequentialRecommender) else _FullScores(model)
+
+
+class Exported:
+    """A SavedModel version written by ``tfseqrec export``, ranked by its own signatures
+    (``rank_targets``, and ``recommend_top_k`` for the lists), as TF Serving would rank it:
+    ``evaluate(Exported(path), cases)`` measures what is in production beside a candidate.
+
+    The export windows each history itself and excludes all of it (``exclude_seen=True``
+    only); its catalogue is its vocabulary (``assets/item_vocab.tsv``), whose ids the cases
+    must be in. Exports that read event times or context, and sampled metrics, are refused.
+    """
+
+    bounded = True
+    max_sequence_length = None  # the whole history: the export takes its own window
+    uses_timestamps = False
+
+    def __init__(self, export_dir):
+        self.export_dir = os.fspath(export_dir)
+        loaded = tf.saved_model.load(self.export_dir)
+        self.rank_fn, self.top_fn = loaded.signatures["rank_targets"], loaded.signatures["recommend_top_k"]
+        extra = sorted(set(self.rank_fn.structured_input_signature[1]) - {"history", "target"})
+        if extra:
+            raise ValueError(
+                f"{self.export_dir} also takes {extra}: exports reading event times or context cannot be evaluated here"
+            )
+        self.vocabulary = vocab.ItemVocabulary.load(os.path.join(self.export_dir, "assets", "item_vocab.tsv"))
+        self.num_items = self.vocabulary.num_items
+        self._raw = np.asarray(["", "", "", *self.vocabulary.items], dtype=object)  # reserved ids: ""
+        self._loaded = loaded  # the signatures' resources live as long as it does
+
+    def rank(self, inputs, targets, seen, top=None):
+        """As the other scorers' ``rank``; ``seen`` must be the whole history (the export's rule)."""
+        if seen is None or not isinstance(seen, tf.RaggedTensor):
+            raise ValueError("an export excludes each whole history: evaluate it with exclude_seen=True")
+        history = tf.constant(self._raw[np.asarray(inputs)].astype(str))
+        target_ids = np.asarray(targets)
+        valid = (target_ids >= 0) & (target_ids < len(self._raw))
+        target = tf.constant(np.where(valid, self._raw[np.where(valid, target_ids, 0)], "").astype(str))
+        out = self.rank_fn(history=history, target=target)
+        best = None
+        if top:
+            k = tf.fill([len(target_ids)], tf.constant(int(top), tf.int32))
+            items = self.top_fn(history=history, k=k)["item_ids"].numpy().astype(str)
+            ids = self.vocabulary.lookup(items.reshape(-1)).reshape(items.shape)
+            best = np.where(items == "", ranking.PAD_COLUMN, ids - vocab.NUM_RESERVED)
+        return out["rank"].numpy(), out["known"].numpy(), None, best
 
 
 class _FullScores:
