@@ -106,9 +106,7 @@ def test_the_page_renders_in_chromium_with_evaluate_numbers(page, data_root):
     # The table holds the numbers that `tfseqrec evaluate` prints for each model.
     for i, model in enumerate(("sasrec", "hstu")):
         evaluated = json.loads(
-            _tfseqrec(
-                "evaluate", "--model-dir", work / model, "--data", data_root / "ml-1m" / "ml-1m.txt"
-            ).stdout
+            _tfseqrec("evaluate", "--model-dir", work / model, "--data", data_root / "ml-1m" / "ml-1m.txt")[0]
         )
         shown = {key: value for key, m, value in cells if m == i and value}
         assert set(shown) >= {"ndcg@10", "hr@10", "mrr", "coverage@10", "novelty@10", "serendipity@10"}

@@ -253,11 +253,11 @@ def _top_k_pass(num_items, batch, k, exclude, chunk):
         )
         return merged.values, tf.gather(candidates, merged.indices, batch_dims=1)
 
-    shape = tf.TensorShape([None, tf.get_static_value(k)])  # [batch, k], k static when the caller's k is
     init = (
         tf.fill([batch, k], tf.constant(-np.inf, tf.float32)),
         tf.fill([batch, k], tf.constant(PAD_COLUMN, tf.int32)),
     )
+    shape = init[0].shape  # [batch, k], k static when the caller's k is (the graph's shape inference)
     any_width = tf.TensorShape([None, None])
 
     def finish(state):
