@@ -186,3 +186,5 @@ def test_unknown_metric_and_missing_popularity_are_refused():
     with pytest.raises(ValueError, match="need popularity"):
         evaluation._chosen_metrics(["coverage"], None)
     assert evaluation._chosen_metrics(["accuracy"], None) == set()
+    assert evaluation._chosen_metrics("coverage, novelty", popularity) == {"coverage", "novelty"}
+    assert evaluation._chosen_metrics("all", popularity) == set(beyond_accuracy.METRICS)

@@ -401,6 +401,7 @@ MINIMAL_ARGV = {
     "pretrain": ["pretrain", "--model", "unisrec", "--data", "d", "--item-text", "t", "--output", "o"],
     "evaluate": ["evaluate", "--model-dir", "m", "--data", "d"],
     "plot": ["plot", "--model-dir", "m"],
+    "report": ["report", "--model-dir", "m", "--data", "d", "--output", "r.html"],
     "recommend": ["recommend", "--model-dir", "m", "--history", "1 2"],
     "export": ["export", "--model-dir", "m", "--output", "o"],
     "pipeline run": ["pipeline", "run", "--data-root", "r"],

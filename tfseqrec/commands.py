@@ -388,10 +388,9 @@ def _evaluate(args, stdout):
 
 def _beyond_accuracy(names, model, vocabulary, split):
     """``evaluate``'s ``metrics``, ``popularity`` and ``item_vectors`` for ``--metrics names``."""
-    chosen = "all" if names.strip() == "all" else [n.strip() for n in names.split(",") if n.strip()]
     num_items = getattr(model, "num_items", vocabulary.num_items)
     return {
-        "metrics": chosen,
+        "metrics": names.strip(),
         "popularity": beyond_accuracy.ItemPopularity.of(split.train, num_items),
         "item_vectors": evaluation.item_vectors(model),
     }

@@ -178,7 +178,9 @@ def _chosen_metrics(metrics, popularity):
     """The beyond-accuracy names of ``evaluate``'s ``metrics`` (a set; empty for accuracy only)."""
     if metrics is None:
         return set()
-    names = set(beyond_accuracy.METRICS) if metrics == "all" else set(metrics) - {"accuracy"}
+    if isinstance(metrics, str):
+        metrics = beyond_accuracy.METRICS if metrics == "all" else metrics.split(",")
+    names = {name.strip() for name in metrics if name.strip()} - {"accuracy"}
     unknown = sorted(names - set(beyond_accuracy.METRICS))
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; choose from {['accuracy', *beyond_accuracy.METRICS]}")
