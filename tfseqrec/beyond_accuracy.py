@@ -38,6 +38,8 @@ from tfseqrec.ranking import PAD_COLUMN, metrics_from_ranks
 
 # What ``evaluate(metrics=...)`` and ``tfseqrec evaluate --metrics`` take, beside "accuracy".
 METRICS = ("coverage", "popularity", "novelty", "diversity", "serendipity", "by_length", "by_popularity")
+# The names of ``METRICS`` cut from the ranks alone (the others read the top-K lists).
+BREAKDOWNS = ("by_length", "by_popularity")
 # Histories of these lengths and up (to the next edge) form a ``by_history_length`` bucket.
 LENGTH_EDGES = (1, 5, 10, 20, 50, 200)
 POPULARITY_GROUPS = ("head", "torso", "tail")

@@ -125,10 +125,9 @@ def evaluate(
     beyond = None
     if lists is not None and not chosen:
         raise ValueError("lists needs metrics: the lists are those the beyond-accuracy metrics collect")
-    if chosen & {"coverage", "popularity", "novelty", "diversity", "serendipity"} or lists is not None:
-        beyond = beyond_accuracy.BeyondAccuracy(
-            ks, popularity, chosen - {"by_length", "by_popularity"}, item_vectors
-        )
+    of_lists = chosen - set(beyond_accuracy.BREAKDOWNS)
+    if of_lists or lists is not None:
+        beyond = beyond_accuracy.BeyondAccuracy(ks, popularity, of_lists, item_vectors)
     rng = np.random.default_rng(seed)
     ranks, unknown = np.empty(n, np.int64), 0
     sampled_ranks = np.empty(n, np.int64) if sampled else None
@@ -285,13 +284,14 @@ class Exported:
             )
         self.vocabulary = vocab.ItemVocabulary.load(os.path.join(self.export_dir, "assets", "item_vocab.tsv"))
         self.num_items = self.vocabulary.num_items
-        self._raw = np.asarray(["", "", "", *self.vocabulary.items], dtype=object)  # reserved ids: ""
+        self._raw = np.asarray(
+            [""] * vocab.NUM_RESERVED + self.vocabulary.items, dtype=object
+        )  # reserved: ""
         self._loaded = loaded  # the signatures' resources live as long as it does
 
     def rank(self, inputs, targets, seen, top=None):
-        """As the other scorers' ``rank``; ``seen`` must be the whole history (the export's rule)."""
-        if seen is None or not isinstance(seen, tf.RaggedTensor):
-            raise ValueError("an export excludes each whole history: evaluate it with exclude_seen=True")
+        """As the other scorers' ``rank``; ``seen`` is each whole history (``evaluate`` allows no
+        other ``exclude_seen`` for an export, the export's own rule)."""
         history = tf.constant(self._raw[np.asarray(inputs)].astype(str))
         target_ids = np.asarray(targets)
         valid = (target_ids >= 0) & (target_ids < len(self._raw))
