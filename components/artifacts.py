@@ -11,3 +11,10 @@ class ItemVocabulary(types.Artifact):
     """
 
     TYPE_NAME = "tfseqrec.ItemVocabulary"
+
+
+class Report(types.Artifact):
+    """A report page of what models recommend (``tfseqrec report``): ``report.html``, one
+    self-contained file, and ``report.json``, each model's metrics."""
+
+    TYPE_NAME = "tfseqrec.Report"

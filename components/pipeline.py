@@ -14,6 +14,9 @@ With ``bulk_inference`` the standard ``BulkInferrer`` then scores every user's w
 signature: each user's top items as ``PredictionLog`` records, a pipeline artifact
 (``InferenceResult``); a model not blessed infers nothing.
 
+With ``report`` a ``ReportWriter`` writes the page of ``tfseqrec report`` beside the evaluation:
+the trained model and the last blessed one, side by side, as their exports answer.
+
 Run again on a log that grew, the Trainer warm-starts from the last blessed model (its
 ``base_model``; ``components.trainer_module``), and the evaluator blesses the new model only
 if it beats that one.
@@ -32,8 +35,10 @@ import os
 import tensorflow as tf
 from tfx import v1 as tfx
 
+from components.artifacts import Report
 from components.event_example_gen import EventExampleGen
 from components.ranking_evaluator import RankingEvaluator, check_metric
+from components.report_writer import PAGE, ReportWriter
 from components.sequence_builder import SequenceBuilder
 from tfseqrec.data import events as events_lib
 
@@ -59,6 +64,7 @@ def create_pipeline(
     beam_pipeline_args=None,
     warm_start=True,
     bulk_inference=False,
+    report=False,
 ):
     """The pipeline over the CSV files in ``data_root``.
 
@@ -83,6 +89,9 @@ def create_pipeline(
         warm_start: train from the last blessed model when there is one (its weights,
             optimizer state and vocabulary, grown by the new items); ``False`` trains anew.
         bulk_inference: add a ``BulkInferrer`` writing every user's recommendations.
+        report: add a ``ReportWriter`` writing the report page of the trained model beside the
+            last blessed one (``tfseqrec report``'s page, a ``tfseqrec.Report`` artifact), items
+            named by the config's ``item_text`` or ``item_features`` when it has them.
     """
     components = _components(
         data_root,
@@ -97,6 +106,7 @@ def create_pipeline(
         time_column,
         warm_start,
         bulk_inference,
+        report,
     )
     return tfx.dsl.Pipeline(
         pipeline_name=pipeline_name,
@@ -122,6 +132,7 @@ def _components(
     time_column,
     warm_start=True,
     bulk_inference=False,
+    report=False,
 ):
     """The components in pipeline order (see ``create_pipeline``)."""
     check_metric(metric)
@@ -171,6 +182,12 @@ def _components(
         ),
     )
     components = [example_gen, builder, baseline, trainer, evaluator, pusher]
+    return components + _optional(builder, trainer, evaluator, baseline, config, bulk_inference, report)
+
+
+def _optional(builder, trainer, evaluator, baseline, config, bulk_inference, report):
+    """The components after the Pusher that ``bulk_inference`` and ``report`` ask for."""
+    components = []
     if bulk_inference:
         components.append(
             tfx.components.BulkInferrer(
@@ -179,6 +196,16 @@ def _components(
                 model_blessing=evaluator.outputs["blessing"],
                 data_spec=tfx.proto.DataSpec(example_splits=["full"]),
                 model_spec=tfx.proto.ModelSpec(model_signature_name=["predict_examples"]),
+            )
+        )
+    if report:
+        components.append(
+            ReportWriter(
+                examples=builder.outputs["sequences"],
+                model=trainer.outputs["model"],
+                baseline_model=baseline.outputs["model"],
+                item_text=config.get("item_text") or "",
+                item_features=config.get("item_features") or "",
             )
         )
     return components
@@ -218,7 +245,14 @@ def summary(metadata_path, pipeline_root):
         "pipeline_root": os.fspath(pipeline_root),
         "metadata_path": os.fspath(metadata_path),
         "recommendations": _inference_result(store, evaluation),
+        "report": _report_page(store, evaluation),
     }
+
+
+def _report_page(store, evaluation):
+    """The ReportWriter's page of this run; ``None`` without one."""
+    pages = [a for a in store.get_artifacts_by_type(Report.TYPE_NAME) if a.id > evaluation.id]
+    return os.path.join(max(pages, key=lambda a: a.id).uri, PAGE) if pages else None
 
 
 def _inference_result(store, evaluation):

@@ -232,3 +232,43 @@ def test_every_user_of_the_log_with_its_context(trained, data_root, tmp_path):
             [vocabulary.lookup(history.items).tolist()], k=5, events={"rating": [context.tolist()]}
         )
         assert row["item_ids"] == vocabulary.to_raw(top[0])
+
+
+def test_an_export_with_context_evaluates_as_its_model_does(exported, trained, data_root):
+    """``evaluation.Exported`` asks the export with each case's raw ratings (the data's own slots
+    decoded): its metrics are the in-memory model's, which reads the model's slots of them."""
+    from tfseqrec import beyond_accuracy
+    from tfseqrec.data import readers, splits
+
+    model, vocabulary, _ = kinds.load(trained[0])
+    log = readers.read_interactions(data_root / "ml-100k", event_columns=["rating"])
+    own, _, _ = splits.prepare(
+        log, vocabulary=vocabulary, event_vocabulary=events.EventVocabulary.of_model(model)
+    )
+    # The cases' slots in another order than the model's: only decoded values can agree.
+    other = events.EventVocabulary({"rating": model.event_features["rating"][::-1]})
+    data, _, _ = splits.prepare(log, vocabulary=vocabulary, event_vocabulary=other)
+    served_model = evaluation.Exported(exported["path"])
+    assert served_model.event_features == ["rating"] and not served_model.uses_timestamps
+    rows = np.arange(150)
+    with pytest.raises(ValueError, match="event_vocabulary"):
+        evaluation.evaluate(served_model, data.test.select(rows), progress=False)
+    served_model.event_vocabulary = other
+    popularity = beyond_accuracy.ItemPopularity.of(own.train, vocabulary.num_items)
+    options = {"ks": (10,), "progress": False, "metrics": "coverage,novelty", "popularity": popularity}
+    served = evaluation.evaluate(served_model, data.test.select(rows), **options)
+    library = evaluation.evaluate(model, own.test.select(rows), **options)
+    for key in ("ndcg@10", "hr@10", "mrr", "coverage@10", "novelty@10"):
+        assert served[key] == pytest.approx(library[key], abs=1e-6), key
+
+
+def test_the_report_puts_the_model_beside_its_export(exported, trained, data_root, tmp_path):
+    """``tfseqrec report`` on a run directory and its export, both reading ratings: the same figures."""
+    done = _tfseqrec(
+        "report", "--model-dir", trained[0], "--model-dir", exported["path"], "--data", data_root / "ml-100k",
+        "--output", tmp_path / "report.html", "--sample", "2",
+    )  # fmt: skip
+    models = json.loads(done.stdout)["models"]
+    assert len(models) == 2 and models[1]["label"].endswith(f"v{exported['version']}")
+    for key in ("ndcg@10", "hr@10", "coverage@10", "novelty@10"):
+        assert models[1]["metrics"][key] == pytest.approx(models[0]["metrics"][key], abs=1e-6), key

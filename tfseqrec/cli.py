@@ -1007,6 +1007,12 @@ def _add_pipeline_data_flags(run):
         help="also write every user's recommendations (TFX's BulkInferrer on the blessed model)",
     )
     run.add_argument(
+        "--report",
+        action="store_true",
+        help="also write the report page of the trained model beside the last blessed one "
+        "(tfseqrec report's page, a pipeline artifact; the summary's 'report')",
+    )
+    run.add_argument(
         "--no-warm-start",
         dest="warm_start",
         action="store_false",

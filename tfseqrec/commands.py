@@ -59,11 +59,12 @@ def _read_kwargs(args):
     }
 
 
-def _load(args, vocabulary=None, split_options=None, event_vocabulary=None):
-    """The log of ``args`` read and split (with a trained model's vocabularies, when given)."""
+def _load(args, vocabulary=None, split_options=None, event_vocabulary=None, event_columns=None):
+    """The log of ``args`` read and split (with a trained model's vocabularies, when given;
+    ``event_columns`` without a vocabulary: those columns read, their slots the data's own)."""
     read_kwargs = _read_kwargs(args)
-    if event_vocabulary is not None:
-        read_kwargs["event_columns"] = event_vocabulary.columns
+    if event_vocabulary is not None or event_columns:
+        read_kwargs["event_columns"] = event_columns or event_vocabulary.columns
     interactions = readers.read_interactions(
         _resolve(args.path if hasattr(args, "path") else args.data), **read_kwargs
     )
@@ -408,8 +409,11 @@ def _report(args, stdout):
             history = os.path.join(model_dir, "history.csv")
             options = id_models.split_options(dict(info.get("config") or {}))
         event_vocabulary = None if export_dir else events.EventVocabulary.of_model(model)
-        interactions, split, _, load_report = _load(args, vocabulary, options, event_vocabulary)
-        if not export_dir:
+        columns = model.event_features if export_dir else None  # the data's own slots, decoded
+        interactions, split, _, load_report = _load(args, vocabulary, options, event_vocabulary, columns)
+        if export_dir:
+            model.event_vocabulary = split.event_vocabulary
+        else:
             _require_training_data(model_dir, info, interactions.path, load_report)
         label = os.path.basename(os.path.normpath(export_dir or model_dir))
         if export_dir:
@@ -729,6 +733,7 @@ def _run_pipeline(pipeline, args):
         beam_pipeline_args=args.beam_args,
         warm_start=args.warm_start,
         bulk_inference=args.bulk_inference,
+        report=args.report,
     )
 
 

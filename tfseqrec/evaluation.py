@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from tfseqrec import beyond_accuracy, block_ranking, ranking
 from tfseqrec.checks import check_number
-from tfseqrec.data import pipeline, vocab
+from tfseqrec.data import events, pipeline, vocab
 from tfseqrec.models.base import SequentialRecommender
 from tfseqrec.progress import progress_bar
 from tfseqrec.ranking import DEFAULT_KS, metrics_from_ranks  # noqa: F401 (public names of this module)
@@ -266,22 +266,38 @@ class Exported:
 
     The export windows each history itself and excludes all of it (``exclude_seen=True``
     only); its catalogue is its vocabulary (``assets/item_vocab.tsv``), whose ids the cases
-    must be in. Exports that read event times or context, and sampled metrics, are refused.
+    must be in. An export that reads event times takes the cases' times; one that reads
+    event context (``event_features``, the columns of its ``event_<column>`` inputs) takes
+    the cases' event values, decoded to the raw values it is asked with by
+    ``event_vocabulary``: the vocabulary of the slots the cases carry (``Split.event_vocabulary``).
+
+    Args:
+        export_dir: the version's directory.
+        event_vocabulary: ``events.EventVocabulary`` of the cases' event slots, for an export
+            that reads event context (settable later, once the data is read with
+            ``event_features``).
     """
 
     bounded = True
     max_sequence_length = None  # the whole history: the export takes its own window
-    uses_timestamps = False
 
-    def __init__(self, export_dir):
+    def __init__(self, export_dir, event_vocabulary=None):
         self.export_dir = os.fspath(export_dir)
         loaded = tf.saved_model.load(self.export_dir)
         self.rank_fn, self.top_fn = loaded.signatures["rank_targets"], loaded.signatures["recommend_top_k"]
-        extra = sorted(set(self.rank_fn.structured_input_signature[1]) - {"history", "target"})
-        if extra:
+        names = sorted(self.rank_fn.structured_input_signature[1])
+        self.uses_timestamps = "timestamps" in names
+        self.event_features = [n[len(events.PREFIX) :] for n in names if n.startswith(events.PREFIX)]
+        other = (
+            set(names)
+            - {"history", "target", "timestamps"}
+            - {events.input_name(c) for c in self.event_features}
+        )
+        if other:
             raise ValueError(
-                f"{self.export_dir} also takes {extra}: exports reading event times or context cannot be evaluated here"
+                f"{self.export_dir}'s rank_targets also takes {sorted(other)}: not an export of tfseqrec"
             )
+        self.event_vocabulary = event_vocabulary
         self.vocabulary = vocab.ItemVocabulary.load(os.path.join(self.export_dir, "assets", "item_vocab.tsv"))
         self.num_items = self.vocabulary.num_items
         self._raw = np.asarray(
@@ -292,18 +308,36 @@ class Exported:
     def rank(self, inputs, targets, seen, top=None):
         """As the other scorers' ``rank``; ``seen`` is each whole history (``evaluate`` allows no
         other ``exclude_seen`` for an export, the export's own rule)."""
-        history = tf.constant(self._raw[np.asarray(inputs)].astype(str))
+        side = self._side(inputs)
+        ids = inputs["item_ids"] if isinstance(inputs, dict) else inputs
+        history = tf.constant(self._raw[np.asarray(ids)].astype(str))
         target_ids = np.asarray(targets)
         valid = (target_ids >= 0) & (target_ids < len(self._raw))
         target = tf.constant(np.where(valid, self._raw[np.where(valid, target_ids, 0)], "").astype(str))
-        out = self.rank_fn(history=history, target=target)
+        out = self.rank_fn(history=history, target=target, **side)
         best = None
         if top:
             k = tf.fill([len(target_ids)], tf.constant(int(top), tf.int32))
-            items = self.top_fn(history=history, k=k)["item_ids"].numpy().astype(str)
+            items = self.top_fn(history=history, k=k, **side)["item_ids"].numpy().astype(str)
             ids = self.vocabulary.lookup(items.reshape(-1)).reshape(items.shape)
             best = np.where(items == "", ranking.PAD_COLUMN, ids - vocab.NUM_RESERVED)
         return out["rank"].numpy(), out["known"].numpy(), None, best
+
+    def _side(self, inputs):
+        """The inputs the export takes beside the history: times, and event values as raw text."""
+        side = {}
+        if self.uses_timestamps:
+            side["timestamps"] = tf.constant(inputs["timestamps"], tf.int64)
+        if self.event_features:
+            if self.event_vocabulary is None:
+                raise ValueError(
+                    f"{self.export_dir} reads event context {self.event_features}: give Exported the "
+                    "event_vocabulary of the cases' slots"
+                )
+            slots = {c: inputs[events.input_name(c)] for c in self.event_features}
+            for column, raw in self.event_vocabulary.decode(slots).items():
+                side[events.input_name(column)] = tf.constant(raw.astype(str))
+        return side
 
 
 class _FullScores:

@@ -91,7 +91,7 @@ def test_the_pipeline_warm_starts_on_a_grown_log_and_pushes_only_better_models(l
 
     # The log grew: the Trainer starts from the blessed model (every known id kept), and its model,
     # better on the grown log's test cases than the blessed one, is blessed and pushed.
-    second = _summary(_run(tmp_path, logs / "grown", *config, "--bulk-inference"))
+    second = _summary(_run(tmp_path, logs / "grown", *config, "--bulk-inference", "--report"))
     models = sorted(store.get_artifacts_by_type("Model"), key=lambda a: a.id)
     runs = sorted(store.get_artifacts_by_type("ModelRun"), key=lambda a: a.id)
     with open(os.path.join(runs[-1].uri, "train_config.json")) as f:
@@ -112,6 +112,16 @@ def test_the_pipeline_warm_starts_on_a_grown_log_and_pushes_only_better_models(l
             assert len(outputs["item_ids"].string_val) == GOOD["serving_k"]
             users.update(outputs["user_id"].string_val)
     assert len(users) == 943
+    # The report page beside the evaluation: both models as their exports answer, the evaluator's figures.
+    with open(os.path.join(os.path.dirname(second["report"]), "report.json")) as f:
+        shown = json.load(f)
+    assert shown["candidate"]["ndcg@10"] == pytest.approx(second["metrics"]["ndcg@10"], abs=1e-6)
+    assert shown["last blessed"]["ndcg@10"] == pytest.approx(second["metrics"]["baseline_ndcg@10"], abs=1e-6)
+    assert 0 < shown["candidate"]["coverage@10"] <= 1 and shown["candidate"]["num_users"] == 943
+    with open(second["report"], encoding="utf-8") as f:
+        page = f.read()
+    assert "candidate" in page and "last blessed" in page and page.count("<svg") >= 3
+    assert first["report"] is None
 
     # Trained anew for one step: worse than the blessed model, so neither blessed nor pushed.
     flags = ("--no-warm-start", "--train-steps", "1", "--bulk-inference")

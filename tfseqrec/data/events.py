@@ -21,6 +21,8 @@ Example:
 ({'type': ['view', 'buy']}, {'type': 5})
 >>> vocabulary.encode({"type": np.array(["buy", "cart", ""], object)})["type"].tolist()
 [4, 2, 1]
+>>> vocabulary.decode({"type": np.array([4, 2, 1, 0])})["type"].tolist()
+['buy', '\\x00', '', '']
 """
 
 import collections
@@ -34,6 +36,9 @@ from tfseqrec.data.features import FIRST_VALUE, MISSING_SLOT, PAD_SLOT, UNKNOWN_
 __all__ = ["EventVocabulary", "input_name", "check_names", "sizes"]
 
 PREFIX = "event_"
+# The raw value ``EventVocabulary.decode`` gives an unknown slot: a text no vocabulary holds
+# (values come from text files, which hold no NUL), so a model's lookup reads it as unknown too.
+UNKNOWN_VALUE = "\x00"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -118,6 +123,15 @@ class EventVocabulary:
                 [MISSING_SLOT if v == "" else index.get(v, UNKNOWN_SLOT) for v in unique.tolist()], np.int32
             )
             out[name] = slots[inverse.reshape(-1)].reshape(raw.shape) if len(raw) else np.zeros(0, np.int32)
+        return out
+
+    def decode(self, slots):
+        """Raw values ``{name: array of str}`` of ``{name: int slots}`` (``encode``'s inverse): ``""``
+        for padding and missing values, ``UNKNOWN_VALUE`` for an unknown one."""
+        out = {}
+        for name, column in slots.items():
+            table = np.asarray(["", "", UNKNOWN_VALUE, *self.values[name]], object)
+            out[name] = table[np.asarray(column, np.int64)]
         return out
 
     def restricted(self, slots):
