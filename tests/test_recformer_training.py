@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_case import TINY_RECFORMER, train_text_model
+from tests.test_case import TINY_RECFORMER, report_beside_export, train_text_model
 from tests.test_cli import _tfseqrec
 from tfseqrec import export, kinds, serving, training
 from tfseqrec.data import readers, splits
@@ -422,3 +422,10 @@ def test_default_attributes_follow_what_the_items_carry(tmp_path):
     assert recformer_training.default_attributes(movies) == ["title", "genres"]
     assert recformer_training.default_attributes(dat) == ["title", "genres"]
     assert recformer_training.default_attributes(titles) == ["title", "brand", "categories"]
+
+
+def test_the_report_puts_the_model_beside_its_export(trained, exported, data, tmp_path):
+    models = report_beside_export(trained[0], exported[0], data, tmp_path / "report.html")
+    for key in ("ndcg@10", "hr@10", "coverage@10", "novelty@10"):
+        assert models[1]["metrics"][key] == pytest.approx(models[0]["metrics"][key], abs=1e-5), key
+    assert (tmp_path / "report.html").stat().st_size > 10_000

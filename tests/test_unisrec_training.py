@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.test_case import train_text_model
+from tests.test_case import report_beside_export, train_text_model
 from tests.test_cli import _tfseqrec
 from tfseqrec import evaluation, export, kinds, serving
 from tfseqrec.data import readers, splits
@@ -155,3 +155,10 @@ def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, e
     hidden = np.asarray(model(np.array([[int(vocabulary.lookup(["1"])[0])]])))[0, -1]
     position = [v.decode() for v in served["item_ids"][0]].index("20")
     assert served["scores"][0][position] == pytest.approx(float(vector @ hidden), abs=1e-4)
+
+
+def test_the_report_puts_the_model_beside_its_export(trained, exported, data, tmp_path):
+    models = report_beside_export(trained[0], exported[0], data, tmp_path / "report.html")
+    for key in ("ndcg@10", "hr@10", "coverage@10", "novelty@10"):
+        assert models[1]["metrics"][key] == pytest.approx(models[0]["metrics"][key], abs=1e-5), key
+    assert (tmp_path / "report.html").stat().st_size > 10_000

@@ -283,6 +283,10 @@ class Exported:
 
     def __init__(self, export_dir, event_vocabulary=None):
         self.export_dir = os.fspath(export_dir)
+        try:  # registers the tensorflow-text ops of the text models' exports, as the model server links them
+            import tensorflow_text  # noqa: F401
+        except ImportError:
+            pass
         loaded = tf.saved_model.load(self.export_dir)
         self.rank_fn, self.top_fn = loaded.signatures["rank_targets"], loaded.signatures["recommend_top_k"]
         names = sorted(self.rank_fn.structured_input_signature[1])
