@@ -157,6 +157,7 @@ def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, e
     assert served["scores"][0][position] == pytest.approx(float(vector @ hidden), abs=1e-4)
 
 
+@pytest.mark.primary  # the report's path, the same on both stacks; the export's answers are tested there
 def test_the_report_puts_the_model_beside_its_export(trained, exported, data, tmp_path):
     models = report_beside_export(trained[0], exported[0], data, tmp_path / "report.html")
     for key in ("ndcg@10", "hr@10", "coverage@10", "novelty@10"):

@@ -89,6 +89,7 @@ def test_an_unrelated_directory_is_refused(data_root, tmp_path):
     assert (out / "history.csv").read_text() == "my,own,file\n" and os.listdir(out) == ["history.csv"]
 
 
+@pytest.mark.primary  # the run directory's logic: the same Python on both stacks
 def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
     out = tmp_path / "run"
     training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
@@ -109,6 +110,7 @@ def test_a_failed_overwrite_leaves_the_old_model_whole(data_root, tmp_path):
     assert model.num_items == vocabulary.num_items == 1682
 
 
+@pytest.mark.primary  # the run directory's logic: the same Python on both stacks
 def test_overwrite_replaces_the_model_when_the_run_completes(data_root, tmp_path):
     out = tmp_path / "run"
     training.train(SASREC, data_root / "ml-100k", out, dict(TINY, epochs=1), verbose=0)
@@ -134,6 +136,7 @@ def test_resuming_with_other_options_is_refused(data_root, tmp_path):
     assert file_tree(partial) == before
 
 
+@pytest.mark.primary  # the run directory's logic: the same Python on both stacks
 def test_load_refuses_a_vocabulary_of_another_model(data_root, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     training.train(SASREC, data_root / "ml-100k", a, dict(TINY, epochs=1), verbose=0)
