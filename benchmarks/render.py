@@ -28,6 +28,7 @@ PAGES = [
     os.path.join(HERE, "README.md"),
     os.path.join(HERE, "attributes.md"),
     os.path.join(HERE, "production.md"),
+    os.path.join(HERE, "probes.md"),
     os.path.join(HERE, "report.md"),
     os.path.join(HERE, "results", "README.md"),
 ]

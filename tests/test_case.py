@@ -204,13 +204,14 @@ def train_text_model(model, data, output, config):
     return output, json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def report_beside_export(model_dir, export_base, data, output):
-    """The models of ``tfseqrec report`` on a text model's run directory beside its export, on
-    the tiny text dataset ``data`` (the summary's ``models``: label and metrics each)."""
+def report_beside_export(model_dir, export_dir, data, output):
+    """The models of ``tfseqrec report`` on a text model's run directory beside its export (a
+    version's directory: other tests add versions to the base), on the tiny text dataset
+    ``data`` (the summary's ``models``: label and metrics each)."""
     from tests.test_cli import _tfseqrec
 
     done = _tfseqrec(
-        "report", "--model-dir", model_dir, "--model-dir", export_base, "--data", data / "Tiny.inter.json",
+        "report", "--model-dir", model_dir, "--model-dir", export_dir, "--data", data / "Tiny.inter.json",
         "--item-text", data / "Tiny.item.json", "--output", output, "--sample", "2",
     )  # fmt: skip
     return json.loads(done.stdout)["models"]

@@ -425,7 +425,7 @@ def test_default_attributes_follow_what_the_items_carry(tmp_path):
 
 
 def test_the_report_puts_the_model_beside_its_export(trained, exported, data, tmp_path):
-    models = report_beside_export(trained[0], exported[0], data, tmp_path / "report.html")
+    models = report_beside_export(trained[0], exported[1]["path"], data, tmp_path / "report.html")
     for key in ("ndcg@10", "hr@10", "coverage@10", "novelty@10"):
         assert models[1]["metrics"][key] == pytest.approx(models[0]["metrics"][key], abs=1e-5), key
     assert (tmp_path / "report.html").stat().st_size > 10_000

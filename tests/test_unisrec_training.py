@@ -159,7 +159,7 @@ def test_export_with_new_item_text_serves_the_new_items_by_their_text(trained, e
 
 @pytest.mark.primary  # the report's path, the same on both stacks; the export's answers are tested there
 def test_the_report_puts_the_model_beside_its_export(trained, exported, data, tmp_path):
-    models = report_beside_export(trained[0], exported[0], data, tmp_path / "report.html")
+    models = report_beside_export(trained[0], exported[1]["path"], data, tmp_path / "report.html")
     for key in ("ndcg@10", "hr@10", "coverage@10", "novelty@10"):
         assert models[1]["metrics"][key] == pytest.approx(models[0]["metrics"][key], abs=1e-5), key
     assert (tmp_path / "report.html").stat().st_size > 10_000

@@ -7,6 +7,10 @@
   NumPy arrays with ``KERAS_BACKEND=jax`` (its loss falls) and saves it; this process
   (the TensorFlow backend) loads the ``.keras`` file, exports the SavedModel and gets
   the JAX model's ``recommend`` answers from its signatures.
+- ``test_recformer_trained_on_jax_served_on_tensorflow``: ``jax_recformer.py`` fine-tunes
+  (both stages) and pre-trains a tiny Recformer on item text tokenized without TensorFlow
+  (``tfseqrec.data.wordpiece``) and saves it; this process tokenizes the same text with
+  tensorflow-text, builds its ``RecformerRecommender`` and export, and gets its top 5.
 - ``test_oracle_tests_pass_on_jax``: the NumPy-oracle test files (``JAX_TEST_FILES``) run
   again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend;
   with them ``test_models_on_jax.py`` (HSTU, SASRec with BCE, UniSRec and BERT4Rec fit,
@@ -93,6 +97,46 @@ def test_trained_on_jax_served_on_tensorflow(tmp_path):
         vocabulary.to_raw(row) for row in trained["ids"]
     ]
     np.testing.assert_allclose(out["scores"], trained["scores"], atol=1e-5, rtol=1e-5)
+
+
+def test_recformer_trained_on_jax_served_on_tensorflow(tmp_path):
+    """A Recformer fine-tuned (both stages) and pre-trained on JAX from item text tokenized
+    without TensorFlow; on TensorFlow its ``.keras`` file, the tensorflow-text tokenizer in
+    the graph and the SavedModel give the JAX model's top 5."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the serving half runs on the TensorFlow backend")
+    done = run_on_jax([str(REPO / "tests" / "backends" / "jax_recformer.py"), str(tmp_path)], timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    trained = json.loads(done.stdout.strip().splitlines()[-1])
+    assert trained["backend"] == "jax" and not trained["tensorflow_imported"]
+    # From ln(20) = 3.0, the uniform guess over the catalogue, down (the JAX run is not seeded:
+    # the first runs ended at 0.61 and 0.77 of their first epoch's loss).
+    losses = [loss for _, _, loss in trained["finetune"]]
+    assert [stage for stage, _, _ in trained["finetune"]] == [1] * 6 + [2] * 2
+    assert losses[-1] < 0.9 * losses[0], trained["finetune"]
+    assert trained["pretrain"][-1] < trained["pretrain"][0], trained["pretrain"]
+    import tfseqrec  # the TensorFlow side: the graph's tokenizer, the recommender and its export
+    from tests.backends import jax_recformer
+    from tfseqrec import serving
+    from tfseqrec.data import ItemVocabulary, text
+    from tfseqrec.models.recformer import RecformerRecommender
+
+    model = keras.saving.load_model(tmp_path / "recformer.keras")
+    texts = jax_recformer.texts()
+    tokenizer = text.ItemTextTokenizer(jax_recformer.WORDPIECES, ["title"], max_attribute_tokens=4)
+    tokens, types = tokenizer.tokenize(texts)
+    recommender = RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
+    ids, scores = recommender.recommend(jax_recformer.HISTORIES, k=5)
+    assert np.asarray(ids).tolist() == trained["ids"]
+    np.testing.assert_allclose(scores, trained["scores"], atol=1e-4, rtol=1e-4)
+    vocabulary = ItemVocabulary([f"i{j}" for j in range(jax_recformer.NUM_ITEMS)])
+    path, _ = tfseqrec.export_model(recommender, vocabulary, tmp_path / "saved_models", k=5, warmup=False)
+    raw = [vocabulary.to_raw(history) for history in jax_recformer.HISTORIES]
+    out = serving.SavedModelPredictor(path).run("serving_default", {"history": serving.pad_histories(raw)})
+    assert [[v.decode() for v in row] for row in out["item_ids"]] == [
+        vocabulary.to_raw(r) for r in trained["ids"]
+    ]
+    np.testing.assert_allclose(out["scores"], trained["scores"], atol=1e-4, rtol=1e-4)
 
 
 def test_oracle_tests_pass_on_jax():

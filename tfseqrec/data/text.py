@@ -25,9 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfseqrec.data import readers, vocab
-
-CLS_TYPE, KEY_TYPE, VALUE_TYPE = 0, 1, 2
-NUM_TOKEN_TYPES = 3
+from tfseqrec.data.wordpiece import CLS_TYPE, KEY_TYPE, NUM_TOKEN_TYPES, VALUE_TYPE  # noqa: F401 (defined TF-free)
 
 # Attributes Recformer reads, by dataset (order matters: it is the order in the text).
 ATTRIBUTES = {

@@ -28,6 +28,7 @@ from tfseqrec.data import readers, splits, text
 from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.data.text import default_attributes, item_texts
 from tfseqrec.models import recformer as recformer_lib
+from tfseqrec.models.recformer.arrays import training_pairs
 from tfseqrec.training import directory, pretrain
 from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import RecformerConfig
@@ -164,30 +165,6 @@ def aligns(config):
     both ask here.
     """
     return config.pretrained and not config.init_from and config.pooling == "cls"
-
-
-def training_pairs(sequences, examples_per_user=1, rng=None):
-    """``(histories, targets)`` of each sequence's next items.
-
-    The last ``examples_per_user`` of each sequence (``None``: every position after
-    the first); with ``rng`` (a NumPy generator) one position drawn at random per
-    sequence instead.
-    """
-    histories, targets = [], []
-    for u in range(len(sequences)):
-        seq = sequences[u]
-        if len(seq) < 2:
-            continue
-        if rng is not None:
-            positions = [int(rng.integers(1, len(seq)))]
-        else:
-            positions = range(
-                1 if examples_per_user is None else max(1, len(seq) - examples_per_user), len(seq)
-            )
-        for t in positions:
-            histories.append(seq[:t])
-            targets.append(seq[t])
-    return histories, np.asarray(targets, np.int64)
 
 
 def training_dataset(recommender, sequences, config):

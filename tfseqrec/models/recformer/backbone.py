@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tfseqrec.data import text as text_lib
+from tfseqrec.data import wordpiece
 from tfseqrec.layers import RecformerEmbedding, WindowedTransformerBlock
 
 
@@ -90,7 +90,7 @@ class RecformerBackbone(keras.Model):
             hidden_dim,
             max_tokens,
             max_sequence_length,
-            text_lib.NUM_TOKEN_TYPES,
+            wordpiece.NUM_TOKEN_TYPES,
             dropout=dropout,
             layer_norm_epsilon=layer_norm_epsilon,
             name="embedding",

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from tfseqrec.data import text as text_lib
+from tfseqrec.data import wordpiece
 
 
 def minilm_path():
@@ -67,7 +67,7 @@ def _load_embeddings(backbone, take, path):
         raise ValueError(f"{path} has {len(positions)} positions; max_tokens is {backbone.max_tokens}")
     e.position_embedding.embeddings.assign(positions[: backbone.max_tokens])
     type0 = take("embeddings.token_type_embeddings.weight")[0]
-    e.token_type_embedding.embeddings.assign(np.tile(type0, (text_lib.NUM_TOKEN_TYPES, 1)))
+    e.token_type_embedding.embeddings.assign(np.tile(type0, (wordpiece.NUM_TOKEN_TYPES, 1)))
     e.item_position_embedding.embeddings.assign(
         np.zeros(e.item_position_embedding.embeddings.shape, np.float32)
     )
