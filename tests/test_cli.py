@@ -231,6 +231,7 @@ def test_plot_writes_pngs(trained, tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.primary  # the readers and the training loop: the same Python on both stacks
 @pytest.mark.parametrize(
     "relative", ["ml-1m/ml-1m.txt", "ml-1m/ml-1m_full_sequences.txt.gz", "amazon-scientific-text"]
 )

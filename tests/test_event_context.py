@@ -262,6 +262,7 @@ def test_an_export_with_context_evaluates_as_its_model_does(exported, trained, d
         assert served[key] == pytest.approx(library[key], abs=1e-6), key
 
 
+@pytest.mark.primary  # the report's path: the same Python on both stacks (the export's answers are tested there)
 def test_the_report_puts_the_model_beside_its_export(exported, trained, data_root, tmp_path):
     """``tfseqrec report`` on a run directory and its export, both reading ratings: the same figures."""
     done = _tfseqrec(

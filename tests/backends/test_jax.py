@@ -80,23 +80,29 @@ def test_trained_on_jax_served_on_tensorflow(tmp_path):
     trained = json.loads(done.stdout.strip().splitlines()[-1])
     assert trained["backend"] == "jax" and not trained["tensorflow_imported"]
     assert trained["loss"][-1] < 0.5 * trained["loss"][0], trained["loss"]  # a short fit that learns
-    import tfseqrec  # the TensorFlow side: loads and exports the model trained on JAX
     from tests.backends import jax_train
+
+    model = keras.saving.load_model(tmp_path / "sasrec.keras")
+    _answers_as_on_jax(model, jax_train.HISTORIES, jax_train.NUM_ITEMS, trained, tmp_path, 1e-5)
+
+
+def _answers_as_on_jax(model, histories, num_items, trained, tmp_path, tolerance):
+    """``model``, loaded on TensorFlow, and its SavedModel give the JAX run's top 5 of ``histories``."""
+    import tfseqrec  # the TensorFlow side: the model trained on JAX, exported
     from tfseqrec import serving
     from tfseqrec.data import ItemVocabulary
 
-    model = keras.saving.load_model(tmp_path / "sasrec.keras")
-    ids, scores = model.recommend(jax_train.HISTORIES, k=5)
+    ids, scores = model.recommend(histories, k=5)
     assert np.asarray(ids).tolist() == trained["ids"]
-    np.testing.assert_allclose(scores, trained["scores"], atol=1e-5, rtol=1e-5)
-    vocabulary = ItemVocabulary([f"i{j}" for j in range(jax_train.NUM_ITEMS)])
+    np.testing.assert_allclose(scores, trained["scores"], atol=tolerance, rtol=tolerance)
+    vocabulary = ItemVocabulary([f"i{j}" for j in range(num_items)])
     path, _ = tfseqrec.export_model(model, vocabulary, tmp_path / "saved_models", k=5, warmup=False)
-    raw = [vocabulary.to_raw(history) for history in jax_train.HISTORIES]
+    raw = [vocabulary.to_raw(history) for history in histories]
     out = serving.SavedModelPredictor(path).run("serving_default", {"history": serving.pad_histories(raw)})
     assert [[v.decode() for v in row] for row in out["item_ids"]] == [
-        vocabulary.to_raw(row) for row in trained["ids"]
+        vocabulary.to_raw(r) for r in trained["ids"]
     ]
-    np.testing.assert_allclose(out["scores"], trained["scores"], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(out["scores"], trained["scores"], atol=tolerance, rtol=tolerance)
 
 
 def test_recformer_trained_on_jax_served_on_tensorflow(tmp_path):
@@ -115,10 +121,8 @@ def test_recformer_trained_on_jax_served_on_tensorflow(tmp_path):
     assert [stage for stage, _, _ in trained["finetune"]] == [1] * 6 + [2] * 2
     assert losses[-1] < 0.9 * losses[0], trained["finetune"]
     assert trained["pretrain"][-1] < trained["pretrain"][0], trained["pretrain"]
-    import tfseqrec  # the TensorFlow side: the graph's tokenizer, the recommender and its export
-    from tests.backends import jax_recformer
-    from tfseqrec import serving
-    from tfseqrec.data import ItemVocabulary, text
+    from tests.backends import jax_recformer  # the TensorFlow side: the graph's tokenizer, the recommender
+    from tfseqrec.data import text
     from tfseqrec.models.recformer import RecformerRecommender
 
     model = keras.saving.load_model(tmp_path / "recformer.keras")
@@ -126,17 +130,7 @@ def test_recformer_trained_on_jax_served_on_tensorflow(tmp_path):
     tokenizer = text.ItemTextTokenizer(jax_recformer.WORDPIECES, ["title"], max_attribute_tokens=4)
     tokens, types = tokenizer.tokenize(texts)
     recommender = RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
-    ids, scores = recommender.recommend(jax_recformer.HISTORIES, k=5)
-    assert np.asarray(ids).tolist() == trained["ids"]
-    np.testing.assert_allclose(scores, trained["scores"], atol=1e-4, rtol=1e-4)
-    vocabulary = ItemVocabulary([f"i{j}" for j in range(jax_recformer.NUM_ITEMS)])
-    path, _ = tfseqrec.export_model(recommender, vocabulary, tmp_path / "saved_models", k=5, warmup=False)
-    raw = [vocabulary.to_raw(history) for history in jax_recformer.HISTORIES]
-    out = serving.SavedModelPredictor(path).run("serving_default", {"history": serving.pad_histories(raw)})
-    assert [[v.decode() for v in row] for row in out["item_ids"]] == [
-        vocabulary.to_raw(r) for r in trained["ids"]
-    ]
-    np.testing.assert_allclose(out["scores"], trained["scores"], atol=1e-4, rtol=1e-4)
+    _answers_as_on_jax(recommender, jax_recformer.HISTORIES, jax_recformer.NUM_ITEMS, trained, tmp_path, 1e-4)
 
 
 def test_oracle_tests_pass_on_jax():

@@ -71,6 +71,7 @@ def test_library_errors_are_one_line(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and err.startswith("tfseqrec: error: "), err
 
 
+@pytest.mark.primary  # the run directory's logic: the same Python on both stacks
 def test_a_finished_model_directory_is_refused_in_one_line(data_root, tmp_path, capsys):
     out = tmp_path / "run"
     argv = [

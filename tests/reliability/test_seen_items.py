@@ -162,6 +162,7 @@ def test_times_beyond_int64_are_refused_in_one_line(bad):
     assert serving.pad_timestamps([[2**63 - 1, -(2**63)]]).tolist() == [[2**63 - 1, -(2**63)]]
 
 
+@pytest.mark.primary  # the command line's checks: the same Python on both stacks
 def test_the_cli_refuses_timestamps_beyond_int64(model_dir, capsys):
     config = json.dumps(
         {"max_sequence_length": 10, "hidden_dim": 8, "num_heads": 1, "batch_size": 64, "epochs": 1}
