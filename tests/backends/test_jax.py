@@ -7,10 +7,8 @@
   NumPy arrays with ``KERAS_BACKEND=jax`` (its loss falls) and saves it; this process
   (the TensorFlow backend) loads the ``.keras`` file, exports the SavedModel and gets
   the JAX model's ``recommend`` answers from its signatures.
-- ``test_recformer_trained_on_jax_served_on_tensorflow``: ``jax_recformer.py`` fine-tunes
-  (both stages) and pre-trains a tiny Recformer on item text tokenized without TensorFlow
-  (``tfseqrec.data.wordpiece``) and saves it; this process tokenizes the same text with
-  tensorflow-text, builds its ``RecformerRecommender`` and export, and gets its top 5.
+- Recformer's run on JAX: ``test_recformer_on_jax.py`` (a file of its own, so that a second
+  test process takes it beside the oracle run here).
 - ``test_oracle_tests_pass_on_jax``: the NumPy-oracle test files (``JAX_TEST_FILES``) run
   again under ``KERAS_BACKEND=jax``: the same tests, the same oracles, another backend;
   with them ``test_models_on_jax.py`` (HSTU, SASRec with BCE, UniSRec and BERT4Rec fit,
@@ -103,34 +101,6 @@ def _answers_as_on_jax(model, histories, num_items, trained, tmp_path, tolerance
         vocabulary.to_raw(r) for r in trained["ids"]
     ]
     np.testing.assert_allclose(out["scores"], trained["scores"], atol=tolerance, rtol=tolerance)
-
-
-def test_recformer_trained_on_jax_served_on_tensorflow(tmp_path):
-    """A Recformer fine-tuned (both stages) and pre-trained on JAX from item text tokenized
-    without TensorFlow; on TensorFlow its ``.keras`` file, the tensorflow-text tokenizer in
-    the graph and the SavedModel give the JAX model's top 5."""
-    if keras.backend.backend() != "tensorflow":
-        pytest.skip("the serving half runs on the TensorFlow backend")
-    done = run_on_jax([str(REPO / "tests" / "backends" / "jax_recformer.py"), str(tmp_path)], timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    trained = json.loads(done.stdout.strip().splitlines()[-1])
-    assert trained["backend"] == "jax" and not trained["tensorflow_imported"]
-    # From ln(20) = 3.0, the uniform guess over the catalogue, down (the JAX run is not seeded:
-    # the first runs ended at 0.61 and 0.77 of their first epoch's loss).
-    losses = [loss for _, _, loss in trained["finetune"]]
-    assert [stage for stage, _, _ in trained["finetune"]] == [1] * 6 + [2] * 2
-    assert losses[-1] < 0.9 * losses[0], trained["finetune"]
-    assert trained["pretrain"][-1] < trained["pretrain"][0], trained["pretrain"]
-    from tests.backends import jax_recformer  # the TensorFlow side: the graph's tokenizer, the recommender
-    from tfseqrec.data import text
-    from tfseqrec.models.recformer import RecformerRecommender
-
-    model = keras.saving.load_model(tmp_path / "recformer.keras")
-    texts = jax_recformer.texts()
-    tokenizer = text.ItemTextTokenizer(jax_recformer.WORDPIECES, ["title"], max_attribute_tokens=4)
-    tokens, types = tokenizer.tokenize(texts)
-    recommender = RecformerRecommender(model, tokens, types, tokenizer.cls_id, tokenizer, texts)
-    _answers_as_on_jax(recommender, jax_recformer.HISTORIES, jax_recformer.NUM_ITEMS, trained, tmp_path, 1e-4)
 
 
 def test_oracle_tests_pass_on_jax():
