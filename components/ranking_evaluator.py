@@ -54,13 +54,20 @@ def serving_dir(model):
     return path if tf.io.gfile.exists(path) else model.uri
 
 
-def read_cases(examples, split, event_columns=()):
-    """``RawCases`` of the split's records (``tfrecord.read_raw_cases``), with ``event_columns``."""
+def split_files(examples, split):
+    """The record files of a split of an ``Examples`` artifact (refused when there are none)."""
     pattern = os.path.join(artifact_utils.get_split_uri([examples], split), "*")
     files = sorted(tf.io.gfile.glob(pattern))
     if not files:
         raise FileNotFoundError(f"no records match {pattern}")
-    return tfrecord.read_raw_cases(files, compression="GZIP", event_columns=event_columns)
+    return files
+
+
+def read_cases(examples, split, event_columns=()):
+    """``RawCases`` of the split's records (``tfrecord.read_raw_cases``), with ``event_columns``."""
+    return tfrecord.read_raw_cases(
+        split_files(examples, split), compression="GZIP", event_columns=event_columns
+    )
 
 
 def rank_targets(export_dir):

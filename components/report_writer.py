@@ -20,11 +20,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 from tfx import v1 as tfx
-from tfx.types import artifact_utils
 
 from components import trainer_module
 from components.artifacts import Report
-from components.ranking_evaluator import serving_dir
+from components.ranking_evaluator import serving_dir, split_files
 from tfseqrec import evaluation
 from tfseqrec import report as report_lib
 from tfseqrec.data import events as events_lib
@@ -36,10 +35,7 @@ PAGE, METRICS = "report.html", "report.json"
 def read_split(examples, split, event_columns=()):
     """``Sequences`` or ``Cases`` of a split's records, in the SequenceBuilder's vocabulary,
     with the raw values of ``event_columns``."""
-    uri = artifact_utils.get_split_uri([examples], split)
-    files = sorted(tf.io.gfile.glob(os.path.join(uri, "*")))
-    if not files:
-        raise FileNotFoundError(f"no records in {uri}")
+    files = split_files(examples, split)
     return tfrecord.read_examples(files, compression="GZIP", event_columns=event_columns)
 
 
@@ -58,9 +54,7 @@ def entries(examples, models, labels, split="test"):
     """``report.Entry`` of each exported model (a Trainer's ``Model`` artifact) on the records."""
     exported = [evaluation.Exported(serving_dir(m)) for m in models]
     columns = list(dict.fromkeys(c for e in exported for c in e.event_features))
-    source = trainer_module.read_vocabulary(
-        [os.path.join(artifact_utils.get_split_uri([examples], "train"), "*")]
-    )
+    source = trainer_module.read_vocabulary(split_files(examples, "train"))
     train, cases = read_split(examples, "train", columns), read_split(examples, split, columns)
     if columns:  # slots of the training split's values, decoded back to them for each export
         context = events_lib.EventVocabulary.from_values(train.events)
@@ -92,7 +86,9 @@ def ReportWriter(  # noqa: N802 (TFX component names are classes)
     models = [m for m in (model, baseline_model) if m is not None]
     labels = ["candidate", "last blessed"][: len(models)]
     with tempfile.TemporaryDirectory() as tmp:
-        local = [_local(path, tmp) if path else None for path in (item_text, item_features)]
+        local = [
+            trainer_module.local_copy(path, tmp) if path else None for path in (item_text, item_features)
+        ]
         shown = entries(examples, models, labels, split)
         names = report_lib.item_names(*local)
         users, _ = report_lib.sample_users(shown[0].cases, None, sample, seed)
@@ -102,10 +98,3 @@ def ReportWriter(  # noqa: N802 (TFX component names are classes)
         json.dump({label: result for label, result in zip(labels, results)}, f, indent=2)
     report.set_float_custom_property("ndcg@10", float(results[0]["ndcg@10"]))
     report.set_float_custom_property("coverage@10", float(results[0]["coverage@10"]))
-
-
-def _local(path, directory):
-    """``path`` (any ``tf.io.gfile`` file system) copied into ``directory``, keeping its name."""
-    local = os.path.join(directory, os.path.basename(path))
-    tf.io.gfile.copy(path, local, overwrite=True)
-    return local

@@ -102,7 +102,7 @@ def read_splits(fn_args, event_columns):
     return splits.Split(train, valid, None, {}, event_vocabulary=context)
 
 
-def _local_copy(path, directory):
+def local_copy(path, directory):
     """``path`` (any ``tf.io.gfile`` file system: gs://, ...) copied into ``directory``, keeping its name."""
     tf.io.gfile.makedirs(directory)
     local = os.path.join(directory, os.path.basename(path))
@@ -165,9 +165,9 @@ def run_fn(fn_args):
                 "base_model": fn_args.base_model,
             },
             max_steps=steps,
-            item_text=_local_copy(item_text, run_dir) if item_text else None,
+            item_text=local_copy(item_text, run_dir) if item_text else None,
             strategy=strategy,
-            item_features=_local_copy(item_features, run_dir) if item_features else None,
+            item_features=local_copy(item_features, run_dir) if item_features else None,
             warm_start=base_model_dir(fn_args.base_model, tmp),
         )
     export.save(kind, model, vocabulary, serving_dir, k=k)
