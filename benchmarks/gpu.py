@@ -1,44 +1,48 @@
-"""SASRec and HSTU trained on ML-1M on a GPU with Keras 3's JAX backend, and BERT4Rec's masking share.
+"""Every model kind trained on a GPU with Keras 3's JAX backend: SASRec, BERT4Rec, HSTU, UniSRec, Recformer.
 
 TensorFlow has no GPU build on the machine this project borrows a GPU from, so this
-benchmark runs the backend-agnostic core (``tfseqrec.models``, ``tfseqrec.losses``,
-``tfseqrec.metrics``, ``tfseqrec.data.numpy_pipeline``) under ``KERAS_BACKEND=jax``,
-without TensorFlow. It is the first measurement of tfseqrec's models on a GPU.
+benchmark runs the backend-agnostic library (``tfseqrec.models``, ``tfseqrec.losses``,
+``tfseqrec.metrics``, ``tfseqrec.data.numpy_pipeline``, ``tfseqrec.models.recformer.arrays``)
+under ``KERAS_BACKEND=jax``, without TensorFlow.
 
-Protocol ``sasrec-plus`` (``benchmarks/protocols.py``): SASRec's 5-core ``ml-1m.txt``,
-leave-one-out with a validation item, full ranking over all 3,416 items with the whole
-history filtered. Each model has its ``ml1m`` preset (the sizes and training options
-of ``benchmarks/ml1m.py``'s stored CPU runs), batch 128 and the fixed loss normaliser,
-and trains under a wall-clock budget of ``fit`` time (validation on every user after
-every epoch included) with early stopping (patience 20 on validation NDCG@10). The
-best epoch's weights are evaluated on the test split with the same metrics.
+Protocols (``--protocol``):
 
-Reported per model: seconds per training epoch (median; the first epoch, which
-compiles, apart), minutes of ``fit`` to validation NDCG@10 0.18, to 98% of the best
-validation NDCG@10 and to the best, the best validation NDCG@10 and the test
-NDCG@10 / HR@10 at it. Anchors: SASRec+ (Klenitskiy & Vasilev, RecSys 2023) ran 540 s on a
-GPU with the full softmax (the whole run, patience included) and 769 s with 3,000
-negatives (``benchmarks/anchors.json``); RecTools' SASRec on ML-20M takes 122.5 s an epoch
-on an RTX 3090 (another dataset: a scale reference, not a comparison).
+- ``sasrec-plus`` and ``rectools`` (``benchmarks/protocols.py``): ML-1M, leave-one-out with
+  a validation item, full ranking with the whole history filtered; SASRec, BERT4Rec and
+  HSTU with their ``ml1m`` presets;
+- ``scientific``: Amazon Scientific (``amazon-scientific-text``), the same split rules;
+  every kind, with the options ``tfseqrec train`` settles for the data (UniSRec its
+  ``scientific`` preset; Recformer ``gpu_text.RECFORMER``: the paper's shape as far as
+  all-MiniLM-L6-v2 allows). The text models read what ``--prepare`` wrote on the CPU
+  (``benchmarks/gpu_text.py``).
 
-BERT4Rec (ML-1M size: 3,416 items, length 200, hidden 64, 2 blocks, 2 heads, batch
-256): milliseconds of a training step that masks inside the compiled step, and of the
-same step on a batch masked beforehand; the masking's share of the step is their
-difference over the first (``benchmarks/masking.py`` measures the same on the CPU).
+Each id model trains under a wall-clock budget of ``fit`` time (validation on every user
+after every epoch included) with early stopping on validation NDCG@10 (the run's
+``patience``, else 20); the best epoch's weights are evaluated on the test split.
+Recformer aligns ``[CLS]``, then runs both fine-tuning stages, validated the same way.
+
+Reported per model: seconds per training epoch (median; the first epoch, which compiles,
+apart), minutes to validation NDCG@10 ``LEVELS[protocol]``, to 98% of the best and to the
+best, the best validation NDCG@10 and the test NDCG@10 / HR@10 / MRR at it. BERT4Rec's
+run also measures Cloze masking's share of its training step: the median step of its
+epochs (masks drawn inside the compiled step) against epochs of the same windows masked
+beforehand by the model's own masking, run after the test (their difference over the first).
 
 ``--json FILE`` holds a list of records (``benchmarks/records.py``'s schema), one per
-trained model and one for the masking step: a command appends its own to those already in
-the file, and rewrites the file after each part, so a run cut short keeps what it
-measured. The GPU machine has no git checkout: pass ``--commit``.
+trained model: a command appends its own to those already in the file, and rewrites the
+file after each model, so a run cut short keeps what it measured. The GPU machine has no
+git checkout: pass ``--commit``.
 
 Usage (on the GPU machine, Keras, namex and optree installed beside its JAX):
     KERAS_BACKEND=jax python benchmarks/gpu.py --minutes 3 --json gpu.json --commit abc1234
-    KERAS_BACKEND=jax python benchmarks/gpu.py --protocol rectools --models hstu --no-masking \\
+    KERAS_BACKEND=jax python benchmarks/gpu.py --protocol rectools --models hstu \\
         --config '{"learning_rate": 4e-3}' --json gpu.json --commit abc1234
+    python benchmarks/gpu.py --protocol scientific --prepare prepared      # on the CPU, once
+    KERAS_BACKEND=jax python benchmarks/gpu.py --protocol scientific --prepared prepared \\
+        --models sasrec,bert4rec,unisrec,recformer --minutes 10 --json gpu.json --commit abc1234
 """
 
 import argparse
-import inspect
 import json
 import os
 import platform
@@ -46,39 +50,55 @@ import shlex
 import sys
 import time
 
+import gpu_text  # benchmarks/gpu_text.py
 import keras
 import machine  # benchmarks/machine.py
 import numpy as np
 import protocols  # benchmarks/protocols.py
 import records  # benchmarks/records.py
 
-from tfseqrec import losses, metrics, presets, registry
-from tfseqrec.data import numpy_pipeline, splits, vocab
-from tfseqrec.models import HSTU, BERT4Rec, SASRec
+from tfseqrec import losses, metrics, presets, ranking, registry
+from tfseqrec.data import numpy_pipeline, readers, splits
+from tfseqrec.models import HSTU, BERT4Rec, SASRec, UniSRec
+from tfseqrec.schedules import WarmupLinearDecay
 
-MODELS = {"sasrec": SASRec, "hstu": HSTU}
-TARGET_NDCG = 0.18
+MODELS = {"sasrec": SASRec, "bert4rec": BERT4Rec, "hstu": HSTU, "unisrec": UniSRec}
+KINDS = (*MODELS, "recformer")
+TEXT_MODELS = ("unisrec", "recformer")
+SCIENTIFIC = "amazon-scientific-text/Scientific.inter.json"
+# Validation NDCG@10 a run is timed to: about SASRec's best at its published settings.
+LEVELS = {"sasrec-plus": 0.18, "rectools": 0.18, "scientific": 0.08}
+DEFAULT_MODELS = {"sasrec-plus": "sasrec,bert4rec,hstu", "rectools": "sasrec,bert4rec,hstu"}
 PATIENCE = 20
+MAX_EPOCHS = 200
 MONITOR = "val_ndcg_10"
 
 
-def preset_options(cls):
-    """``(model options, training options)`` of the class's ``ml1m`` preset (``tfseqrec.registry``),
-    split by the backbone's arguments.
+def load(protocol, data_root):
+    """``(split, vocabulary)``: an ML-1M protocol's (``protocols.load``), or Amazon Scientific's leave-one-out."""
+    if protocol != "scientific":
+        return protocols.load(protocol, data_root)
+    events = readers.read_interactions(os.path.join(data_root, SCIENTIFIC), progress=False)
+    split, vocabulary, _ = splits.prepare(events)
+    return split, vocabulary
 
-    The task model passes the options it does not take itself to its backbone
-    (``cls.backbone_cls``); ``max_sequence_length`` is both, the model's and the windows'.
-    """
-    (name,) = [spec.name for spec in registry.MODELS.values() if spec.class_name == cls.__name__]
-    preset = dict(registry.get(name).presets["ml1m"].options)
-    accepted = set(inspect.signature(cls.backbone_cls.__init__).parameters)
-    model = {k: v for k, v in preset.items() if k in accepted}
-    training = {k: v for k, v in preset.items() if k not in accepted or k == "max_sequence_length"}
-    return model, training
+
+def data_file(protocol):
+    return SCIENTIFIC if protocol == "scientific" else protocols.get(protocol).data_file
+
+
+def run_options(name, protocol, sequences, config=None):
+    """Every option of a run (``presets.resolve``): ``config`` over the protocol's preset of the
+    model (``ml1m`` on ML-1M; UniSRec's ``scientific`` on Scientific) or the data's defaults."""
+    preset = {"unisrec": "scientific"} if protocol == "scientific" else {n: "ml1m" for n in MODELS}
+    given = dict(config or {})
+    if preset.get(name) and preset[name] in registry.get(name).presets:
+        given.setdefault("preset", preset[name])
+    return presets.resolve(name, sequences, given)
 
 
 def make_loss(training, seed):
-    """The preset's loss, built from its options as ``tfseqrec.training`` builds it."""
+    """The run's loss, built from its options as ``tfseqrec.training`` builds it."""
     return losses.build(
         training["loss"],
         seed=seed,
@@ -87,6 +107,29 @@ def make_loss(training, seed):
         sampler=training.get("sampler"),
         exclude_history=training.get("negatives_exclude_history"),
     )
+
+
+def learning_rate(training, steps_per_epoch):
+    """The run's rate: constant after a linear warm-up of ``warmup_epochs`` (the one schedule here)."""
+    schedule = training.get("learning_rate_schedule") or "constant"
+    if schedule != "constant":
+        raise ValueError(
+            f"gpu.py trains at a constant rate after the warm-up; got learning_rate_schedule={schedule!r}"
+        )
+    warmup = int(steps_per_epoch * (training.get("warmup_epochs") or 0))
+    return WarmupLinearDecay(training["learning_rate"], None, warmup) if warmup else training["learning_rate"]
+
+
+def training_batches(name, sequences, choices, seed, timestamps=False):
+    """``(Batches, loss normaliser)`` of the run's training windows: Cloze windows, unmasked
+    (BERT4Rec masks them inside its step), or next-item windows."""
+    spec, length, batch_size = registry.get(name), choices["max_sequence_length"], choices["batch_size"]
+    if spec.preparation == "cloze":
+        data = numpy_pipeline.cloze_windows(sequences, length)
+    else:
+        data = numpy_pipeline.causal_windows(sequences, length, timestamps=timestamps)
+    normalizer = losses.fixed_normalizer(presets.targets_per_window(spec, choices, sequences), batch_size)
+    return numpy_pipeline.Batches(data, batch_size, seed=seed), normalizer
 
 
 def eval_batches(cases, length, batch_size, timestamps=False):
@@ -105,11 +148,12 @@ def eval_batches(cases, length, batch_size, timestamps=False):
 
 
 class Clock(keras.callbacks.Callback):
-    """Per epoch: training seconds, validation seconds, validation NDCG@10; keeps the best weights; stops on budget."""
+    """Per epoch: training seconds, validation seconds, validation NDCG@10; keeps the best weights;
+    stops on budget or after ``patience`` epochs without a better one."""
 
-    def __init__(self, budget_seconds):
+    def __init__(self, budget_seconds, patience=PATIENCE):
         super().__init__()
-        self.budget = budget_seconds
+        self.budget, self.patience = budget_seconds, patience
         self.rows, self.best, self.best_epoch, self.best_weights = [], -1.0, 0, None
 
     def on_train_begin(self, logs=None):
@@ -136,8 +180,21 @@ class Clock(keras.callbacks.Callback):
         )
         if ndcg > self.best:
             self.best, self.best_epoch, self.best_weights = ndcg, epoch, self.model.get_weights()
-        if end - self.start > self.budget or epoch - self.best_epoch >= PATIENCE:
+        if end - self.start > self.budget or epoch - self.best_epoch >= self.patience:
             self.model.stop_training = True
+
+
+class EpochTimer(keras.callbacks.Callback):
+    """Seconds of each training epoch (a ``fit`` without validation)."""
+
+    def on_train_begin(self, logs=None):
+        self.seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self.start)
 
 
 def median(values):
@@ -150,124 +207,115 @@ def first_minutes(rows, threshold):
     return next((r["fit_minutes"] for r in rows if r["val_ndcg@10"] >= threshold), None)
 
 
-def train_model(name, split, num_items, minutes, seed, config=None):
-    cls = MODELS[name]
-    model_options, training = preset_options(cls)
-    for key, value in (config or {}).items():
-        (training if key in training else model_options)[key] = value
-    # HSTU's time bias, as tfseqrec.kinds settles it: TIME_BUCKETS buckets when the data has event times.
-    times = name == "hstu" and split.train.timestamps is not None
-    if times:
-        model_options.setdefault("num_time_buckets", presets.TIME_BUCKETS)
-    length, batch_size = training["max_sequence_length"], training["batch_size"]
-    # The windows once: the batches serve them, and the fixed loss normaliser (tfseqrec.training's
-    # default) counts their targets.
-    windows = numpy_pipeline.causal_windows(split.train, length, timestamps=times)
-    train = numpy_pipeline.Batches(windows, batch_size, seed=seed)
-    normalizer = losses.fixed_normalizer(np.sum(windows[2] > 0, axis=1), batch_size)
-    keras.utils.set_random_seed(seed)
-    model = cls(
-        num_items=num_items,
-        loss=make_loss(training, seed),
-        loss_normalizer=normalizer,
-        **model_options,
-    )
-    model.compile(
-        optimizer=keras.optimizers.Adam(training["learning_rate"]), metrics=metrics.default_metrics()
-    )
-    clock = Clock(minutes * 60)
-    valid = eval_batches(split.valid, length, 512, times)
-    model.fit(train, validation_data=valid, epochs=200, callbacks=[clock], verbose=0)
-    model.set_weights(clock.best_weights)
-    test = model.evaluate(eval_batches(split.test, length, 512, times), return_dict=True, verbose=0)
-    rows = clock.rows
+def summary(name, options, rows, test, level):
+    """A run's figures from its epochs' ``rows`` (``fit_minutes``, ``val_ndcg@10``, seconds) and test metrics."""
     best = max(rows, key=lambda r: r["val_ndcg@10"])
     return {
         "model": name,
-        "options": {**model_options, **training},
+        "options": options,
         "epochs": len(rows),
-        "best_epoch": best["epoch"],
+        "best_epoch": rows.index(best) + 1,
         "best_val_ndcg@10": best["val_ndcg@10"],
         "first_epoch_seconds": rows[0]["train_seconds"],
         "epoch_seconds_median": median([r["train_seconds"] for r in rows[1:]]),
-        "validation_seconds_median": median([r["validation_seconds"] for r in rows[1:]]),
-        "minutes_to_ndcg_0.18": first_minutes(rows, TARGET_NDCG),
+        "validation_seconds_median": median(
+            [r["validation_seconds"] for r in rows[1:] if "validation_seconds" in r]
+        ),
+        "level": level,
+        "minutes_to_level": first_minutes(rows, level),
         "minutes_to_98pct_of_best": first_minutes(rows, 0.98 * best["val_ndcg@10"]),
         "minutes_to_best": best["fit_minutes"],
         "fit_minutes": rows[-1]["fit_minutes"],
-        "test": {"ndcg@10": float(test["ndcg_10"]), "hr@10": float(test["hr_10"]), "mrr": float(test["mrr"])},
+        "test": {k: test[k] for k in ("ndcg@10", "hr@10", "mrr")},
         "curve": rows,
     }
 
 
-def timed(fn, seconds=3.0, warmup=3):
-    for _ in range(warmup):
-        fn()
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        fn()
-        n += 1
-    return (time.perf_counter() - start) / n
-
-
-def masking_share(num_items, batch_size=256, length=200, seed=0):
-    """BERT4Rec's step with in-step masking against the same step on a batch masked beforehand."""
+def train_model(name, split, num_items, minutes, seed, protocol, config=None, text_vectors=None):
+    """An id model (or UniSRec over ``text_vectors``) trained and tested: its ``summary``."""
+    choices = run_options(name, protocol, split.train, config)
+    model_options, training = dict(choices.model_options), choices.training
+    times = bool(model_options.get("num_time_buckets"))
+    train, normalizer = training_batches(name, split.train, choices, seed, times)
+    shown = {**model_options, **training}
+    if name == "unisrec":
+        model_options.update(text_dim=text_vectors.shape[1], text_embeddings=text_vectors)
     keras.utils.set_random_seed(seed)
-    model = BERT4Rec(
-        num_items=num_items, max_sequence_length=length, hidden_dim=64, num_layers=2, num_heads=2, seed=seed
+    model = MODELS[name](
+        num_items=num_items, loss=make_loss(training, seed), loss_normalizer=normalizer, **model_options
     )
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    ids = np.random.default_rng(seed).integers(
-        vocab.NUM_RESERVED, vocab.NUM_RESERVED + num_items, (batch_size, length)
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate(training, len(train))),
+        metrics=metrics.default_metrics(),
     )
-    x = {"item_ids": ids.astype(np.int32), "padding_mask": np.ones((batch_size, length), np.int32)}
-    step = timed(lambda: model.train_on_batch(x))
-    x_masked, labels, weights = model.masking(x)
-    premasked = timed(lambda: model.train_on_batch(x_masked, labels, weights))
+    clock = Clock(minutes * 60, training.get("patience") or PATIENCE)
+    length = choices["max_sequence_length"]
+    valid = eval_batches(split.valid, length, 512, times)
+    model.fit(
+        train,
+        validation_data=valid,
+        epochs=training.get("epochs") or MAX_EPOCHS,
+        callbacks=[clock],
+        verbose=0,
+    )
+    model.set_weights(clock.best_weights)
+    test = model.evaluate(eval_batches(split.test, length, 512, times), return_dict=True, verbose=0)
+    test = {"ndcg@10": float(test["ndcg_10"]), "hr@10": float(test["hr_10"]), "mrr": float(test["mrr"])}
+    run = summary(name, shown, clock.rows, test, LEVELS[protocol])
+    if name == "bert4rec":
+        run["masking"] = masking_share(model, train, clock.rows)
+    return run
+
+
+def masking_share(model, train, rows, epochs=3):
+    """Cloze masking's share of BERT4Rec's training step, on its own run: the median epoch of
+    ``rows`` (masks drawn inside the step; the compiling first epoch apart) against ``epochs``
+    more epochs of the same windows masked beforehand by the model's masking (the first of
+    them compiles the step without masking and is left out). ``None`` under two epochs."""
+    masked = keras.tree.map_structure(keras.ops.convert_to_numpy, model.masking(train.data))
+    premasked = numpy_pipeline.Batches(tuple(masked), train.batch_size, seed=0)
+    timer = EpochTimer()
+    model.fit(premasked, epochs=epochs, callbacks=[timer], verbose=0)
+    in_step = median([r["train_seconds"] for r in rows[1:]])
+    if in_step is None:
+        return None
+    step, before = in_step / len(train), median(timer.seconds[1:]) / len(premasked)
     return {
-        "num_items": num_items,
-        "batch_size": batch_size,
-        "length": length,
-        "step_ms": step * 1e3,
-        "premasked_step_ms": premasked * 1e3,
-        "masking_share": (step - premasked) / step,
+        "step_ms": 1e3 * step,
+        "premasked_step_ms": 1e3 * before,
+        "masking_share": (step - before) / step,
+        "epochs_masking_in_step": len(rows) - 1,
+        "epochs_premasked": epochs - 1,
     }
 
 
-def _minutes(value):
-    return "" if value is None else f"{value:.2f}"
-
-
-def table(records):
-    """Markdown: one row per trained model of ``records`` (``--json``'s list), then BERT4Rec's masking share."""
-    lines = [
-        "| model | options | seed | epochs (best) | s/epoch | validation s | min to val 0.18 "
-        "| min to 98% of best | min to best | best val NDCG@10 | test NDCG@10 | test HR@10 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for record in records:
-        for run in record["runs"]:
-            lines.append(
-                f"| {run['model']} | {record.get('config') or 'preset ml1m'} | {record['seed']} "
-                f"| {run['epochs']} ({run['best_epoch']}) | {run['epoch_seconds_median']:.2f} "
-                f"| {run['validation_seconds_median']:.2f} | {_minutes(run['minutes_to_ndcg_0.18'])} "
-                f"| {_minutes(run['minutes_to_98pct_of_best'])} | {_minutes(run['minutes_to_best'])} "
-                f"| {run['best_val_ndcg@10']:.4f} | {run['test']['ndcg@10']:.4f} | {run['test']['hr@10']:.4f} |"
-            )
-    for record in records:
-        if "masking" in record:
-            m = record["masking"]
-            lines.append(
-                f"\nBERT4Rec's training step (batch {m['batch_size']} x length {m['length']}, "
-                f"{m['num_items']:,} items): {m['step_ms']:.2f} ms masking inside the step, "
-                f"{m['premasked_step_ms']:.2f} ms on a batch masked beforehand; masking's share "
-                f"{100 * m['masking_share']:.1f}% (the difference over the first)."
-            )
-    return "\n".join(lines)
+def train_recformer(split, manifest, prepared, minutes, seed, config=None):
+    """Recformer (``gpu_text.train_recformer``) as a ``summary``: its curve counts the alignment's minutes."""
+    start = time.perf_counter()
+    _, options, aligned, epochs, ranks = gpu_text.train_recformer(
+        split, manifest, prepared, minutes, seed, config
+    )
+    align_minutes = (time.perf_counter() - start) / 60 - epochs[-1]["seconds"] / 60
+    rows, before = [], 0.0
+    for row in epochs:
+        rows.append(
+            {
+                **row,
+                "epoch": len(rows) + 1,
+                "stage_epoch": row["epoch"],
+                "train_seconds": row["seconds"] - before,
+                "fit_minutes": align_minutes + row["seconds"] / 60,
+            }
+        )
+        before = row["seconds"]
+    run = summary(
+        "recformer", options, rows, ranking.metrics_from_ranks(ranks, ks=(10,)), LEVELS["scientific"]
+    )
+    return {**run, "align_losses": aligned, "align_minutes": align_minutes}
 
 
 def environment():
-    import jax  # here, not above: the tests import this module for ``table`` without JAX
+    import jax  # here, not above: the tests import this module without JAX
 
     device = jax.devices()[0]
     return (
@@ -276,23 +324,63 @@ def environment():
     )
 
 
-def main():
+def build_parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", default=os.environ.get("TFSEQREC_DATA", "../shared/data"))
-    parser.add_argument("--models", default="sasrec,hstu")
+    parser.add_argument("--protocol", default="sasrec-plus", choices=sorted(LEVELS))
+    parser.add_argument(
+        "--models",
+        default=None,
+        help=f"of {', '.join(KINDS)} (default: the protocol's id models, or all on scientific)",
+    )
     parser.add_argument("--minutes", type=float, default=3.0, help="fit budget of each model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--commit", default=None, help="the code's commit (default: git's)")
     parser.add_argument(
-        "--masking", action=argparse.BooleanOptionalAction, default=True, help="BERT4Rec's step"
+        "--config", default=None, help="JSON: options of the id models and UniSRec over their preset"
     )
-    parser.add_argument("--protocol", default="sasrec-plus", choices=["sasrec-plus", "rectools"])
-    parser.add_argument("--config", default=None, help="JSON: options over the ml1m preset")
+    parser.add_argument("--recformer-config", default=None, help="JSON: over gpu_text.RECFORMER")
     parser.add_argument("--users", type=int, default=None, help="only the first N users (a quick check)")
+    parser.add_argument(
+        "--prepare",
+        default=None,
+        metavar="DIR",
+        help="on the CPU: write the text models' inputs to DIR, then exit",
+    )
+    parser.add_argument(
+        "--prepared", default=None, metavar="DIR", help="what --prepare wrote (unisrec, recformer)"
+    )
     parser.add_argument("--json", default=None)
+    return parser
+
+
+def chosen_models(parser, args):
+    names = (args.models or DEFAULT_MODELS.get(args.protocol, ",".join(KINDS))).split(",")
+    unknown = [n for n in names if n not in KINDS]
+    if unknown:
+        parser.error(f"unknown models {unknown}; expected some of {', '.join(KINDS)}")
+    text = [n for n in names if n in TEXT_MODELS]
+    if text and args.protocol != "scientific":
+        parser.error(f"{', '.join(text)} read item text: run them with --protocol scientific")
+    if text and not args.prepared:
+        parser.error(f"{', '.join(text)} need --prepared DIR (written by --prepare DIR on the CPU)")
+    return names
+
+
+def main():
+    parser = build_parser()
     args = parser.parse_args()
+    split, vocabulary = load(args.protocol, args.data_root)
+    if args.prepare:
+        if args.protocol != "scientific":
+            parser.error("--prepare writes the text models' inputs: use --protocol scientific")
+        gpu_text.prepare(args.prepare, split, vocabulary, args.data_root)
+        print(f"prepared {args.prepare} for {vocabulary.num_items:,} items", flush=True)
+        return
     if keras.backend.backend() != "jax":
         parser.error(f"run with KERAS_BACKEND=jax (Keras's backend here is {keras.backend.backend()!r})")
+    names = chosen_models(parser, args)
+    manifest, vectors = gpu_text.load(args.prepared, vocabulary) if args.prepared else (None, None)
     earlier = []
     if args.json and os.path.exists(args.json):
         with open(args.json) as f:
@@ -308,30 +396,31 @@ def main():
         "seed": args.seed,
         "runs": [],
     }
-
-    def save():
-        record["ended"] = machine.now()
-        if args.json:
-            data = protocols.get(args.protocol).data_file
-            records.write(args.json, [*earlier, *records.from_gpu(record, data)])
-
     print(record["environment"], flush=True)
-    split, vocabulary = protocols.load(args.protocol, args.data_root)
     if args.users:
         rows = np.arange(args.users)
         split = splits.Split(split.train.select(rows), split.valid.select(rows), split.test.select(rows), {})
         record["users"] = args.users
-    if args.masking:
-        record["masking"] = masking_share(vocabulary.num_items)
-        print("masking", json.dumps(record["masking"]), flush=True)
-        save()
-    for name in args.models.split(","):
-        run = train_model(
-            name, split, vocabulary.num_items, args.minutes, args.seed, json.loads(args.config or "{}")
-        )
+    for name in names:
+        if name == "recformer":
+            run = train_recformer(
+                split,
+                manifest,
+                args.prepared,
+                args.minutes,
+                args.seed,
+                json.loads(args.recformer_config or "{}"),
+            )
+        else:
+            config = json.loads(args.config or "{}")
+            run = train_model(
+                name, split, vocabulary.num_items, args.minutes, args.seed, args.protocol, config, vectors
+            )
         record["runs"].append(run)
         print(name, json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
-        save()
+        if args.json:
+            record["ended"] = machine.now()
+            records.write(args.json, [*earlier, *records.from_gpu(record, data_file(args.protocol))])
 
 
 if __name__ == "__main__":

@@ -391,27 +391,34 @@ def test_ml1m_speed_table_share_of_the_measured_host_by_hand():
     assert lines[-1].startswith("\\* Stored before runs measured their host")
 
 
-def test_gpu_preset_options_split_by_the_constructor():
-    from tfseqrec.models import HSTU
+def test_gpu_options_are_the_preset_split_by_the_constructor():
+    from tfseqrec.data import splits as splits_lib
 
-    model, training_options = _script("gpu").preset_options(HSTU)
+    long = splits_lib.Sequences(np.arange(4), np.tile(np.arange(3, 203), 4), np.arange(0, 801, 200))
+    choices = _script("gpu").run_options("hstu", "sasrec-plus", long, {"hidden_dim": 32})
     # The constructor takes the loss as an object: the preset's name of it is a training option.
-    assert training_options == {
-        "max_sequence_length": 200,
-        "batch_size": 128,
-        "bucket_boundaries": [50, 100],
-        "loss": "softmax",
-        "learning_rate": 4e-3,
-        "warmup_epochs": 0.0,
-    }
-    assert model == {
-        "max_sequence_length": 200,
-        "hidden_dim": 50,
+    assert choices.training["loss"] == "softmax" and choices.training["learning_rate"] == 4e-3
+    assert {
+        k: choices.model_options[k] for k in ("hidden_dim", "num_layers", "num_heads", "temperature")
+    } == {
+        "hidden_dim": 32,  # given over the preset's 50
         "num_layers": 8,
         "num_heads": 2,
-        "dropout": 0.2,
         "temperature": 0.05,
     }
+    assert "loss" not in choices.model_options and choices.model_options["num_time_buckets"] == 0  # no times
+    # BERT4Rec on ML-1M: its preset's warm-up; on Scientific UniSRec reads its own preset.
+    assert _script("gpu").run_options("bert4rec", "rectools", long).training["warmup_epochs"] == 5.0
+    assert _script("gpu").run_options("unisrec", "scientific", long).training["epochs"] == 8
+
+
+def test_gpu_learning_rate_warms_up_by_epochs_and_refuses_other_schedules():
+    gpu = _script("gpu")
+    assert gpu.learning_rate({"learning_rate": 1e-3, "warmup_epochs": 0.0}, 10) == 1e-3
+    schedule = gpu.learning_rate({"learning_rate": 1e-3, "warmup_epochs": 1.5}, 10)
+    assert schedule.warmup_steps == 15 and float(schedule(30)) == pytest.approx(1e-3)
+    with pytest.raises(ValueError, match="cosine"):
+        gpu.learning_rate({"learning_rate": 1e-3, "learning_rate_schedule": "cosine"}, 10)
 
 
 def test_gpu_eval_batches_by_hand():
@@ -425,32 +432,23 @@ def test_gpu_eval_batches_by_hand():
     assert targets.tolist() == [7, 8]
 
 
-def test_gpu_table_and_first_minutes_by_hand():
+def test_gpu_summary_by_hand():
     gpu = _script("gpu")
-    rows = [{"fit_minutes": 0.5, "val_ndcg@10": 0.1}, {"fit_minutes": 0.7, "val_ndcg@10": 0.185}]
-    assert gpu.first_minutes(rows, 0.18) == 0.7
+    rows = [
+        {"fit_minutes": 0.5, "val_ndcg@10": 0.1, "train_seconds": 20.0, "validation_seconds": 2.0},
+        {"fit_minutes": 0.7, "val_ndcg@10": 0.185, "train_seconds": 10.0, "validation_seconds": 1.0},
+        {"fit_minutes": 0.9, "val_ndcg@10": 0.19, "train_seconds": 12.0, "validation_seconds": 1.0},
+    ]
     assert gpu.first_minutes(rows, 0.2) is None
-    run = {
-        "model": "hstu",
-        "epochs": 30,
-        "best_epoch": 10,
-        "epoch_seconds_median": 0.2234,
-        "validation_seconds_median": 0.07,
-        "minutes_to_ndcg_0.18": None,
-        "minutes_to_98pct_of_best": 0.5,
-        "minutes_to_best": 0.75,
-        "best_val_ndcg@10": 0.17,
-        "test": {"ndcg@10": 0.16, "hr@10": 0.3},
-    }
-    masking = {"batch_size": 4, "length": 3, "num_items": 1000, "step_ms": 10.0, "premasked_step_ms": 9.0}
-    table = gpu.table(
-        [{"seed": 1, "config": None, "runs": [run], "masking": {**masking, "masking_share": 0.1}}]
-    )
-    assert (
-        "| hstu | preset ml1m | 1 | 30 (10) | 0.22 | 0.07 |  | 0.50 | 0.75 | 0.1700 | 0.1600 | 0.3000 |"
-        in table
-    )
-    assert "masking's share 10.0%" in table
+    test = {"ndcg@10": 0.16, "hr@10": 0.3, "mrr": 0.1, "hr@20": 0.4}
+    run = gpu.summary("hstu", {}, rows, test, level=0.18)
+    assert (run["epochs"], run["best_epoch"], run["best_val_ndcg@10"]) == (3, 3, 0.19)
+    seconds = (run["first_epoch_seconds"], run["epoch_seconds_median"], run["validation_seconds_median"])
+    assert seconds == (20.0, 11.0, 1.0)
+    # 98% of the best 0.19 is 0.1862: the second epoch (0.185) falls short of it.
+    minutes = (run["minutes_to_level"], run["minutes_to_98pct_of_best"], run["minutes_to_best"])
+    assert minutes == (0.7, 0.9, 0.9)
+    assert run["test"] == {"ndcg@10": 0.16, "hr@10": 0.3, "mrr": 0.1}
 
 
 def test_cold_items_remap_ids_through_raw_ids_and_weigh_parts_by_cases():

@@ -112,6 +112,7 @@ LAYERS = [
         "tfseqrec.beyond_accuracy",
         "tfseqrec.metrics",
         "tfseqrec.optimizers",
+        "tfseqrec.schedules",
         "tfseqrec.serving",
         "tfseqrec.plot",
     ],

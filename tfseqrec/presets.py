@@ -136,6 +136,25 @@ def for_data(model, sequences, options=None):
     return Choices(model, values, reasons)
 
 
+def resolve(model, sequences, options=None):
+    """Every option of a run of ``model``: those given (a named preset's under them) and those
+    ``for_data`` settles, as one ``Choices`` (a given option's reason: ``"given"``).
+
+    For a script that builds the model and its training itself (``benchmarks/gpu.py``):
+    ``model_options`` go to the constructor, ``training`` to the loss and the optimizer.
+
+    >>> import numpy as np
+    >>> from tfseqrec.data import splits
+    >>> short = splits.Sequences(np.arange(40), np.tile([2, 3, 4, 5], 40), np.arange(0, 161, 4))
+    >>> run = resolve("sasrec", short, {"hidden_dim": 16})
+    >>> run.model_options["hidden_dim"], run.reasons["hidden_dim"], run.training["loss"]
+    (16, 'given', 'softmax')
+    """
+    given = {k: v for k, v in _flat(model, options).items() if k not in ("model", "preset") and v is not None}
+    chosen = for_data(model, sequences, given)
+    return Choices(model, {**given, **chosen}, {**dict.fromkeys(given, "given"), **chosen.reasons})
+
+
 def _by_history(spec, sequences, given, choose):
     """The options the mean length of the training windows settles (``by_history``, widths)."""
     lengths = np.minimum(sequences.lengths, int(given["max_sequence_length"]))

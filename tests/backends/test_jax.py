@@ -48,9 +48,9 @@ pytestmark = [
 ]
 
 
-def run_on_jax(args, timeout):
-    """``python ARGS`` in the repository with ``KERAS_BACKEND=jax``: the completed process."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
+def run_on_jax(args, timeout, env=None):
+    """``python ARGS`` in the repository with ``KERAS_BACKEND=jax`` (or ``env`` over it): the completed process."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
     return subprocess.run(
         [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
     )

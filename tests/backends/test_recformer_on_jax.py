@@ -23,8 +23,8 @@ def test_recformer_trained_on_jax_served_on_tensorflow(tmp_path):
     assert trained["backend"] == "jax" and not trained["tensorflow_imported"]
     # From ln(20) = 3.0, the uniform guess over the catalogue, down (the JAX run is not seeded:
     # the first runs ended at 0.61 and 0.77 of their first epoch's loss).
-    losses = [loss for _, _, loss in trained["finetune"]]
-    assert [stage for stage, _, _ in trained["finetune"]] == [1] * 6 + [2] * 2
+    losses = [row["loss"] for row in trained["finetune"]]
+    assert [row["stage"] for row in trained["finetune"]] == [1] * 6 + [2] * 2
     assert losses[-1] < 0.9 * losses[0], trained["finetune"]
     assert trained["pretrain"][-1] < trained["pretrain"][0], trained["pretrain"]
     from tests.backends import jax_recformer  # the TensorFlow side: the graph's tokenizer, the recommender

@@ -14,6 +14,8 @@ from tfseqrec.models.recformer import (
     RecformerAligner,
     RecformerBackbone,
     RecformerPretrainer,
+    arrays,
+    convert,
     load_bert_weights,
     minilm_path,
 )
@@ -296,3 +298,59 @@ class RecformerTest(TestCase):
             backbone(_batch(np.random.default_rng(6)))
         with self.assertRaisesRegex(ValueError, "at least one block must read the history"):
             RecformerBackbone(vocabulary_size=40, hidden_dim=8, num_layers=2, num_heads=2, cached_layers=2)
+
+
+def _catalogue_model():
+    """A catalogue of 4 titled items and a tiny model over it (``arrays``' NumPy inputs)."""
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "title", "red", "blue", "pen", "ink"]
+    texts = np.array([[""]] * 3 + [["red pen"], ["blue pen"], ["red ink"], ["blue ink"]], dtype=object)
+    catalogue = arrays.Catalogue.of_texts(texts, vocabulary, ["title"], [4])
+    backbone = RecformerBackbone(
+        vocabulary_size=8, hidden_dim=8, num_layers=1, num_heads=2, intermediate_dim=16,
+        max_tokens=16, max_sequence_length=3, attention_window=4, dropout=0.0,
+    )  # fmt: skip
+    return catalogue, Recformer(backbone, num_items=4)
+
+
+def test_array_ranks_are_numpys_over_the_table():
+    catalogue, model = _catalogue_model()
+    model.set_item_embeddings(np.random.default_rng(0).normal(size=(4, 8)))
+    # Vocabulary ids 3..6; the last case's target (3) is in its own history and stays a candidate.
+    histories, targets = [[3], [4, 5], [5, 3, 4]], [4, 6, 3]
+    got = arrays.ranks(model, catalogue, histories, targets, batch_size=2)
+    vectors = np.asarray(model(catalogue.pack(histories, model.backbone)))
+    table = np.asarray(model.item_embeddings)
+    cosine = vectors @ table.T / np.outer(np.linalg.norm(vectors, axis=1), np.linalg.norm(table, axis=1))
+    expected = []
+    for row, (history, target) in enumerate(zip(histories, targets)):
+        scores = cosine[row].copy()
+        scores[[h - 3 for h in history if h != target]] = -np.inf
+        expected.append(int(np.sum(scores >= scores[target - 3])) - 1)  # the others at least as high
+    assert got.tolist() == expected
+
+
+def test_finetune_keeps_the_best_validated_epoch():
+    catalogue, model = _catalogue_model()
+    histories, targets = [[3], [4], [5], [3, 4], [4, 5]], [4, 5, 6, 5, 6]
+    pairs = arrays.Pairs(catalogue, model.backbone, histories, targets, batch_size=2, seed=0)
+    keras.utils.set_random_seed(0)
+    rows = arrays.finetune(
+        model, catalogue, pairs, epochs=3, stage2_epochs=2, learning_rate=3e-2,
+        validation=(histories, targets), patience=5,
+    )  # fmt: skip
+    assert [(r["stage"], r["epoch"]) for r in rows] == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2)]
+    ranks = arrays.ranks(model, catalogue, histories, targets)
+    ndcg = float(np.mean(np.where(ranks < 10, 1 / np.log2(ranks + 2), 0.0)))
+    # The model left behind is the best epoch's, its table included.
+    np.testing.assert_allclose(ndcg, max(r["val_ndcg@10"] for r in rows), atol=1e-6)
+
+
+def test_a_half_precision_checkpoint_reads_as_float32(tmp_path):
+    from safetensors.numpy import save_file
+
+    save_file(
+        {"bert.embeddings.word_embeddings.weight": np.ones((2, 3), np.float16)},
+        str(tmp_path / "model.safetensors"),
+    )
+    _, weights = convert.read_bert_checkpoint(str(tmp_path))
+    assert weights["embeddings.word_embeddings.weight"].dtype == np.float32

@@ -37,12 +37,12 @@ from tfseqrec.data import features as features_lib
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
 from tfseqrec.optimizers import RowSparseAdam
+from tfseqrec.schedules import WarmupLinearDecay
 from tfseqrec.training import directory, pretrain
 from tfseqrec.training import warm as warm_lib
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import LEGACY_MODEL_OPTIONS, TrainConfig
 from tfseqrec.training.directory import BACKUP_DIR, MODEL_FILE, FreeSpaceGuard, output_directory
-from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = PRESET_RUN_FILE  # what from_preset and save_to_preset name it too
 MONITOR = "val_ndcg_10"

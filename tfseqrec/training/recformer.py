@@ -29,11 +29,11 @@ from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.data.text import default_attributes, item_texts
 from tfseqrec.models import recformer as recformer_lib
 from tfseqrec.models.recformer.arrays import training_pairs
+from tfseqrec.schedules import WarmupLinearDecay
 from tfseqrec.training import directory, pretrain
 from tfseqrec.training.callbacks import RankingValidation, TimeLimit, TrainingDiverged
 from tfseqrec.training.config import RecformerConfig
 from tfseqrec.training.directory import MODEL_FILE, TEXT_FILE, output_directory, read
-from tfseqrec.training.schedules import WarmupLinearDecay
 
 CONFIG_FILE = "recformer_config.json"
 

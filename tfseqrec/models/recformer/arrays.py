@@ -9,7 +9,10 @@ tensorflow-text gives in the exported graph); histories are packed per batch by
   or of packed histories and their packed next items (``pretraining=True``: the
   pre-training task's item-item contrast and masked language modelling);
 - ``finetune``: the two fine-tuning stages, the table re-encoded after every stage-1
-  epoch, then frozen.
+  epoch, then frozen; with validation cases, the best epoch kept;
+- ``align``: ``[CLS]`` alignment on the items' text before fine-tuning;
+- ``ranks``: each case's rank among all items (``tfseqrec.ranking``'s rules), as validation
+  and evaluation rank them.
 
 A model trained here saves as ``.keras`` and loads on the TensorFlow backend, where
 ``tfseqrec.training.recformer`` builds its ``RecformerRecommender`` and export
@@ -30,10 +33,14 @@ Example:
 (3, 8)
 """
 
+import time
+
 import keras
 import numpy as np
 
+from tfseqrec import ranking
 from tfseqrec.data import vocab, wordpiece
+from tfseqrec.models.recformer.tasks import RecformerAligner
 
 
 class Catalogue:
@@ -149,29 +156,137 @@ class Pairs(keras.utils.PyDataset):
         self.order = self.rng.permutation(len(self.targets))
 
 
-def finetune(
-    model, catalogue, pairs, epochs=1, stage2_epochs=1, learning_rate=5e-5, stage2_learning_rate=None
-):
-    """Recformer's two fine-tuning stages on ``pairs`` (a ``Pairs``); returns each epoch's loss.
+class _Items(keras.utils.PyDataset):
+    """Every item as a one-item input, shuffled every epoch (seeded): ``[CLS]`` alignment's batches."""
 
-    Stage 1 re-encodes the item table before every epoch; stage 2 keeps the last table
-    frozen, at ``stage2_learning_rate`` (default half the first). AdamW without weight
-    decay, as ``tfseqrec train``. No validation: the caller picks epochs or stops.
+    def __init__(self, catalogue, backbone, batch_size=64, seed=0):
+        super().__init__()
+        self.catalogue, self.backbone, self.batch_size = catalogue, backbone, int(batch_size)
+        self.ids = np.arange(vocab.NUM_RESERVED, vocab.NUM_RESERVED + catalogue.num_items)
+        self.width = min(1 + max((len(t) for t in catalogue.tokens), default=0), backbone.max_tokens)
+        self.rng = np.random.default_rng(seed)
+        self.order = self.rng.permutation(len(self.ids))
+
+    def __len__(self):
+        return -(-len(self.ids) // self.batch_size)
+
+    def __getitem__(self, index):
+        rows = self.order[index * self.batch_size : (index + 1) * self.batch_size]
+        return self.catalogue.pack(self.ids[rows, None], self.backbone, self.width)
+
+    def on_epoch_end(self):
+        self.order = self.rng.permutation(len(self.ids))
+
+
+def align(model, catalogue, epochs=2, learning_rate=5e-4, batch_size=64, seed=0):
+    """``[CLS]`` alignment on the items' text (``RecformerAligner``, trained in place on
+    ``model``'s backbone), as ``tfseqrec train`` runs it from all-MiniLM-L6-v2 before
+    fine-tuning: no interaction is read. Returns each epoch's loss."""
+    aligner = RecformerAligner(model.backbone, temperature=model.temperature)
+    aligner.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
+    items = _Items(catalogue, model.backbone, batch_size, seed)
+    return [float(v) for v in aligner.fit(items, epochs=epochs, verbose=0).history["loss"]]
+
+
+def ranks(model, catalogue, histories, targets, batch_size=128):
+    """The 0-based rank of each target among all items, by ``model``'s item table as it stands
+    (``tfseqrec.ranking.rank_targets``: the rest of the history excluded, ties against the target).
+
+    Args:
+        histories: vocabulary ids of each case, oldest first; ``targets`` its next items.
+    """
+    targets = np.asarray(targets, np.int64)
+    out = []
+    for start in range(0, len(targets), batch_size):
+        rows = list(histories[start : start + batch_size])
+        vectors = model(catalogue.pack(rows, model.backbone), training=False)
+        seen = np.zeros((len(rows), max(len(h) for h in rows)), np.int64)  # padding: never a candidate
+        for i, history in enumerate(rows):
+            seen[i, : len(history)] = history
+        out.append(
+            keras.ops.convert_to_numpy(
+                ranking.rank_targets(model.scores(vectors), targets[start : start + len(rows)], seen)
+            )
+        )
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+class _Stages:
+    """Per epoch of ``finetune``: the row, validation, the best weights (the item table among them),
+    the stop by patience or time."""
+
+    def __init__(self, model, catalogue, validation, patience, seconds):
+        self.model, self.catalogue, self.validation = model, catalogue, validation
+        self.patience, self.seconds, self.start = patience, seconds, time.perf_counter()
+        self.rows, self.best, self.best_weights, self.waited = [], -np.inf, None, 0
+
+    def out_of_time(self):
+        return self.seconds is not None and time.perf_counter() - self.start > self.seconds
+
+    def end_epoch(self, stage, epoch, loss):
+        """Records the epoch; ``True`` when the stage ends here (patience or time)."""
+        row = {"stage": stage, "epoch": epoch, "loss": float(loss)}
+        if self.validation is not None:
+            found = ranks(self.model, self.catalogue, *self.validation)
+            row["val_ndcg@10"] = ranking.metrics_from_ranks(found, ks=(10,))["ndcg@10"]
+            self.waited += 1
+            if row["val_ndcg@10"] > self.best:
+                self.best, self.best_weights, self.waited = row["val_ndcg@10"], self.model.get_weights(), 0
+        row["seconds"] = time.perf_counter() - self.start
+        self.rows.append(row)
+        return self.out_of_time() or (self.patience is not None and self.waited >= self.patience)
+
+    def restore(self):
+        """The best epoch's weights so far, when validating; the patience starts again."""
+        if self.best_weights is not None:
+            self.model.set_weights(self.best_weights)
+        self.waited = 0
+
+
+def finetune(
+    model,
+    catalogue,
+    pairs,
+    epochs=1,
+    stage2_epochs=1,
+    learning_rate=5e-5,
+    stage2_learning_rate=None,
+    validation=None,
+    patience=None,
+    seconds=None,
+):
+    """Recformer's two fine-tuning stages on ``pairs`` (a ``Pairs``); returns a row per epoch.
+
+    Stage 1 re-encodes the item table before every epoch (and after the last); stage 2
+    keeps the table frozen, at ``stage2_learning_rate`` (default half the first). AdamW
+    without weight decay, as ``tfseqrec train``.
+
+    Args:
+        validation: ``(histories, targets)``: NDCG@10 over all items after every epoch;
+            the best epoch's weights and table are kept, and stage 2 starts from stage 1's best.
+        patience: epochs without a better validation NDCG@10 that end a stage.
+        seconds: a budget of wall time for both stages; the epoch that passes it is the last.
 
     Returns:
-        ``[(stage, epoch, loss)]``.
+        ``[{"stage", "epoch", "loss", "seconds", "val_ndcg@10"}]`` (``val_ndcg@10`` with
+        ``validation``; ``seconds`` since the start).
     """
-    rows = []
+    stages = _Stages(model, catalogue, validation, patience, seconds)
     model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
-    for epoch in range(epochs):
-        model.set_item_embeddings(encode_items(model, catalogue))
-        history = model.fit(pairs, epochs=1, verbose=0)
-        rows.append((1, epoch + 1, float(history.history["loss"][-1])))
     model.set_item_embeddings(encode_items(model, catalogue))
-    if stage2_epochs > 0:
+    for epoch in range(epochs):
+        loss = model.fit(pairs, epochs=1, verbose=0).history["loss"][-1]
+        model.set_item_embeddings(encode_items(model, catalogue))
+        if stages.end_epoch(1, epoch + 1, loss):
+            break
+    stages.restore()
+    if stage2_epochs > 0 and not stages.out_of_time():
         model.compile(
             optimizer=keras.optimizers.AdamW(stage2_learning_rate or learning_rate / 2, weight_decay=0.0)
         )
-        history = model.fit(pairs, epochs=stage2_epochs, verbose=0)
-        rows += [(2, e + 1, float(loss)) for e, loss in enumerate(history.history["loss"])]
-    return rows
+        for epoch in range(stage2_epochs):
+            loss = model.fit(pairs, epochs=1, verbose=0).history["loss"][-1]
+            if stages.end_epoch(2, epoch + 1, loss):
+                break
+        stages.restore()
+    return stages.rows

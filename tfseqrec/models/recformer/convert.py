@@ -19,12 +19,19 @@ def minilm_path():
 
 
 def read_bert_checkpoint(path):
-    """``{name: array}`` of a BERT ``model.safetensors`` (or a directory holding one), ``bert.`` prefix dropped."""
+    """``{name: array}`` of a BERT ``model.safetensors`` (or a directory holding one), ``bert.`` prefix dropped.
+
+    Half-precision tensors (a copy made smaller to travel, as ``benchmarks/gpu.py --prepare``
+    writes) are read as float32, the model's weights' type.
+    """
     from safetensors.numpy import load_file  # optional: only reading a BERT checkpoint needs it
 
     if os.path.isdir(path):
         path = os.path.join(path, "model.safetensors")
-    return path, {k.removeprefix("bert."): v for k, v in load_file(path).items()}
+    return path, {
+        k.removeprefix("bert."): v.astype(np.float32) if v.dtype == np.float16 else v
+        for k, v in load_file(path).items()
+    }
 
 
 def load_bert_weights(backbone, path):

@@ -1,7 +1,8 @@
-"""Learning-rate schedules of the training drivers."""
+"""Learning-rate schedules of the training drivers, in ``keras.ops``: the same schedule on every
+Keras backend (``benchmarks/gpu.py`` trains with it on JAX, without TensorFlow)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 
 @keras.saving.register_keras_serializable(package="tfseqrec")
@@ -25,13 +26,13 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.warmup_steps = int(warmup_steps)
 
     def __call__(self, step):
-        step = tf.cast(step, tf.float32)
+        step = ops.cast(step, "float32")
         warm = step / max(self.warmup_steps, 1)
         if self.total_steps is None:
-            after = tf.ones_like(step)
+            after = ops.ones_like(step)
         else:
-            after = tf.maximum((self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1), 0.0)
-        return self.learning_rate * tf.where(step < self.warmup_steps, warm, after)
+            after = ops.maximum((self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1), 0.0)
+        return self.learning_rate * ops.where(step < self.warmup_steps, warm, after)
 
     def get_config(self):
         return {
