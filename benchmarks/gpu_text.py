@@ -124,6 +124,7 @@ def train_recformer(split, manifest, prepared, minutes, seed, config=None):
         raise ValueError(f"unknown Recformer options {unknown}; known: {sorted(RECFORMER)}")
     keras.utils.set_random_seed(seed)
     items = catalogue(manifest, prepared, options)
+    items.check(options["max_tokens"])
     backbone = RecformerBackbone(
         num_layers=options["num_layers"], max_tokens=options["max_tokens"],
         max_sequence_length=options["max_sequence_length"], attention_window=options["attention_window"],

@@ -54,3 +54,15 @@ def test_the_ids_of_every_scientific_item_are_tensorflow_texts(vocabulary, data_
         got = wordpiece.pack_histories(histories, tokens, types, graph.cls_id, 20, 128, pad_multiple)
         for key, value in want.items():
             np.testing.assert_array_equal(got[key], value.numpy(), err_msg=key)
+
+
+def test_item_text_a_recformer_cannot_read_is_refused_in_one_line():
+    tokenizer = wordpiece.WordPiece(["[PAD]", "[UNK]", "[CLS]", "title", "red", "pen"])
+    texts = [["red pen"], ["красная ручка"], ["ручка"]]  # two of the three in a script the vocabulary lacks
+    tokens, types = wordpiece.item_tokens(texts, tokenizer, ["title"], [4])
+    with pytest.raises(ValueError, match=r"^3 of the items' 5 word pieces are \[UNK\] \(60%\): .* script"):
+        wordpiece.check_item_tokens(tokens, types, tokenizer.unk_id, max_tokens=16)
+    assert wordpiece.check_item_tokens(tokens[:2], types[:2], tokenizer.unk_id, 16) == 0.5  # half: read
+    # "title" and 2 values take 3 tokens, [CLS] a fourth: 3 tokens hold no whole item.
+    with pytest.raises(ValueError, match=r"^item 0 takes 3 tokens .* max_tokens 3 holds no whole item"):
+        wordpiece.check_item_tokens(tokens, types, tokenizer.unk_id, max_tokens=3)

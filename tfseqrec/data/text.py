@@ -76,6 +76,7 @@ class ItemTextTokenizer:
             if token not in self.vocabulary:
                 raise ValueError(f"the vocabulary has no {token!r} token")
         self.cls_id = self.vocabulary.index(cls_token)
+        self.unk_id = self.vocabulary.index(unk_token)
         self.pad_id = self.vocabulary.index(pad_token)
         table = tf.lookup.StaticVocabularyTable(
             tf.lookup.KeyValueTensorInitializer(

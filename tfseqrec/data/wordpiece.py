@@ -182,6 +182,47 @@ def item_tokens(texts, tokenizer, attributes, budgets):
     return all_tokens, all_types
 
 
+# More than this share of the items' word pieces [UNK]: the text is in a script (or a language)
+# the vocabulary does not cover, and a model would read little but [UNK].
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def check_item_tokens(tokens, types, unk_id, max_tokens, first_id=0):
+    """Refuses item tokens a Recformer cannot read; returns the share of [UNK] word pieces.
+
+    Refused, each in one line: an item longer than a packed input holds beside its
+    ``[CLS]`` (attribute budgets that do not fit ``max_tokens``), and text whose word
+    pieces are mostly ``[UNK]`` (over ``MAX_UNKNOWN_SHARE``). Empty items are the caller's
+    to refuse or count (``Catalogue.of_texts``, ``tfseqrec.training.directory.require_text``).
+
+    Args:
+        tokens, types: one array (or list) per item, as ``item_tokens`` gives them.
+        unk_id: the ``[UNK]`` token id; ``max_tokens`` the packed input's length.
+        first_id: the id of the first item, for the messages (``vocab.NUM_RESERVED`` when
+            ``tokens`` hold the reserved rows first).
+
+    >>> check_item_tokens([[4, 1, 5], [6, 7]], [[1, 2, 2], [1, 2]], unk_id=1, max_tokens=8)
+    0.3333333333333333
+    """
+    lengths = [len(t) for t in tokens]
+    longest = max(lengths, default=0)
+    if longest + 1 > max_tokens:
+        raise ValueError(
+            f"item {first_id + lengths.index(longest)} takes {longest} tokens with these attribute budgets, "
+            f"and [CLS] one more: max_tokens {max_tokens} holds no whole item (lower the budgets or raise max_tokens)"
+        )
+    values = [np.asarray(t)[np.asarray(y) == VALUE_TYPE] for t, y in zip(tokens, types)]
+    total = sum(len(v) for v in values)
+    unknown = sum(int(np.sum(v == unk_id)) for v in values)
+    share = unknown / total if total else 0.0
+    if share > MAX_UNKNOWN_SHARE:
+        raise ValueError(
+            f"{unknown:,} of the items' {total:,} word pieces are [UNK] ({share:.0%}): the item text is in "
+            "a script the vocabulary does not cover; use a checkpoint whose vocabulary covers it"
+        )
+    return share
+
+
 def pack_histories(histories, tokens, types, cls_id, max_sequence_length, max_tokens, pad_multiple=None):
     """Recformer inputs of histories, as ``tfseqrec.data.text.pack_histories`` makes them.
 

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec.data import readers, splits, text
+from tfseqrec.data import readers, splits, text, wordpiece
 from tfseqrec.data import vocab as vocab_lib
 from tfseqrec.data.text import default_attributes, item_texts
 from tfseqrec.models import recformer as recformer_lib
@@ -67,6 +67,10 @@ def build(config, vocabulary, texts, model=None):
     if config.common_value_share:
         shown, _ = text.drop_common_values(texts, config.common_value_share)
     tokens, types = tokenizer.tokenize(shown)
+    first = vocab_lib.NUM_RESERVED
+    wordpiece.check_item_tokens(
+        tokens.to_list()[first:], types.to_list()[first:], tokenizer.unk_id, config.max_tokens, first
+    )
     if model is None and config.init_from:
         backbone = pretrained_backbone(config)
         model = recformer_lib.Recformer(

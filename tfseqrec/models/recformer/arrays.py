@@ -48,11 +48,12 @@ class Catalogue:
 
     Args:
         tokens, types: per vocabulary id, int64 and int32 arrays (``wordpiece.item_tokens``).
-        cls_id: the ``[CLS]`` token id.
+        cls_id: the ``[CLS]`` token id; ``unk_id`` the ``[UNK]`` one.
     """
 
-    def __init__(self, tokens, types, cls_id):
+    def __init__(self, tokens, types, cls_id, unk_id=None):
         self.tokens, self.types, self.cls_id = list(tokens), list(types), int(cls_id)
+        self.unk_id = unk_id
 
     @classmethod
     def of_texts(cls, texts, vocabulary, attributes, budgets, cls_token="[CLS]"):
@@ -68,7 +69,14 @@ class Catalogue:
                 f"{len(empty)} items have no text to read (vocabulary ids {empty[:5]}...): "
                 "a Recformer cannot tell them apart"
             )
-        return cls(tokens, types, tokenizer.index[cls_token])
+        return cls(tokens, types, tokenizer.index[cls_token], tokenizer.unk_id)
+
+    def check(self, max_tokens):
+        """``wordpiece.check_item_tokens`` of the items for inputs of ``max_tokens``: the [UNK] share."""
+        first = vocab.NUM_RESERVED
+        return wordpiece.check_item_tokens(
+            self.tokens[first:], self.types[first:], self.unk_id, max_tokens, first
+        )
 
     @property
     def num_items(self):
