@@ -12,7 +12,7 @@ import os
 
 import protocols  # benchmarks/protocols.py
 
-from tfseqrec.data import synthetic
+from tfseqrec.data import readers, synthetic
 
 # Where a synthetic dataset's log is written the first time it is asked for.
 CACHE = os.environ.get("TFSEQREC_CACHE", os.path.expanduser("~/.cache/tfseqrec/synthetic"))
@@ -25,7 +25,7 @@ class Dataset:
     ``interactions``: the interaction file under the data root. ``protocol``: the name of
     its evaluation protocol in ``benchmarks/README.md``. ``item_text``: the items' text
     under the data root, or ``None`` where it is written from another file (ML-1M:
-    ``text.ml1m_item_text`` maps ``movies.dat`` to ``ml-1m.txt``'s ids). ``attributes``:
+    ``ml1m_texts`` maps ``movies.dat`` to ``ml-1m.txt``'s ids). ``attributes``:
     the attribute set of ``tfseqrec.data.text.ATTRIBUTES`` its text is read with.
     """
 
@@ -79,3 +79,11 @@ def get(name):
     if name not in DATASETS:
         raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
     return DATASETS[name]
+
+
+def ml1m_texts(root):
+    """ML-1M's titles and genres under ``ml-1m.txt``'s ids (what ``tfseqrec data item-text`` writes)."""
+    ml1m = os.path.join(root, "ml-1m")
+    to_original = readers.read_id_map(os.path.join(ml1m, "sas_to_original_items.txt"))
+    movies = readers.read_item_text(os.path.join(ml1m, "movies.dat"))
+    return {sas: movies[original] for sas, original in to_original.items() if original in movies}

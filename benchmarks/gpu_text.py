@@ -13,24 +13,36 @@ The GPU machine has no TensorFlow, so the two steps that need it run on the CPU 
 
 On JAX, Recformer is tokenized by ``tfseqrec.data.wordpiece`` (the ids of tensorflow-text's
 tokenizer) and trained by ``tfseqrec.models.recformer.arrays``: ``[CLS]`` alignment, then
-both fine-tuning stages with validation NDCG@10 after every epoch, the best kept.
+both fine-tuning stages with validation NDCG@10 after every epoch, the best kept. With
+``--pretrain-minutes``, ``recformer-pretrained`` first pre-trains on the other text data at
+hand, ML-1M's titles and genres (``tfseqrec pretrain --model recformer``'s steps: alignment
+on its items, then masked language modelling with item-item contrast), and fine-tunes
+without a second alignment, as a ``tfseqrec pretrain`` checkpoint is fine-tuned.
 """
 
 import json
 import os
 import time
 
+import datasets  # benchmarks/datasets.py
 import keras
 import numpy as np
+import protocols  # benchmarks/protocols.py
 
-from tfseqrec.data import vocab
-from tfseqrec.models.recformer import Recformer, RecformerBackbone, arrays, load_bert_weights
+from tfseqrec.data import vocab, wordpiece
+from tfseqrec.models.recformer import (
+    Recformer,
+    RecformerBackbone,
+    RecformerPretrainer,
+    arrays,
+    load_bert_weights,
+)
 
 PREPARED = "prepared.json"
 VECTORS = "text_vectors.npy"
 CHECKPOINT = "minilm"
-ITEM_TEXT = "amazon-scientific-text/Scientific.item.json"
 ATTRIBUTES = ("title", "brand", "categories")  # tfseqrec.data.text.ATTRIBUTES["amazon"]
+ML1M_ATTRIBUTES = ("title", "genres")  # tfseqrec.data.text.ATTRIBUTES["movielens"]
 # The paper's shape as far as all-MiniLM-L6-v2 allows (Li et al., KDD 2023; the reference's
 # defaults: 50 items, 32 tokens an attribute, 1,024 tokens, window 64): its 6 layers and
 # 512 token positions. The schedule is `tfseqrec train`'s (RecformerConfig).
@@ -50,6 +62,7 @@ RECFORMER = {
     "stage2_epochs": 2,
     "patience": 2,
     "examples_per_user": 1,
+    "mlm_weight": 0.1,  # pre-training only
 }
 
 
@@ -60,14 +73,14 @@ def prepare(out, split, vocabulary, data_root):
 
     from safetensors.numpy import save_file
 
-    from tfseqrec.data import readers, text
+    from tfseqrec.data import readers
     from tfseqrec.models import SentenceEncoder
     from tfseqrec.models.recformer import convert
 
-    item_text = readers.read_item_text(os.path.join(data_root, ITEM_TEXT))
-    texts, missing = text.item_texts(item_text, vocabulary, ATTRIBUTES)
+    source_text = datasets.get("scientific").item_text_path(data_root)
+    texts, missing = wordpiece.item_texts(readers.read_item_text(source_text), vocabulary, ATTRIBUTES)
     if missing:
-        raise ValueError(f"{missing} items of the split have no text in {ITEM_TEXT}")
+        raise ValueError(f"{source_text}: {missing} items of the split have no text")
     encoder = {"attributes": list(ATTRIBUTES), "max_attribute_tokens": 32, "num_layers": 6}
     vectors = SentenceEncoder.from_pretrained(**encoder).encode(texts[vocab.NUM_RESERVED :], progress=False)
     os.makedirs(os.path.join(out, CHECKPOINT), exist_ok=True)
@@ -80,7 +93,7 @@ def prepare(out, split, vocabulary, data_root):
     manifest = {
         "items": list(vocabulary.items),
         "attributes": list(ATTRIBUTES),
-        "texts": texts[vocab.NUM_RESERVED :].tolist(),
+        "texts": texts.tolist(),  # per vocabulary id, the reserved rows empty
         "text_encoder": encoder,
     }
     with open(os.path.join(out, PREPARED), "w", encoding="utf-8") as f:
@@ -105,26 +118,79 @@ def load(prepared, vocabulary):
     return manifest, vectors
 
 
-def catalogue(manifest, prepared, options):
-    """Recformer's ``arrays.Catalogue`` of the prepared texts, ``max_attribute_tokens`` each."""
+def catalogue(texts, attributes, prepared, options):
+    """Recformer's ``arrays.Catalogue`` of ``texts`` (``[vocabulary size, attributes]``) over the
+    prepared checkpoint's vocabulary, ``max_attribute_tokens`` each; refused if it cannot be read."""
     with open(os.path.join(prepared, CHECKPOINT, "vocab.txt"), encoding="utf-8") as f:
         wordpieces = [line.rstrip("\n") for line in f]
-    texts = np.array(
-        [[""] * len(manifest["attributes"])] * vocab.NUM_RESERVED + manifest["texts"], dtype=object
+    budgets = [options["max_attribute_tokens"]] * len(attributes)
+    items = arrays.Catalogue.of_texts(np.asarray(texts, dtype=object), wordpieces, list(attributes), budgets)
+    items.check(options["max_tokens"])
+    return items
+
+
+def ml1m_pretraining(data_root):
+    """ML-1M's titles and genres (``[vocabulary size, 2]``) and training sequences: the other text data at hand."""
+    split, vocabulary = protocols.load("sasrec-plus", data_root)
+    texts, missing = wordpiece.item_texts(datasets.ml1m_texts(data_root), vocabulary, ML1M_ATTRIBUTES)
+    if missing:
+        raise ValueError(f"{missing} of ML-1M's items have no title in movies.dat")
+    return texts, _lists(split.train)
+
+
+class StopAfter(keras.callbacks.Callback):
+    """Stops ``fit`` at the first batch past a deadline (pre-training has no validation to wait for)."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.deadline = time.perf_counter() + seconds
+
+    @property
+    def passed(self):
+        return time.perf_counter() > self.deadline
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.passed:
+            self.model.stop_training = True
+
+
+def pretrain(model, data_root, prepared, options, minutes, seed):
+    """Recformer's pre-training on ML-1M's text, ``model``'s backbone trained in place, for
+    ``minutes`` in all: ``[CLS]`` alignment on its items, then masked language modelling with
+    item-item contrast (``tfseqrec pretrain --model recformer``'s steps)."""
+    texts, sequences = ml1m_pretraining(data_root)
+    items = catalogue(texts, ML1M_ATTRIBUTES, prepared, options)
+    stop = StopAfter(minutes * 60)
+    aligned = arrays.align(
+        model, items, options["align_epochs"], options["align_learning_rate"], seed=seed, callbacks=[stop]
     )
-    budgets = [options["max_attribute_tokens"]] * len(manifest["attributes"])
-    return arrays.Catalogue.of_texts(texts, wordpieces, manifest["attributes"], budgets)
+    histories, targets = arrays.training_pairs(sequences, options["examples_per_user"])
+    task = RecformerPretrainer(
+        model.backbone, temperature=options["temperature"], mlm_weight=options["mlm_weight"], seed=seed
+    )
+    task.compile(optimizer=keras.optimizers.AdamW(options["learning_rate"], weight_decay=0.0))
+    pairs = arrays.Pairs(
+        items, model.backbone, histories, targets, options["batch_size"], seed, pretraining=True
+    )
+    losses = [] if stop.passed else task.fit(pairs, epochs=1000, callbacks=[stop], verbose=0).history["loss"]
+    return {
+        "align_losses": aligned,
+        "losses": [float(v) for v in losses],
+        "items": items.num_items,
+        "pairs": len(targets),
+    }
 
 
-def train_recformer(split, manifest, prepared, minutes, seed, config=None):
-    """Recformer from all-MiniLM-L6-v2 on the split: alignment, both stages; the run's figures."""
+def train_recformer(split, manifest, prepared, minutes, seed, config=None, pretraining=None):
+    """Recformer from all-MiniLM-L6-v2 on the split: alignment (or, with ``pretraining``
+    ``(data root, minutes)``, ``pretrain``), then both stages. Returns ``(options, what the
+    start did, epochs' rows, test ranks)``; the rows' seconds count from the start."""
     options = {**RECFORMER, **(config or {})}
     unknown = sorted(set(options) - set(RECFORMER))
     if unknown:
         raise ValueError(f"unknown Recformer options {unknown}; known: {sorted(RECFORMER)}")
     keras.utils.set_random_seed(seed)
-    items = catalogue(manifest, prepared, options)
-    items.check(options["max_tokens"])
+    items = catalogue(manifest["texts"], manifest["attributes"], prepared, options)
     backbone = RecformerBackbone(
         num_layers=options["num_layers"], max_tokens=options["max_tokens"],
         max_sequence_length=options["max_sequence_length"], attention_window=options["attention_window"],
@@ -133,18 +199,24 @@ def train_recformer(split, manifest, prepared, minutes, seed, config=None):
     load_bert_weights(backbone, os.path.join(prepared, CHECKPOINT))
     model = Recformer(backbone, temperature=options["temperature"], num_items=len(manifest["items"]))
     start = time.perf_counter()
-    aligned = arrays.align(
-        model, items, options["align_epochs"], options["align_learning_rate"], seed=seed
-    ) if options["align_epochs"] else []  # fmt: skip
+    if pretraining:
+        data_root, pretrain_minutes = pretraining
+        began = pretrain(model, data_root, prepared, options, pretrain_minutes, seed)
+    else:
+        aligned = arrays.align(
+            model, items, options["align_epochs"], options["align_learning_rate"], seed=seed
+        )
+        began = {"align_losses": aligned}
     histories, targets = arrays.training_pairs(_lists(split.train), options["examples_per_user"])
     pairs = arrays.Pairs(items, model.backbone, histories, targets, options["batch_size"], seed)
     valid = (_lists(split.valid.histories), split.valid.targets)
     rows = arrays.finetune(
         model, items, pairs, options["epochs"], options["stage2_epochs"], options["learning_rate"],
-        validation=valid, patience=options["patience"], seconds=minutes * 60 - (time.perf_counter() - start),
+        validation=valid, patience=options["patience"], seconds=minutes * 60,
     )  # fmt: skip
+    began["seconds"] = time.perf_counter() - start - rows[-1]["seconds"]
     test_ranks = arrays.ranks(model, items, _lists(split.test.histories), split.test.targets)
-    return model, options, aligned, rows, test_ranks
+    return options, began, rows, test_ranks
 
 
 def _lists(sequences):

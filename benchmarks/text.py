@@ -137,9 +137,9 @@ def fit_id_model(model, split, vocabulary, minutes, init_from=None, overrides=No
 
 
 def ml1m(root):
-    """ML-1M's ``(split, vocabulary, item text)``: ``ml-1m.txt``'s split and ``ml1m_texts``."""
+    """ML-1M's ``(split, vocabulary, item text)``: ``ml-1m.txt``'s split and ``datasets.ml1m_texts``."""
     split, vocabulary, _ = splits.prepare(readers.read_interactions(datasets.get("ml-1m").path(root)))
-    return split, vocabulary, ml1m_texts(root)
+    return split, vocabulary, datasets.ml1m_texts(root)
 
 
 def ml1m_unisrec(root, minutes, overrides=None, data=None):
@@ -169,18 +169,10 @@ def ml1m_transfer(root, minutes, scientific_vectors, scientific_encoder):
     return model.for_catalogue(scientific_vectors, scientific_encoder), epochs, seconds
 
 
-def ml1m_texts(root):
-    """ML-1M's titles and genres under ``ml-1m.txt``'s ids (what ``tfseqrec data item-text`` writes)."""
-    ml1m = os.path.join(root, "ml-1m")
-    to_original = readers.read_id_map(os.path.join(ml1m, "sas_to_original_items.txt"))
-    movies = readers.read_item_text(os.path.join(ml1m, "movies.dat"))
-    return {sas: movies[original] for sas, original in to_original.items() if original in movies}
-
-
 def ml1m_item_text(root, path):
     """``(interactions, item text)`` paths of ML-1M, the text written to ``path``."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(ml1m_texts(root), f)
+        json.dump(datasets.ml1m_texts(root), f)
     return datasets.get("ml-1m").path(root), path
 
 

@@ -1,9 +1,11 @@
 """``benchmarks/gpu.py`` at tiny size on JAX's CPU: every model kind trains, tests and is stored.
 
 The first 30 users of Amazon Scientific (and their items' text) make a data root of their
-own; ``--prepare`` writes the text models' inputs on the TensorFlow backend, as on the CPU
-before a GPU run; then the script trains SASRec, BERT4Rec, HSTU, UniSRec and Recformer
-under ``KERAS_BACKEND=jax`` and writes one record per run.
+own, beside ML-1M (Recformer's pre-training text); ``--prepare`` writes the text models'
+inputs on the TensorFlow backend, as on the CPU before a GPU run; then the script trains
+SASRec, BERT4Rec, HSTU, UniSRec and Recformer (pre-trained on ML-1M's titles and genres
+for a few steps: alignment, masked language modelling and item contrast, then both
+fine-tuning stages) under ``KERAS_BACKEND=jax`` and writes one record per run.
 """
 
 import json
@@ -41,6 +43,7 @@ def tiny_scientific(data_root, out):
     (out / SCIENTIFIC).mkdir(parents=True)
     (out / SCIENTIFIC / "Scientific.inter.json").write_text(json.dumps(interactions))
     (out / SCIENTIFIC / "Scientific.item.json").write_text(json.dumps({k: items[k] for k in kept}))
+    (out / "ml-1m").symlink_to(pathlib.Path(data_root) / "ml-1m")  # read, never copied
     return out
 
 
@@ -56,8 +59,8 @@ def test_every_kind_trains_on_jax_and_is_stored(tmp_path, data_root):
     done = run_on_jax(
         [
             *common,
-            *("--prepared", str(prepared), "--models", "sasrec,bert4rec,hstu,unisrec,recformer"),
-            *("--minutes", "5", "--config", json.dumps(ID_CONFIG)),
+            *("--prepared", str(prepared), "--models", "sasrec,bert4rec,hstu,unisrec,recformer-pretrained"),
+            *("--minutes", "5", "--pretrain-minutes", "1.5", "--config", json.dumps(ID_CONFIG)),
             *("--recformer-config", json.dumps(RECFORMER_CONFIG), "--json", str(out), "--commit", "test"),
         ],
         timeout=900,
@@ -66,7 +69,7 @@ def test_every_kind_trains_on_jax_and_is_stored(tmp_path, data_root):
     stored = json.loads(out.read_text())
     records = benchmark_script("records")
     assert [records.validate(rec) for rec in stored] == [[]] * 5
-    assert [r["model"] for r in stored] == ["sasrec", "bert4rec", "hstu", "unisrec", "recformer"]
+    assert [r["model"] for r in stored] == ["sasrec", "bert4rec", "hstu", "unisrec", "recformer-pretrained"]
     for rec in stored:
         assert rec["dataset"] == f"{SCIENTIFIC}/Scientific.inter.json" and "cpu" in rec["environment"]
         assert 0 <= rec["metrics"]["ndcg@10"] <= rec["metrics"]["hr@10"] <= 1, rec["metrics"]
@@ -77,7 +80,10 @@ def test_every_kind_trains_on_jax_and_is_stored(tmp_path, data_root):
         assert by_model[name]["options"]["hidden_dim"] == 8
     masking = by_model["bert4rec"]["extra"]["masking"]
     assert masking["step_ms"] > 0 and masking["premasked_step_ms"] > 0 and masking["masking_share"] < 1
-    recformer = by_model["recformer"]
+    recformer = by_model["recformer-pretrained"]
     assert [p["stage"] for p in recformer["curve"]] == [1, 1, 2]
-    assert recformer["options"]["max_tokens"] == 64 and len(recformer["extra"]["align_losses"]) == 1
+    start = recformer["extra"]["start"]
+    # ML-1M's 3,416 items aligned, then masked language modelling and item contrast until the minutes ran out.
+    assert start["items"] == 3416 and len(start["align_losses"]) == 1 and start["losses"], start
+    assert recformer["options"]["max_tokens"] == 64
     assert os.path.basename(recformer["command"].split()[1]) == "gpu.py"

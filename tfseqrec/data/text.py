@@ -24,8 +24,14 @@ Example:
 import numpy as np
 import tensorflow as tf
 
-from tfseqrec.data import readers, vocab
-from tfseqrec.data.wordpiece import CLS_TYPE, KEY_TYPE, NUM_TOKEN_TYPES, VALUE_TYPE  # noqa: F401 (defined TF-free)
+from tfseqrec.data import readers
+from tfseqrec.data.wordpiece import (  # noqa: F401 (defined TF-free)
+    CLS_TYPE,
+    KEY_TYPE,
+    NUM_TOKEN_TYPES,
+    VALUE_TYPE,
+    item_texts,
+)
 
 # Attributes Recformer reads, by dataset (order matters: it is the order in the text).
 ATTRIBUTES = {
@@ -135,19 +141,6 @@ def default_attributes(item_text_path, raw_text=None):
     # Ties (only a title, say) go to the first set, Amazon's.
     best = max(ATTRIBUTES, key=lambda kind: len(names & set(ATTRIBUTES[kind])))
     return list(ATTRIBUTES[best])
-
-
-def item_texts(item_text, vocabulary, attributes):
-    """``[vocabulary.size, len(attributes)]`` strings; reserved ids and unknown items are empty."""
-    table = np.full((vocabulary.size, len(attributes)), "", dtype=object)
-    missing = 0
-    for i, raw in enumerate(vocabulary.items):
-        attrs = item_text.get(raw)
-        if attrs is None:
-            missing += 1
-            continue
-        table[vocab.NUM_RESERVED + i] = [attrs.get(a, "") or "" for a in attributes]
-    return table, missing
 
 
 def drop_common_values(texts, share):

@@ -28,6 +28,8 @@ import unicodedata
 
 import numpy as np
 
+from tfseqrec.data import vocab
+
 # Recformer's token types: the leading [CLS], attribute names (keys), their values.
 CLS_TYPE, KEY_TYPE, VALUE_TYPE = 0, 1, 2
 NUM_TOKEN_TYPES = 3
@@ -152,6 +154,21 @@ class WordPiece:
             else:
                 return [self.unk_id]
         return pieces
+
+
+def item_texts(item_text, vocabulary, attributes):
+    """``([vocabulary.size, len(attributes)]`` strings, items without text``)``: each item's
+    ``attributes`` from ``item_text`` (``{raw id: {attribute: text}}``); reserved ids and
+    items without text are empty (their count is the second value)."""
+    table = np.full((vocabulary.size, len(attributes)), "", dtype=object)
+    missing = 0
+    for i, raw in enumerate(vocabulary.items):
+        attrs = item_text.get(raw)
+        if attrs is None:
+            missing += 1
+            continue
+        table[vocab.NUM_RESERVED + i] = [attrs.get(a, "") or "" for a in attributes]
+    return table, missing
 
 
 def item_tokens(texts, tokenizer, attributes, budgets):

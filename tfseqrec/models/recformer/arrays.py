@@ -186,14 +186,17 @@ class _Items(keras.utils.PyDataset):
         self.order = self.rng.permutation(len(self.ids))
 
 
-def align(model, catalogue, epochs=2, learning_rate=5e-4, batch_size=64, seed=0):
+def align(model, catalogue, epochs=2, learning_rate=5e-4, batch_size=64, seed=0, callbacks=None):
     """``[CLS]`` alignment on the items' text (``RecformerAligner``, trained in place on
     ``model``'s backbone), as ``tfseqrec train`` runs it from all-MiniLM-L6-v2 before
-    fine-tuning: no interaction is read. Returns each epoch's loss."""
+    fine-tuning: no interaction is read. Returns each epoch's loss (none with ``epochs=0``)."""
+    if epochs <= 0:
+        return []
     aligner = RecformerAligner(model.backbone, temperature=model.temperature)
     aligner.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.0))
     items = _Items(catalogue, model.backbone, batch_size, seed)
-    return [float(v) for v in aligner.fit(items, epochs=epochs, verbose=0).history["loss"]]
+    history = aligner.fit(items, epochs=epochs, callbacks=callbacks, verbose=0).history["loss"]
+    return [float(v) for v in history]
 
 
 def ranks(model, catalogue, histories, targets, batch_size=128):
