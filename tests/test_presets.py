@@ -11,6 +11,9 @@ import pytest
 import tfseqrec
 from tfseqrec import data, kinds, losses, presets, registry
 
+# Run on the primary stack only (CI time): the registry's and presets' Python and the command line printing them, the same on both stacks.
+pytestmark = pytest.mark.primary
+
 TINY = {"hidden_dim": 8, "num_heads": 1}
 
 

@@ -12,6 +12,9 @@ import pytest
 
 from tfseqrec import checks, cli
 
+# Run on the primary stack only (CI time): path checks of the command line's own Python, the same on both stacks.
+pytestmark = pytest.mark.primary
+
 TINY = json.dumps({"max_sequence_length": 5, "hidden_dim": 8, "batch_size": 64, "epochs": 1})
 
 

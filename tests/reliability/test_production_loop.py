@@ -16,6 +16,9 @@ from tfseqrec import bulk, kinds, training
 from tfseqrec.data import ItemVocabulary
 from tfseqrec.models import SASRec
 
+# Run on the primary stack only (CI time): file handling of the command line's own Python, the same on both stacks.
+pytestmark = pytest.mark.primary
+
 TINY = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8}
 
 

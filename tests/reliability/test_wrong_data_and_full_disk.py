@@ -19,6 +19,9 @@ from tests.test_case import TINY_RECFORMER, file_tree, train_text_model
 from tfseqrec import cli, kinds, ranking
 from tfseqrec.data import synthetic
 
+# Run on the primary stack only (CI time): refusals and file handling of the command line's own Python, the same on both stacks.
+pytestmark = pytest.mark.primary
+
 TINY = {"epochs": 1, "hidden_dim": 8, "num_layers": 1, "max_sequence_length": 8, "dropout": 0.0}
 TINY_FLAGS = ["--epochs", "1", "--hidden-dim", "8", "--num-layers", "1", "--max-sequence-length", "8"]
 RECFORMER = TINY_RECFORMER
