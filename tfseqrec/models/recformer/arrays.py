@@ -71,6 +71,10 @@ class Catalogue:
             )
         return cls(tokens, types, tokenizer.index[cls_token], tokenizer.unk_id)
 
+    def item_width(self, max_tokens):
+        """Tokens of the widest one-item input (``[CLS]`` and the longest item), at most ``max_tokens``."""
+        return min(1 + max((len(t) for t in self.tokens), default=0), max_tokens)
+
     def check(self, max_tokens):
         """``wordpiece.check_item_tokens`` of the items for inputs of ``max_tokens``: the [UNK] share."""
         first = vocab.NUM_RESERVED
@@ -103,7 +107,7 @@ def encode_items(model, catalogue, batch_size=256):
     """Each item's vector, encoded as a one-item input by ``model`` (a ``RecformerTask``):
     ``[num_items, hidden_dim]``, row ``i`` vocabulary id ``i + NUM_RESERVED``."""
     ids = np.arange(vocab.NUM_RESERVED, vocab.NUM_RESERVED + catalogue.num_items)
-    width = min(1 + max((len(t) for t in catalogue.tokens), default=0), model.backbone.max_tokens)
+    width = catalogue.item_width(model.backbone.max_tokens)
     out = []
     for start in range(0, len(ids), batch_size):
         inputs = catalogue.pack(ids[start : start + batch_size, None], model.backbone, width)
@@ -171,7 +175,7 @@ class _Items(keras.utils.PyDataset):
         super().__init__()
         self.catalogue, self.backbone, self.batch_size = catalogue, backbone, int(batch_size)
         self.ids = np.arange(vocab.NUM_RESERVED, vocab.NUM_RESERVED + catalogue.num_items)
-        self.width = min(1 + max((len(t) for t in catalogue.tokens), default=0), backbone.max_tokens)
+        self.width = catalogue.item_width(backbone.max_tokens)
         self.rng = np.random.default_rng(seed)
         self.order = self.rng.permutation(len(self.ids))
 
