@@ -13,7 +13,8 @@ Output: an ``Examples`` artifact with one split, ``train``, of records
 since the epoch, as text) and one bytes feature per column of ``event_columns``
 (comma-separated: the events' context, ``tfseqrec train --event-features``; a column
 missing from a file is refused naming the file), the input ``SequenceBuilder`` takes. Files are read in
-parallel by Beam, one file per worker.
+parallel by Beam, one file per worker, with the transforms every runner translates, Dask's
+included (``components.beam_io``).
 """
 
 import os
@@ -26,6 +27,7 @@ from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
+from components import beam_io
 from tfseqrec.data import events as events_lib
 from tfseqrec.data import readers
 
@@ -90,11 +92,12 @@ def EventExampleGen(  # noqa: N802 (TFX component names are classes)
     context = tuple(events_lib.check_names(event_columns))
     out = os.path.join(examples.uri, f"Split-{SPLIT}", "data_tfrecord")
     with beam_pipeline as pipeline:
-        _ = (
+        events = (
             pipeline
             | "Files" >> beam.Create(files)
             | "Read" >> beam.FlatMap(file_events, user_column, item_column, time_column, context)
-            | "Write" >> beam.io.WriteToTFRecord(out, file_name_suffix=".gz")
+            | "ToSplit" >> beam.Map(lambda record: (out, record))
         )
+        _ = beam_io.write_records(events, "Write", beam_io.num_shards(files))
     examples.split_names = artifact_utils.encode_split_names([SPLIT])
     examples_utils.set_payload_format(examples, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)

@@ -28,6 +28,9 @@ has tfseqrec installed, and ``beam_pipeline_args`` move the Beam work (ExampleGe
 SequenceBuilder) to a distributed runner, for example::
 
     ["--runner=DataflowRunner", "--project=P", "--region=R", "--temp_location=gs://B/tmp"]
+    ["--runner=DaskRunner", "--dask_client_address=HOST:8786"]
+
+On the DaskRunner (``components.dask_runner``) the BulkInferrer stays on the DirectRunner.
 """
 
 import os
@@ -35,6 +38,7 @@ import os
 import tensorflow as tf
 from tfx import v1 as tfx
 
+from components import dask_runner
 from components.artifacts import Report
 from components.event_example_gen import EventExampleGen
 from components.ranking_evaluator import RankingEvaluator, check_metric
@@ -94,6 +98,7 @@ def create_pipeline(
             named by the config's ``item_text`` or ``item_features`` when it has them.
     """
     components = _components(
+        beam_pipeline_args or (),
         data_root,
         serving_model_dir,
         custom_config,
@@ -115,11 +120,12 @@ def create_pipeline(
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             os.fspath(metadata_path)
         ),
-        beam_pipeline_args=list(beam_pipeline_args or LOCAL_BEAM_ARGS),
+        beam_pipeline_args=dask_runner.runner_args(beam_pipeline_args or LOCAL_BEAM_ARGS),
     )
 
 
 def _components(
+    beam_pipeline_args,
     data_root,
     serving_model_dir,
     custom_config,
@@ -182,7 +188,13 @@ def _components(
         ),
     )
     components = [example_gen, builder, baseline, trainer, evaluator, pusher]
-    return components + _optional(builder, trainer, evaluator, baseline, config, bulk_inference, report)
+    optional = _optional(builder, trainer, evaluator, baseline, config, bulk_inference, report)
+    if dask_runner.uses_dask(beam_pipeline_args):
+        # The BulkInferrer's RunInference needs what the DaskRunner cannot run (components.dask_runner).
+        for component in optional:
+            if isinstance(component, tfx.components.BulkInferrer):
+                component.with_beam_pipeline_args(["--runner=DirectRunner", *LOCAL_BEAM_ARGS])
+    return components + optional
 
 
 def _optional(builder, trainer, evaluator, baseline, config, bulk_inference, report):

@@ -22,13 +22,15 @@ Events of a user are ordered by time; equal times by item id, so every runner
 produces the same sequences. Events with the same user, item and time are kept once
 (the first of their context values in text order, whatever order the runner reads them in). Timestamps may be numbers or ISO 8601 strings.
 
-The work is an Apache Beam pipeline (read, group by user, count items, write), so it
-runs on the DirectRunner here and on Dataflow, Flink or Spark through the pipeline's
-``beam_pipeline_args``.
+The work is two Apache Beam pipelines (read, group by user, count items; then split and
+write) of the transforms every runner translates (``components.beam_io``), so it runs on
+the DirectRunner here, on a ``dask.distributed`` cluster (``components.dask_runner``), and on
+Dataflow, Flink or Spark through the pipeline's ``beam_pipeline_args``.
 """
 
 import json
 import os
+import pickle
 
 import apache_beam as beam
 import tensorflow as tf
@@ -37,6 +39,7 @@ from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
+from components import beam_io
 from components.artifacts import ItemVocabulary
 from tfseqrec.data import events as events_lib
 from tfseqrec.data import readers, splits, tfrecord
@@ -44,6 +47,8 @@ from tfseqrec.data import vocab as vocab_lib
 
 SPLITS = ("train", "eval", "test", "full")
 EMPTY_USERS_FILE = "empty_users.count"
+# Where the first pipeline leaves each user's ordered events for the second (removed after).
+STAGING_DIR = ".users"
 NAMESPACE = "tfseqrec.SequenceBuilder"
 
 
@@ -138,26 +143,35 @@ def training_counts(element, min_length):
 
 
 class SplitUser(beam.DoFn):
-    """One user's time-ordered items to tagged records, by ``splits.leave_one_out``."""
+    """One user's time-ordered items to ``(prefix, serialized record)`` pairs of each split, by
+    ``splits.leave_one_out``; the vocabulary is read from ``vocabulary_path`` when first needed
+    (not a side input, nor ``setup``: the DaskRunner has neither)."""
 
-    def __init__(self, min_length):
+    def __init__(self, min_length, vocabulary_path, prefixes):
         self.min_length = min_length
+        self.vocabulary_path = vocabulary_path
+        self.prefixes = prefixes
+        self.vocabulary = None
         self.users = beam.metrics.Metrics.counter(NAMESPACE, "users")
         self.events = beam.metrics.Metrics.counter(NAMESPACE, "interactions")
 
-    def process(self, element, vocabulary):
-        user, items, times, context = element
+    def process(self, element):
+        if self.vocabulary is None:
+            self.vocabulary = vocab_lib.ItemVocabulary.load(self.vocabulary_path)
+        vocabulary, (user, items, times, context) = self.vocabulary, pickle.loads(element)
         self.users.inc()
         self.events.inc(len(items))
         sequences = splits.Sequences.from_list([user], [vocabulary.lookup(items)], [times])
         split = splits.leave_one_out(sequences, self.min_length)
-        yield beam.pvalue.TaggedOutput("train", _example(user, split.train, vocabulary, context))
-        yield beam.pvalue.TaggedOutput("full", _example(user, sequences, vocabulary, context))
+        records = {
+            "train": _example(user, split.train, vocabulary, context),
+            "full": _example(user, sequences, vocabulary, context),
+        }
         for name, cases in (("eval", split.valid), ("test", split.test)):
             if len(cases):
-                yield beam.pvalue.TaggedOutput(
-                    name, _example(user, cases.histories, vocabulary, context, cases.targets[0])
-                )
+                records[name] = _example(user, cases.histories, vocabulary, context, cases.targets[0])
+        for name, record in records.items():
+            yield self.prefixes[name], record.SerializeToString()
 
 
 def _example(user, sequences, vocabulary, context, target_id=None):
@@ -223,51 +237,77 @@ def SequenceBuilder(  # noqa: N802 (TFX component names are classes)
         os.path.join(vocabulary.uri, vocab_lib.VOCAB_FILENAME),
         os.path.join(sequences.uri, vocab_lib.VOCAB_FILENAME),
     ]
-    with beam_pipeline as pipeline:
-        _build(
-            pipeline, dict(zip(names, patterns)), columns, context, min_sequence_length, sequences.uri, paths
-        )
+    _build(
+        beam_pipeline, dict(zip(names, patterns)), columns, context, min_sequence_length, sequences.uri, paths
+    )
     _record_outputs(sequences, vocabulary, user_column, patterns, paths[0])
 
 
-def _build(pipeline, patterns, columns, context, min_length, sequences_uri, vocabulary_paths):
-    """The Beam graph: read and parse events, group by user, count, write vocabulary and splits."""
-    events = (
-        [
-            pipeline | f"Read[{name}]" >> beam.io.ReadFromTFRecord(pattern)
-            for name, pattern in patterns.items()
-        ]
-        | "Flatten" >> beam.Flatten()
-        | "Parse" >> beam.Map(parse_event, *columns, context)
+def _build(beam_pipeline, patterns, columns, context, min_length, sequences_uri, vocabulary_paths):
+    """Two Beam pipelines: events to ordered users and the vocabulary, then users to splits.
+
+    The second reads the vocabulary the first wrote (the DaskRunner has no side inputs);
+    the users pass between them as pickled records under ``sequences_uri``, removed after.
+    """
+    inputs = [path for pattern in patterns.values() for path in tf.io.gfile.glob(pattern)]
+    shards = beam_io.num_shards(inputs)
+    staging = os.path.join(sequences_uri, STAGING_DIR)
+    with beam_pipeline as pipeline:
+        _order_users(pipeline, inputs, columns, context, min_length, sequences_uri, vocabulary_paths, shards)
+    prefixes = {name: os.path.join(sequences_uri, f"Split-{name}", "data_tfrecord") for name in SPLITS}
+    staged = tf.io.gfile.glob(os.path.join(staging, "*.gz"))
+    if staged:  # none when no event has a user: refused after (_record_outputs)
+        with beam.Pipeline(options=beam_pipeline.options) as pipeline:
+            split = beam.ParDo(SplitUser(min_length, vocabulary_paths[1], prefixes))
+            records = beam_io.read_records(pipeline, "ReadUsers", staged) | "Split" >> split
+            _ = beam_io.write_records(records, "WriteSplits", shards)
+        tf.io.gfile.rmtree(staging)
+
+
+def _order_users(pipeline, inputs, columns, context, min_length, sequences_uri, vocabulary_paths, shards):
+    """Reads and parses the events, counts those without a user, groups and orders each user's
+    events (staged for the second pipeline), and writes the vocabulary of the training counts."""
+    events = beam_io.read_records(pipeline, "Read", inputs) | "Parse" >> beam.Map(
+        parse_event, *columns, context
     )
     # Events without a user id are counted, then refused after the pipeline (_record_outputs).
-    _ = (
+    empty = (
         events
         | "EmptyUsers" >> beam.Filter(lambda event: not event[0])
-        | "CountEmptyUsers" >> beam.combiners.Count.Globally()
+        | "EmptyUser" >> beam.Map(lambda _: (None, 1))
+    )
+    _ = (
+        _with_seed(pipeline, empty, "EmptyUsers", (None, 0))
+        | "CountEmptyUsers" >> beam.GroupByKey()
         | "WriteEmptyUsers" >> beam.Map(_write_count, os.path.join(sequences_uri, EMPTY_USERS_FILE))
     )
-    events = events | "WithUser" >> beam.Filter(lambda event: bool(event[0]))
-    users = events | "ByUser" >> beam.GroupByKey() | "OrderUser" >> beam.Map(order_user, context)
-    vocabulary = (
+    users = (
+        events
+        | "WithUser" >> beam.Filter(lambda event: bool(event[0]))
+        | "ByUser" >> beam.GroupByKey()
+        | "OrderUser" >> beam.Map(order_user, context)
+    )
+    staged = users | "Stage" >> beam.Map(
+        lambda user: (os.path.join(sequences_uri, STAGING_DIR, "users"), pickle.dumps(user))
+    )
+    _ = beam_io.write_records(staged, "StageUsers", shards)
+    counts = (
         users
         | "TrainingItems" >> beam.FlatMap(training_counts, min_length)
-        | "Count" >> beam.CombinePerKey(sum)
-        | "Collect" >> beam.combiners.ToList()
-        | "Order" >> beam.Map(ordered_vocabulary)
+        | "ByItem" >> beam.GroupByKey()
+        | "Count" >> beam.Map(lambda item: (None, (item[0], sum(item[1]))))
     )
-    _ = vocabulary | "WriteVocabulary" >> beam.Map(write_vocabulary, vocabulary_paths)
-    split_user = beam.ParDo(SplitUser(min_length), beam.pvalue.AsSingleton(vocabulary))
-    records = users | "Split" >> split_user.with_outputs(*SPLITS)
-    for name in SPLITS:
-        _ = (
-            records[name]
-            | f"Serialize[{name}]" >> beam.Map(lambda example: example.SerializeToString())
-            | f"Write[{name}]"
-            >> beam.io.WriteToTFRecord(
-                os.path.join(sequences_uri, f"Split-{name}", "data_tfrecord"), file_name_suffix=".gz"
-            )
-        )
+    _ = (
+        _with_seed(pipeline, counts, "Counts", (None, None))
+        | "Collect" >> beam.GroupByKey()
+        | "Order" >> beam.Map(lambda group: ordered_vocabulary(c for c in group[1] if c is not None))
+        | "WriteVocabulary" >> beam.Map(write_vocabulary, vocabulary_paths)
+    )
+
+
+def _with_seed(pipeline, pcoll, label, seed):
+    """``pcoll`` and one ``seed`` element, so that a group of none still yields (a count of 0)."""
+    return (pcoll, pipeline | f"{label}Seed" >> beam.Create([seed])) | f"{label}Flatten" >> beam.Flatten()
 
 
 def _record_outputs(sequences, vocabulary, user_column, patterns, vocabulary_path):
@@ -298,9 +338,9 @@ def _record_outputs(sequences, vocabulary, user_column, patterns, vocabulary_pat
         json.dump(summary, f, indent=2)
 
 
-def _write_count(count, path):
+def _write_count(group, path):
     with tf.io.gfile.GFile(path, "w") as f:
-        f.write(str(int(count)))
+        f.write(str(sum(group[1])))
 
 
 def _count_records(pattern):

@@ -13,5 +13,6 @@ lock() {  # name python-version extra-args...
       --python-platform x86_64-manylinux_2_28 --no-header "$@"
   } > "requirements/$name.txt"
 }
-lock primary 3.10 --exclude-newer 2025-01-15 --exclude-newer-package tensorflow-recommenders=2026-02-01
+lock primary 3.10 --exclude-newer 2025-01-15 --exclude-newer-package tensorflow-recommenders=2026-02-01 \
+  --exclude-newer-package keras=2026-08-01
 lock latest 3.11

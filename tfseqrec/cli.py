@@ -1023,7 +1023,10 @@ def _add_pipeline_data_flags(run):
         dest="beam_args",
         action="append",
         default=None,
-        help="a Beam pipeline option, repeatable (default: the in-process DirectRunner)",
+        help=(
+            "a Beam pipeline option, repeatable (default: the in-process DirectRunner; "
+            "--beam-arg=--runner=DaskRunner --beam-arg=--dask_client_address=HOST:PORT: a Dask cluster)"
+        ),
     )
 
 

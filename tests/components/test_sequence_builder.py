@@ -56,7 +56,11 @@ def test_event_columns_ride_with_their_items(tmp_path):
 
 
 def _build(tmp_path, splits, beam_args=BEAM_ARGS, **parameters):
-    examples = write_event_examples(tmp_path / "events", splits)
+    return _build_from(tmp_path, write_event_examples(tmp_path / "events", splits), beam_args, **parameters)
+
+
+def _build_from(tmp_path, examples, beam_args=BEAM_ARGS, **parameters):
+    """The SequenceBuilder's ``(sequences, vocabulary)`` artifacts of event ``examples``."""
     sequences = make_artifact(standard_artifacts.Examples, tmp_path / "sequences")
     vocabulary = make_artifact(ItemVocabulary, tmp_path / "vocabulary")
     run_executor(

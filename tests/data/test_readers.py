@@ -1,4 +1,5 @@
 import gzip
+import pickle
 
 import numpy as np
 import pytest
@@ -233,3 +234,12 @@ def test_columnar_csv_reads_gzip(tmp_path):
     assert readers._read_csv_columnar(str(path), ",", "user_id", "item_id", "timestamp", "utf-8") is not None
     data = readers.read_interactions(path)
     assert data.items.tolist() == ["a", "b"] and data.timestamps.tolist() == [2, 1]
+
+
+def test_a_data_error_crosses_processes_whole():
+    # Beam and Dask workers pickle a task's error back to the launching process.
+    error = pickle.loads(
+        pickle.dumps(readers.DataError("log.csv", 3, "timestamp 'nan' is not a finite number"))
+    )
+    assert type(error) is readers.DataError and (error.path, error.line) == ("log.csv", 3)
+    assert str(error) == "log.csv:3: timestamp 'nan' is not a finite number"

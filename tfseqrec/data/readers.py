@@ -60,6 +60,10 @@ class DataError(ValueError):
         where = f"{path}:{line}" if line else f"{path}"
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self):
+        # Rebuilt from its three parts where it crosses processes (a Beam or Dask worker's error).
+        return type(self), (self.path, self.line, self.problem)
+
 
 @dataclasses.dataclass
 class Interactions:
