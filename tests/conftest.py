@@ -21,7 +21,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "primary: a long end-to-end run through code that is the same on both stacks; it runs on "
-        "the primary stack only (the latest stack runs the unit and oracle tests of the same code)",
+        "the primary stack only (the latest stack runs the unit and oracle tests: the Makefile's LATEST_TESTS)",
     )
 
 
@@ -73,8 +73,38 @@ def data(tmp_path_factory):
     return root
 
 
+# The longest test files, longest first (a CI run's --durations, 2026-12-07): with pytest-xdist's
+# --dist loadfile a worker takes the next file in collection order when it is free, so a long
+# file collected last would leave the other worker idle while it runs.
+LONGEST_FIRST = (
+    "tests/backends/test_jax.py",
+    "tests/test_recformer_training.py",
+    "tests/backends/test_gpu_script.py",
+    "tests/components/test_trainer_and_evaluator.py",
+    "tests/test_cli.py",
+    "tests/test_training.py",
+    "tests/components/test_pipeline.py",
+    "tests/models/test_models.py",
+    "tests/reliability/test_training_faults.py",
+    "tests/test_event_context.py",
+    "tests/test_pretrain.py",
+    "tests/test_unisrec_training.py",
+    "tests/test_export.py",
+    "tests/test_item_features.py",
+    "tests/test_docs.py",
+    "tests/backends/test_recformer_on_jax.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = str(item.fspath).replace("\\", "/")
         if "tests/components/" in path or "tests/reliability/test_tfx_" in path:
             item.add_marker(pytest.mark.tfx)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def file_rank(item):
+        path = pathlib.Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        return rank.get(path, len(rank))
+
+    items[:] = sorted(items, key=file_rank)  # stable: a file's tests keep their order

@@ -360,7 +360,8 @@ def test_output_does_not_depend_on_the_padding_width(cls):
         model = _tiny(cls, position_origin=origin, dropout=0.0)
         wide = model(np.array([[0, 0, 0, 3, 4, 5]]))
         narrow = model(np.array([[3, 4, 5]]))
-        np.testing.assert_allclose(wide[:, 3:], narrow, atol=1e-5)
+        # float32 sums over other widths: scores near 10 differ in their sixth digit.
+        np.testing.assert_allclose(wide[:, 3:], narrow, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("cls", [SASRec, BERT4Rec])
