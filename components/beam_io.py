@@ -21,9 +21,10 @@ SHARD_BYTES = 32 * 2**20
 
 
 def num_shards(paths):
-    """Output shards for input files ``paths``: one per ``SHARD_BYTES`` of input, at least one."""
+    """Output shards for input files ``paths``: one per input file or per ``SHARD_BYTES`` of input,
+    whichever is more, so that the next step reads as many files in parallel as this one did."""
     size = sum(tf.io.gfile.stat(path).length for path in paths)
-    return max(1, math.ceil(size / SHARD_BYTES))
+    return max(1, len(paths), math.ceil(size / SHARD_BYTES))
 
 
 def read_records(pipeline, label, paths):
