@@ -28,6 +28,7 @@ the DirectRunner here, on a ``dask.distributed`` cluster (``components.dask_runn
 Dataflow, Flink or Spark through the pipeline's ``beam_pipeline_args``.
 """
 
+import itertools
 import json
 import os
 import pickle
@@ -191,9 +192,8 @@ def check_columns(patterns, columns):
     for pattern in patterns:
         files = sorted(tf.io.gfile.glob(pattern))
         for path in files:
-            dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz") else "")
-            for record in dataset.take(1):
-                example = tf.train.Example.FromString(record.numpy())
+            for record in itertools.islice(beam_io.file_records(path), 1):
+                example = tf.train.Example.FromString(record)
                 for column in columns:
                     if column not in example.features.feature:
                         raise InputError(
@@ -345,7 +345,7 @@ def _write_count(group, path):
 
 def _count_records(pattern):
     files = tf.io.gfile.glob(pattern)
-    return sum(1 for path in files for _ in tf.data.TFRecordDataset(path, compression_type="GZIP"))
+    return sum(1 for path in files for _ in beam_io.file_records(path))
 
 
 def _text(value):
