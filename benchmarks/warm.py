@@ -3,8 +3,8 @@
 A log grows; ``tfseqrec train --warm-start`` carries yesterday's model onto today's log. Here,
 on ``--dataset``:
 
-- the old log: ML-100K's events before the last tenth of its time span; ML-1M's (SASRec's
-  ``ml-1m.txt``) each user's first 90% of events by position (``old_log``);
+- the old log: each user's history less its last 10% of events, by time on ML-100K, by
+  position in ML-1M's (SASRec's ``ml-1m.txt``) (``old_log``);
 - ``old``: SASRec with its defaults on the old log (at most ``--minutes`` of ``fit``);
 - ``full``: the same on the whole log, from scratch (at most ``--minutes``);
 - ``warm``: from ``old``'s model on the whole log, for a quarter of ``full``'s training minutes.
@@ -32,24 +32,22 @@ import numpy as np  # noqa: E402
 import records  # noqa: E402  (benchmarks/records.py)
 
 from tfseqrec import evaluation, kinds, training  # noqa: E402
-from tfseqrec.data import readers  # noqa: E402
+from tfseqrec.data import readers, splits  # noqa: E402
 
 DATASETS = ("ml-100k", "ml-1m")
 METRICS = ("ndcg@10", "hr@10", "mrr")
 
 
-def old_log(name, events):
-    """The mask of ``events`` (``readers.Interactions``, a user's events together, in order) in the
-    old log: before the last tenth of the time span (``ml-100k``), or each user's first 90% by
-    position (``ml-1m``, whose file has no times)."""
-    if name == "ml-100k":
-        times = np.asarray(events.timestamps, np.float64)
-        return times < times.min() + 0.9 * (times.max() - times.min())
+def old_log(events):
+    """The mask of ``events`` (``readers.Interactions``, a user's events together, in order: by
+    time on ML-100K, by position in SASRec's ``ml-1m.txt``) in the old log: each user's history
+    less its last 10% of events (at least one; none of a one-event history)."""
     users = np.asarray(events.users, object)
     starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
     lengths = np.diff(np.r_[starts, len(users)])
     position = np.arange(len(users)) - np.repeat(starts, lengths)
-    return position < np.repeat(np.ceil(0.9 * lengths), lengths)
+    held = np.where(lengths > 1, np.maximum(1, lengths // 10), 0)
+    return position < np.repeat(lengths - held, lengths)
 
 
 def write_log(path, events, keep):
@@ -114,9 +112,9 @@ def main():
     parser.add_argument("--json", help="write the three records here")
     args = parser.parse_args()
     header = {**machine.run_header("warm.py", matmul=True), "seed": args.seed}
-    events = readers.read_interactions(datasets.get(args.dataset).path(args.data_root))
+    events = splits.sort_by_time(readers.read_interactions(datasets.get(args.dataset).path(args.data_root)))
     work = tempfile.mkdtemp(prefix="warm-")
-    keep = old_log(args.dataset, events)
+    keep = old_log(events)
     old = write_log(os.path.join(work, "old.csv"), events, keep)
     whole = write_log(os.path.join(work, "whole.csv"), events, np.ones(len(keep), bool))
     options = {"model": "sasrec", "max_train_minutes": args.minutes, "seed": args.seed}

@@ -483,10 +483,8 @@ def test_cold_items_remap_ids_through_raw_ids_and_weigh_parts_by_cases():
 
 def test_warm_old_log_by_hand():
     warm = _script("warm")
-    # ML-1M: each user's first 90% by position (ceil): 9 of 10 events, 2 of 2, 3 of 3.
-    users = np.array(["a"] * 10 + ["b"] * 2 + ["c"] * 3, object)
-    events = types.SimpleNamespace(users=users, timestamps=np.arange(15), has_time=False)
-    assert warm.old_log("ml-1m", events).tolist() == [True] * 9 + [False] + [True] * 5
-    # ML-100K: before the last tenth of the time span, 0 to 100: times under 90.
-    events = types.SimpleNamespace(users=users[:4], timestamps=np.array([0, 95, 89, 100]), has_time=True)
-    assert warm.old_log("ml-100k", events).tolist() == [True, False, True, False]
+    # Each user's last tenth (floor, at least one) held out: 2 of 20 events, 1 of 10, 1 of 2; 1 of 1 kept.
+    users = np.array(["a"] * 20 + ["b"] * 10 + ["c"] * 2 + ["d"], object)
+    events = types.SimpleNamespace(users=users, timestamps=np.arange(33), has_time=False)
+    expected = [True] * 18 + [False] * 2 + [True] * 9 + [False] + [True, False] + [True]
+    assert warm.old_log(events).tolist() == expected
