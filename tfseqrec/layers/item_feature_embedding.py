@@ -14,7 +14,8 @@ class ItemFeatureEmbedding(keras.layers.Layer):
 
     Every attribute has its own embedding table. A categorical field gives its value's
     row; a multi-valued field the mean of its values' rows; a numeric field goes
-    through a dense projection of ``(standardised value, missing flag)``. The vectors
+    through a dense projection of ``(standardised value, missing flag)`` (initialised as
+    the tables are). The vectors
     of the attributes are summed, as RecTools' ``CatFeaturesItemNet`` sums categorical
     features (and adds them to the id embedding, which the backbone does).
 
@@ -68,7 +69,12 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         for name, spec in self.features.items():
             check_choice(f"the kind of attribute {name!r}", spec.get("kind"), KINDS)
             if spec["kind"] == "numeric":
-                self.tables.append(keras.layers.Dense(output_dim, name=f"{name}_projection"))
+                # The embeddings' initializer: a projection that starts larger than the id
+                # vectors it is added to would drown them (Glorot's is ~10x BERT4Rec's 0.02).
+                projection = keras.layers.Dense(
+                    output_dim, kernel_initializer=self.embeddings_initializer, name=f"{name}_projection"
+                )
+                self.tables.append(projection)
                 shape, dtype = (num_rows, 2), "float32"
             else:
                 check_number(f"{name} values", spec.get("values"), minimum=4, integer=True)
