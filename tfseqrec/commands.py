@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from tfseqrec import beyond_accuracy, bulk, checks, evaluation, export, kinds, plot, report, serving
+from tfseqrec import bulk, checks, evaluation, export, kinds, plot, report, serving
 from tfseqrec.data import download, events, features, readers, splits, synthetic, tfrecord, vocab
 from tfseqrec.training import directory, id_models, pretrain
 
@@ -363,7 +363,8 @@ def _evaluate(args, stdout):
         batch_size=args.batch_size,
         sampled=sampled,
         item_counts=vocabulary.counts,
-        **_beyond_accuracy(args.metrics, model, vocabulary, split),
+        metrics=args.metrics.strip(),
+        **evaluation.beyond_accuracy_inputs(model, vocabulary, split.train),
     )
     if result["num_unknown_targets"]:
         print(
@@ -385,16 +386,6 @@ def _evaluate(args, stdout):
     result["oov_interactions"] = report["oov_interactions"]
     _print_json(stdout, result)
     return 0 if np.isfinite(result["mrr"]) else 1
-
-
-def _beyond_accuracy(names, model, vocabulary, split):
-    """``evaluate``'s ``metrics``, ``popularity`` and ``item_vectors`` for ``--metrics names``."""
-    num_items = getattr(model, "num_items", vocabulary.num_items)
-    return {
-        "metrics": names.strip(),
-        "popularity": beyond_accuracy.ItemPopularity.of(split.train, num_items),
-        "item_vectors": evaluation.item_vectors(model),
-    }
 
 
 def _report(args, stdout):

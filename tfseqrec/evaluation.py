@@ -188,6 +188,15 @@ def _chosen_metrics(metrics, popularity):
     return names
 
 
+def beyond_accuracy_inputs(model, vocabulary, train):
+    """``evaluate``'s ``popularity`` (of the ``train`` sequences) and ``item_vectors`` for ``model``."""
+    num_items = getattr(model, "num_items", vocabulary.num_items)
+    return {
+        "popularity": beyond_accuracy.ItemPopularity.of(train, num_items),
+        "item_vectors": item_vectors(model),
+    }
+
+
 def item_vectors(model):
     """The items' vectors that ``diversity`` compares, ``[num_items, d]``, or ``None``: UniSRec's
     frozen text vectors, or an id model's attributes (each categorical or multi-valued

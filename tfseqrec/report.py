@@ -56,8 +56,9 @@ def run(entries, users, progress=False):
 
 
 def _rank(entry, users, progress):
-    num_items = getattr(entry.model, "num_items", entry.vocabulary.num_items)
-    popularity = beyond_accuracy.ItemPopularity.of(entry.train, num_items)
+    inputs = evaluation.beyond_accuracy_inputs(entry.model, entry.vocabulary, entry.train)
+    popularity = inputs["popularity"]
+    num_items = len(popularity.events)
     row_of = {str(u): i for i, u in enumerate(entry.cases.histories.users)}
     wanted = {row_of[u]: u for u in users if u in row_of}
     counts, lists = np.zeros(num_items, np.int64), {}
@@ -73,8 +74,7 @@ def _rank(entry, users, progress):
         entry.model,
         entry.cases,
         metrics="all",
-        popularity=popularity,
-        item_vectors=evaluation.item_vectors(entry.model),
+        **inputs,
         lists=collect,
         progress=progress,
     )
