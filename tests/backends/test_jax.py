@@ -108,8 +108,10 @@ def _assert_same_ranking(ids, trained, tolerance):
     for got, want, scores in zip(ids, trained["ids"], trained["scores"]):
         groups = [[0]]
         for i in range(1, len(want)):
-            tied = abs(scores[i] - scores[i - 1]) <= tolerance * (1 + abs(scores[i - 1]))
-            groups[-1].append(i) if tied else groups.append([i])
+            if abs(scores[i] - scores[i - 1]) <= tolerance * (1 + abs(scores[i - 1])):
+                groups[-1].append(i)
+            else:
+                groups.append([i])
         assert [sorted(got[i] for i in g) for g in groups] == [sorted(want[i] for i in g) for g in groups], (
             got,
             want,

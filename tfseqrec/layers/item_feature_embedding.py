@@ -14,10 +14,10 @@ class ItemFeatureEmbedding(keras.layers.Layer):
 
     Every attribute has its own embedding table. A categorical field gives its value's
     row; a multi-valued field the mean of its values' rows; a numeric field goes
-    through a dense projection of ``(standardised value, missing flag)`` (initialised as
-    the tables are). The vectors
-    of the attributes are summed, as RecTools' ``CatFeaturesItemNet`` sums categorical
-    features (and adds them to the id embedding, which the backbone does).
+    through a dense projection of ``(standardised value, missing flag)``, initialised as
+    the tables are. The vectors of the attributes are summed, as RecTools'
+    ``CatFeaturesItemNet`` sums categorical features (and adds them to the id embedding,
+    which the backbone does).
 
     Which values an item has are data, not weights to learn: ``set_tables`` writes
     them (``tfseqrec.data.features.encode`` makes them) into non-trainable
