@@ -7,7 +7,10 @@ on ``--dataset``:
   position in ML-1M's (SASRec's ``ml-1m.txt``) (``old_log``);
 - ``old``: SASRec with its defaults on the old log (at most ``--minutes`` of ``fit``);
 - ``full``: the same on the whole log, from scratch (at most ``--minutes``);
-- ``warm``: from ``old``'s model on the whole log, for a quarter of ``full``'s training minutes.
+- ``warm``: from ``old``'s model on the whole log, for a quarter of ``full``'s epochs (its
+  epochs take as long as ``full``'s, so it ends within a quarter of ``full``'s minutes; a
+  budget in minutes would finish the epoch that crosses it), and ``warm [...]`` once more for
+  each ``--warm-config`` (options of the warm run only, as a probe of them).
 
 ``full`` and ``warm`` are tested on the whole log's leave-one-out test split (full ranking,
 the history filtered); the target is ``warm`` at 99% or more of ``full``'s test NDCG@10 in a
@@ -16,9 +19,11 @@ quarter of its time. Each record keeps its run's validation curve.
 Usage:
     python benchmarks/warm.py --dataset ml-100k --minutes 5 --json benchmarks/results/warm-ml100k-seed-0.json
     python benchmarks/warm.py --dataset ml-100k --minutes 0.3      # a quick check, end to end
+    python benchmarks/warm.py --dataset ml-100k --minutes 3 --warm-config '{"learning_rate": 5e-4}'
 """
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -108,6 +113,9 @@ def main():
     parser.add_argument("--dataset", choices=DATASETS, default="ml-100k")
     parser.add_argument("--minutes", type=float, default=5.0, help="budget of the old and from-scratch runs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--warm-config", action="append", type=json.loads, default=[], help="a further warm run's options (JSON)"
+    )
     parser.add_argument("--data-root", default=os.environ.get("TFSEQREC_DATA", "../shared/data"))
     parser.add_argument("--json", help="write the three records here")
     args = parser.parse_args()
@@ -120,12 +128,14 @@ def main():
     options = {"model": "sasrec", "max_train_minutes": args.minutes, "seed": args.seed}
     rows = [run("old", old, os.path.join(work, "old"), options)]
     rows.append(run("full", whole, os.path.join(work, "full"), options))
-    quarter = {**options, "max_train_minutes": rows[1]["minutes_at_epoch"][-1] / 4}
-    rows.append(run("warm", whole, os.path.join(work, "warm"), quarter, warm_start=os.path.join(work, "old")))
-    full, warm = rows[1], rows[2]
-    share = warm["test"]["ndcg@10"] / full["test"]["ndcg@10"]
-    time_share = warm["minutes_at_epoch"][-1] / full["minutes_at_epoch"][-1]
-    print(f"warm / full: {share:.3f} of the test NDCG@10 in {time_share:.2f} of the training minutes")
+    quarter = {"model": "sasrec", "epochs": max(1, rows[1]["epochs"] // 4), "seed": args.seed}
+    for n, extra in enumerate([{}, *args.warm_config]):
+        label = "warm" + (f" {json.dumps(extra, sort_keys=True)}" if extra else "")
+        out = os.path.join(work, f"warm-{n}")
+        rows.append(run(label, whole, out, {**quarter, **extra}, warm_start=os.path.join(work, "old")))
+        share = rows[-1]["test"]["ndcg@10"] / rows[1]["test"]["ndcg@10"]
+        time_share = rows[-1]["minutes_at_epoch"][-1] / rows[1]["minutes_at_epoch"][-1]
+        print(f"{label} / full: {share:.3f} of the test NDCG@10 in {time_share:.2f} of the training minutes")
     if args.json:
         header["ended"] = machine.now()
         records.write(args.json, [to_record(r, args.dataset, header) for r in rows])
