@@ -114,7 +114,11 @@ def main():
     parser.add_argument("--minutes", type=float, default=5.0, help="budget of the old and from-scratch runs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--warm-config", action="append", type=json.loads, default=[], help="a further warm run's options (JSON)"
+        "--warm-config",
+        action="append",
+        type=json.loads,
+        default=[],
+        help="a further warm run's options (JSON)",
     )
     parser.add_argument("--data-root", default=os.environ.get("TFSEQREC_DATA", "../shared/data"))
     parser.add_argument("--json", help="write the three records here")

@@ -5,8 +5,10 @@ import json
 import os
 
 import pytest
+import tensorflow as tf
 from tfx.types import artifact_utils, standard_artifacts
 
+from components import beam_io
 from components.artifacts import ItemVocabulary
 from components.sequence_builder import InputError, SequenceBuilder, order_user
 from tests.components.conftest import BEAM_ARGS, make_artifact, run_executor, write_event_examples
@@ -21,6 +23,17 @@ def test_component_contract():
     assert spec.OUTPUTS["sequences"].type == standard_artifacts.Examples
     assert spec.OUTPUTS["vocabulary"].type == ItemVocabulary
     assert {"user_column", "item_column", "time_column", "min_sequence_length"} <= set(spec.PARAMETERS)
+
+
+@pytest.mark.parametrize("name", ["records.gz", "records"])
+def test_a_file_s_records_come_back_whole_and_in_order(tmp_path, name):
+    # More than two reading batches, the last one short; gzipped or not.
+    path = str(tmp_path / name)
+    written = [f"record {i}".encode() * (i % 3 + 1) for i in range(2 * beam_io.READ_BATCH + 5)]
+    with tf.io.TFRecordWriter(path, options="GZIP" if name.endswith(".gz") else None) as writer:
+        for record in written:
+            writer.write(record)
+    assert list(beam_io.file_records(path)) == written
 
 
 def test_a_user_s_exact_duplicate_events_are_kept_once():
