@@ -39,7 +39,13 @@ SCHEMA = {
     "note": (_OPTIONAL_STR, "provenance written by hand: what shared the host, what the run replaced"),
 }
 # The code a result depends on: a commit to any of these after a record's makes it stale.
-CODE_PATHS = ("tfseqrec/models", "tfseqrec/layers", "tfseqrec/losses.py", "tfseqrec/data", "tfseqrec/training")
+CODE_PATHS = (
+    "tfseqrec/models",
+    "tfseqrec/layers",
+    "tfseqrec/losses.py",
+    "tfseqrec/data",
+    "tfseqrec/training",
+)
 
 
 def record(model, protocol, dataset=None, **fields):

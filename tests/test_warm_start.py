@@ -93,11 +93,18 @@ def test_train_warm_starts_on_the_grown_log(tmp_path):
         tmp_path / "m1",
         "--epochs",
         "1",
+        "--config",
+        '{"learning_rate_schedule": "cosine"}',
         "--quiet",
     )
     assert json.loads(done.stdout)["epochs"] == 1
     first, first_vocab, _ = kinds.load(tmp_path / "m1")
     second, second_vocab, info = kinds.load(tmp_path / "m2")
+    # Adam goes on from the trained run's step count; the new run's schedule starts over from it.
+    trained_steps = int(first.optimizer.iterations)
+    assert int(second.optimizer.iterations) > trained_steps > 0
+    schedule = second.optimizer.get_config()["learning_rate"]
+    assert schedule["class_name"] == "FromStep" and schedule["config"]["start"] == trained_steps
     assert second_vocab.items[: first_vocab.num_items] == first_vocab.items  # every known id kept
     assert set(second_vocab.items[first_vocab.num_items :]) == {f"n{i}" for i in range(5)} - set(
         first_vocab.items
@@ -133,10 +140,29 @@ def test_adam_moments_are_carried_row_for_row():
     for n, v in enumerate(v for v in old.variables if len(v.shape)):
         v.assign(np.full(v.shape, n + 1.0))
     new_vars = [keras.Variable(np.ones((7, 2)), name="table"), keras.Variable(np.ones(2), name="w")]
+    old.iterations.assign(7)
     new = keras.optimizers.Adam(learning_rate=0.5)
     assert warm.carry_moments(old, new, new_vars) == 4
     state = [np.asarray(v) for v in new.variables if len(v.shape)]
     np.testing.assert_array_equal(state[0][:5], 1.0)
     np.testing.assert_array_equal(state[0][5:], 0.0)  # the new rows start at zero
     np.testing.assert_array_equal(state[3], 4.0)
-    assert float(np.asarray(new.learning_rate)) == 0.5 and int(np.asarray(new.iterations)) == 0
+    # The step count comes with the moments; the learning rate stays the new optimizer's.
+    assert float(np.asarray(new.learning_rate)) == 0.5 and int(np.asarray(new.iterations)) == 7
+
+
+def test_a_carried_adam_takes_the_step_the_trained_one_would_have_taken():
+    # Adam by hand (NumPy): moments 0.3 and 0.02 grown over 500 steps, then a gradient of 0.1.
+    m0, v0, step, grad, lr, (b1, b2, eps) = 0.3, 0.02, 500, 0.1, 1e-3, (0.9, 0.999, 1e-7)
+    m, v = b1 * m0 + (1 - b1) * grad, b2 * v0 + (1 - b2) * grad**2
+    expected = 1.0 - lr * np.sqrt(1 - b2 ** (step + 1)) / (1 - b1 ** (step + 1)) * m / (np.sqrt(v) + eps)
+    old = keras.optimizers.Adam(learning_rate=lr, epsilon=eps)
+    old.build([keras.Variable(np.ones(1), name="w")])
+    for value, variable in zip((m0, v0), [x for x in old.variables if len(x.shape)]):
+        variable.assign(np.full(1, value))
+    old.iterations.assign(step)
+    weight = keras.Variable(np.ones(1), name="w")
+    new = keras.optimizers.Adam(learning_rate=lr, epsilon=eps)
+    assert warm.carry_moments(old, new, [weight]) == 2
+    new.apply_gradients([(np.full(1, grad, "float32"), weight)])
+    np.testing.assert_allclose(np.asarray(weight), [expected], rtol=1e-5)

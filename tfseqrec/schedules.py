@@ -40,3 +40,32 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "total_steps": self.total_steps,
             "warmup_steps": self.warmup_steps,
         }
+
+
+@keras.saving.register_keras_serializable(package="tfseqrec")
+class FromStep(keras.optimizers.schedules.LearningRateSchedule):
+    """``schedule`` counted from optimizer step ``start`` (its value at ``start`` before it).
+
+    A warm start's optimizer goes on from the trained run's step count, which Adam's bias
+    correction of the carried moments needs, while the new run's schedule starts over.
+
+    Example:
+
+    >>> schedule = FromStep(WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2), start=100)
+    >>> [round(float(schedule(step)), 3) for step in (100, 101, 106, 110)]
+    [0.0, 0.5, 0.5, 0.0]
+    """
+
+    def __init__(self, schedule, start):
+        self.schedule = schedule
+        self.start = int(start)
+
+    def __call__(self, step):
+        return self.schedule(ops.maximum(ops.cast(step, "int64") - self.start, 0))
+
+    def get_config(self):
+        return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "start": self.start}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(keras.optimizers.schedules.deserialize(config["schedule"]), config["start"])

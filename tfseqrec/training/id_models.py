@@ -37,7 +37,7 @@ from tfseqrec.data import features as features_lib
 from tfseqrec.data import numpy_pipeline, pipeline, readers, splits, text, vocab
 from tfseqrec.models.tasks import PRESET_RUN_FILE
 from tfseqrec.optimizers import RowSparseAdam
-from tfseqrec.schedules import WarmupLinearDecay
+from tfseqrec.schedules import FromStep, WarmupLinearDecay
 from tfseqrec.training import directory, pretrain
 from tfseqrec.training import warm as warm_lib
 from tfseqrec.training.callbacks import BestModel, HistoryLog, StepLimit, TimeLimit, TrainingDiverged
@@ -649,13 +649,15 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
         if config.init_from:
             initialize(model, config.init_from)
         adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam
+        rate = learning_rate(config, int(train_ds.cardinality()) * config.epochs)
         model.compile(
-            optimizer=adam(learning_rate(config, int(train_ds.cardinality()) * config.epochs)),
-            metrics=metrics_lib.default_metrics(),
-            jit_compile=config.jit_compile,
+            optimizer=adam(rate), metrics=metrics_lib.default_metrics(), jit_compile=config.jit_compile
         )
         if warm is not None and warm["optimizer"] is not None:
             warm_lib.carry_moments(warm["optimizer"], model.optimizer, model.trainable_variables)
+            start = int(model.optimizer.iterations)
+            if start and isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+                model.optimizer.learning_rate = FromStep(rate, start)  # the schedule starts over
     return model
 
 
