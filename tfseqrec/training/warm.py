@@ -111,7 +111,7 @@ def carry_moments(source, target, variables):
 
     When every array is carried, so is the step count: Adam's bias correction divides the
     moments by ``1 - beta ** step``, which suits moments grown over ``step`` steps; counted
-    from zero, it would shrink the first few hundred updates to between 0.15 and 0.8 of the
+    from zero, it would shrink the first thousand updates to between 0.15 and 0.8 of the
     learning rate. The learning rate stays ``target``'s (a schedule starts over from the
     carried step: ``tfseqrec.schedules.FromStep``)."""
     target.build(variables)
