@@ -116,10 +116,9 @@ def main():
         for num_events in args.events:
             work = tempfile.mkdtemp(prefix="beam-runners-")
             csv_root = write_csv(num_events, args.files, os.path.join(work, "csv"))
-            results = {
-                name: run_steps(csv_root, os.path.join(work, name), beam) for name, beam in runners.items()
-            }
-            for name, result in results.items():
+            results = {}
+            for name, beam in runners.items():  # each runner's record written as it ends
+                results[name] = result = run_steps(csv_root, os.path.join(work, name), beam)
                 seconds = result["example_gen_seconds"] + result["sequence_builder_seconds"]
                 metrics = {
                     "example_gen_seconds": result["example_gen_seconds"],
