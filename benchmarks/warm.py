@@ -8,8 +8,9 @@ on ``--dataset``:
 - ``old``: SASRec with its defaults on the old log (at most ``--minutes`` of ``fit``);
 - ``full``: the same on the whole log, from scratch (at most ``--minutes``);
 - ``warm``: from ``old``'s model on the whole log, for a quarter of ``full``'s epochs (its
-  epochs take as long as ``full``'s, so it ends within a quarter of ``full``'s minutes; a
-  budget in minutes would finish the epoch that crosses it), and ``warm [...]`` once more for
+  epochs take as long as ``full``'s, so it takes about a quarter of ``full``'s minutes,
+  its first epoch's tracing beside; a budget in minutes would finish the epoch that
+  crosses it), and ``warm [...]`` once more for
   each ``--warm-config`` (options of the warm run only, as a probe of them).
 
 ``full`` and ``warm`` are tested on the whole log's leave-one-out test split (full ranking,
