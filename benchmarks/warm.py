@@ -49,11 +49,10 @@ def old_log(events):
     time on ML-100K, by position in SASRec's ``ml-1m.txt``) in the old log: each user's history
     less its last 10% of events (at least one; none of a one-event history)."""
     users = np.asarray(events.users, object)
-    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
-    lengths = np.diff(np.r_[starts, len(users)])
-    position = np.arange(len(users)) - np.repeat(starts, lengths)
+    row_splits = np.r_[np.flatnonzero(np.r_[True, users[1:] != users[:-1]]), len(users)]
+    lengths = np.diff(row_splits)
     held = np.where(lengths > 1, np.maximum(1, lengths // 10), 0)
-    return position < np.repeat(lengths - held, lengths)
+    return splits.ragged_mask(row_splits, lengths - held)
 
 
 def write_log(path, events, keep):

@@ -70,3 +70,27 @@ def test_unknown_exclude_seen_is_an_error():
     cases = splits.Cases(splits.Sequences.from_list([0], [HISTORY]), np.array([7]))
     with pytest.raises(ValueError, match="window"):
         evaluation.evaluate(_FixedScores(SCORES), cases, exclude_seen="history", progress=False)
+
+
+def test_evaluating_a_model_again_reads_its_weights_of_now_without_tracing_again():
+    rng = np.random.default_rng(5)
+    num_items, window, n = 20, 4, 9
+    histories = [list(rng.integers(R, R + num_items, size=rng.integers(1, 6))) for _ in range(n)]
+    cases = splits.Cases(
+        splits.Sequences.from_list(range(n), histories), rng.integers(R, R + num_items, size=n)
+    )
+    keras.utils.set_random_seed(0)
+    model = SASRec(num_items=num_items, max_sequence_length=window, hidden_dim=8, num_layers=1)
+    first = evaluation.evaluate(model, cases, progress=False)
+    traces = evaluation._compiled_query(model).experimental_get_tracing_count()
+    table = model.backbone.item_embedding.embeddings
+    table.assign(rng.normal(size=table.shape).astype("float32"))
+    scores = model.score(pipeline.pad_left(cases.histories, window)).numpy()
+    again = evaluation.evaluate(model, cases, progress=False)
+    expected = oracle_metrics(
+        [oracle_rank(scores[i], cases.targets[i], histories[i]) for i in range(n)], evaluation.DEFAULT_KS
+    )
+    for key, value in expected.items():
+        assert again[key] == pytest.approx(value, abs=1e-6), key
+    assert again["mrr"] != first["mrr"]
+    assert evaluation._compiled_query(model).experimental_get_tracing_count() == traces

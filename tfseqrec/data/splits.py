@@ -110,7 +110,7 @@ class Sequences:
 
     def keep_first(self, lengths):
         """Each sequence ``u`` cut to its first ``lengths[u]`` items."""
-        keep = _ragged_mask(self.row_splits, lengths)
+        keep = ragged_mask(self.row_splits, lengths)
         return self.take(self.users, keep, np.concatenate([[0], np.cumsum(lengths)]))
 
     def select(self, rows):
@@ -497,7 +497,7 @@ def cold_start_split(sequences, cold_item_fraction=0.1, seed=0, min_length=2):
     lengths = sequences.lengths
     evaluable = lengths >= min_length
     kept = np.where(evaluable, lengths - 1, lengths)
-    in_train = _ragged_mask(sequences.row_splits, kept)
+    in_train = ragged_mask(sequences.row_splits, kept)
     is_cold = np.isin(sequences.values, cold_items)
     keep = in_train & ~is_cold
     row_of = np.repeat(np.arange(len(sequences)), lengths)
@@ -642,7 +642,7 @@ def _split_counted(events, vocabulary, given, event_vocabulary, cut):
     return result, sequences, vocabulary, event_vocabulary, report
 
 
-def _ragged_mask(row_splits, keep_lengths):
+def ragged_mask(row_splits, keep_lengths):
     """Boolean mask over flat values keeping the first ``keep_lengths[u]`` of each row."""
     lengths = np.diff(row_splits)
     position = np.arange(row_splits[-1]) - np.repeat(row_splits[:-1], lengths)
