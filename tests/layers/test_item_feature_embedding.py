@@ -3,7 +3,6 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tfseqrec.layers import ItemFeatureEmbedding
 
@@ -64,24 +63,3 @@ def test_bad_tables_and_kinds_are_refused():
     with pytest.raises(ValueError, match="kind of attribute 'x'"):
         ItemFeatureEmbedding(5, {"x": {"kind": "text"}}, 4)
 
-
-@pytest.mark.parametrize("rate", [1.0, 0.1])
-def test_a_rate_starts_the_vectors_as_drawn_and_moves_them_that_share_of_an_adam_step(rate):
-    initializer = keras.initializers.RandomNormal(stddev=0.02, seed=3)
-    drawn = ItemFeatureEmbedding(5, FEATURES, 4, embeddings_initializer=initializer)
-    layer = ItemFeatureEmbedding(5, FEATURES, 4, embeddings_initializer=initializer, rate=rate)
-    ids = np.array([2, 3])
-    for each in (drawn, layer):
-        each.set_tables(TABLES)
-    before = np.asarray(layer(ids))
-    np.testing.assert_allclose(before, rate * oracle(layer, ids), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(before, np.asarray(drawn(ids)), rtol=1e-5, atol=1e-7)
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(layer(ids))
-    weights = layer.trainable_variables
-    keras.optimizers.Adam(learning_rate=0.01).apply(tape.gradient(loss, weights), weights)
-    # Adam's first step is the learning rate against each gradient's sign: the genre rows used and
-    # the bias fall by 0.01, the year's kernel row rises by it (the years 0.5 and -1 sum below 0).
-    # Item 2: its genres' mean -0.01, year 0.5 * 0.01, bias -0.01; item 3: -0.01, -1 * 0.01, -0.01.
-    step = np.array([[-0.015], [-0.03]]) * np.ones((1, 4))
-    np.testing.assert_allclose(np.asarray(layer(ids)) - before, rate * step, rtol=1e-3, atol=1e-7)

@@ -33,12 +33,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         reserved_rows: ids below this get a learned vector of their own (a model without
             id embeddings: its padding and ``[MASK]`` tokens); 0 for none.
         embeddings_initializer: of every attribute's table.
-        rate: the share of the optimizer's step the attributes' weights take. The layer
-            returns ``rate`` times its tables' vectors, and its tables start ``1 / rate``
-            times the initializer's draw, so the vectors start as drawn. Under Adam, whose
-            step does not depend on a gradient's scale, the vectors then move at ``rate``
-            of the learning rate. An attribute's row is shared by many items, so at the
-            full rate it moves all of their scores at once.
 
     Example:
 
@@ -55,12 +49,10 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         output_dim,
         reserved_rows=0,
         embeddings_initializer="uniform",
-        rate=1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
         check_number("num_rows", num_rows, minimum=1, integer=True)
-        check_number("rate", rate, minimum=0, exclusive_minimum=True)
         check_number("reserved_rows", reserved_rows, minimum=0, integer=True)
         if not features:
             raise ValueError("an ItemFeatureEmbedding needs at least one attribute")
@@ -69,7 +61,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
         self.features = {name: dict(spec) for name, spec in sorted(features.items())}
         self.output_dim = output_dim
         self.reserved_rows = reserved_rows
-        self.rate = float(rate)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
 
         # === Layers ===
@@ -116,10 +107,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
             table.build((None, 2) if spec["kind"] == "numeric" else (None,))
         if self.reserved is not None:
             self.reserved.build((None,))
-        if self.rate != 1.0:
-            for table in self.tables:
-                weights = table.kernel if isinstance(table, keras.layers.Dense) else table.embeddings
-                weights.assign(weights / self.rate)
 
     def set_tables(self, tables):
         """Writes each attribute's values of every row: ``{name: int [num_rows, width]}`` (value
@@ -147,8 +134,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
                 present = ops.cast(ops.not_equal(rows, 0), vectors.dtype)[..., None]
                 vector = ops.sum(vectors * present, axis=-2) / ops.maximum(ops.sum(present, axis=-2), 1.0)
             out = vector if out is None else out + vector
-        if self.rate != 1.0:
-            out = out * self.rate
         if self.reserved is not None:
             is_reserved = ops.cast(ops.less(ids, self.reserved_rows), out.dtype)[..., None]
             reserved = self.reserved(ops.minimum(ids, self.reserved_rows - 1))
@@ -171,7 +156,6 @@ class ItemFeatureEmbedding(keras.layers.Layer):
                 "output_dim": self.output_dim,
                 "reserved_rows": self.reserved_rows,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
-                "rate": self.rate,
             }
         )
         return config

@@ -61,7 +61,6 @@ class SequentialBackbone(keras.Model):
         use_id_embeddings=True,
         item_feature_tables=None,
         event_features=None,
-        attribute_rate=1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,8 +88,6 @@ class SequentialBackbone(keras.Model):
         self.normalize_first = normalize_first
         self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
         self.use_id_embeddings = bool(use_id_embeddings)
-        check_number("attribute_rate", attribute_rate, minimum=0, exclusive_minimum=True)
-        self.attribute_rate = float(attribute_rate)
         self.event_features = None
         if event_features:
             self.event_features = {
@@ -125,7 +122,6 @@ class SequentialBackbone(keras.Model):
                 # Without ids, padding and [MASK] still need a vector of their own.
                 reserved_rows=0 if self.use_id_embeddings else vocab.NUM_RESERVED,
                 embeddings_initializer=initializer,
-                rate=self.attribute_rate,
                 name="feature_embedding",
             )
             if self._feature_tables is not None:
@@ -340,7 +336,6 @@ class SequentialBackbone(keras.Model):
                 "item_features": self.item_features,
                 "use_id_embeddings": self.use_id_embeddings,
                 "event_features": self.event_features,
-                "attribute_rate": self.attribute_rate,
             }
         )
         return config
@@ -350,6 +345,4 @@ class SequentialBackbone(keras.Model):
         config = dict(config)
         # Models saved before position_origin existed counted from the newest item.
         config.setdefault("position_origin", "newest")
-        # Models saved before attribute_rate existed moved their attributes at the full rate.
-        config.setdefault("attribute_rate", 1.0)
         return cls(**config)
