@@ -82,7 +82,7 @@ def test_evaluating_a_model_again_reads_its_weights_of_now_without_tracing_again
     keras.utils.set_random_seed(0)
     model = SASRec(num_items=num_items, max_sequence_length=window, hidden_dim=8, num_layers=1)
     first = evaluation.evaluate(model, cases, progress=False)
-    traces = evaluation._compiled_query(model).experimental_get_tracing_count()
+    traces = model._query_graph.experimental_get_tracing_count()
     table = model.backbone.item_embedding.embeddings
     table.assign(rng.normal(size=table.shape).astype("float32"))
     scores = model.score(pipeline.pad_left(cases.histories, window)).numpy()
@@ -93,4 +93,4 @@ def test_evaluating_a_model_again_reads_its_weights_of_now_without_tracing_again
     for key, value in expected.items():
         assert again[key] == pytest.approx(value, abs=1e-6), key
     assert again["mrr"] != first["mrr"]
-    assert evaluation._compiled_query(model).experimental_get_tracing_count() == traces
+    assert model._query_graph.experimental_get_tracing_count() == traces

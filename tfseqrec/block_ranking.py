@@ -26,13 +26,14 @@ from tfseqrec.ranking import PAD_COLUMN, TopK, known_targets, mark_padding
 # Items scored at once by the block functions below: a block of ``[batch, CHUNK_ITEMS]``
 # scores is used while it is still in the CPU's cache.
 CHUNK_ITEMS = 4096
-# Scores a served batch (an export's request, ``recommend``) holds at once: 64 MiB of float32.
-BLOCK_ENTRIES = 2**24
+# Scores a served batch (an export's request, ``recommend``) holds at once: 16 MiB of float32.
+# Larger blocks fall out of the CPU's cache, and writing every user's top items slows (the bulk record).
+BLOCK_ENTRIES = 2**22
 
 
 def block_width(batch):
     """Columns a block of ``batch`` rows gets: ``BLOCK_ENTRIES`` scores, at least ``CHUNK_ITEMS`` columns
-    (one block for a single history over a catalogue of up to 16 million items)."""
+    (one block for a single history over a catalogue of up to 4 million items)."""
     return tf.maximum(CHUNK_ITEMS, BLOCK_ENTRIES // tf.maximum(batch, 1))
 
 
@@ -247,10 +248,11 @@ def _top_k_pass(num_items, batch, k, exclude, chunk):
         )
         minus_inf = tf.fill(tf.shape(cells)[:1], tf.constant(-np.inf, tf.float32))
         scores = tf.tensor_scatter_nd_update(scores, cells, minus_inf)
-        merged = tf.math.top_k(tf.concat([values, scores], axis=1), k)
-        candidates = tf.concat(
-            [best, tf.broadcast_to(tf.range(start, start + tf.shape(scores)[1]), tf.shape(scores))], axis=1
-        )
+        # The block's own best first, then those merged with the best so far: the block is not
+        # copied into a concatenation. The best so far come first, so a tie keeps the lower column.
+        block = tf.math.top_k(scores, tf.minimum(k, tf.shape(scores)[1]))
+        merged = tf.math.top_k(tf.concat([values, block.values], axis=1), k)
+        candidates = tf.concat([best, block.indices + start], axis=1)
         return merged.values, tf.gather(candidates, merged.indices, batch_dims=1)
 
     init = (

@@ -27,7 +27,6 @@ negatives). Popularity sampling needs per-item counts of *training* events
 """
 
 import os
-import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -378,21 +377,6 @@ class _FullScores:
         )
 
 
-# One tf.function of each model's query, so that evaluating a model again does not trace again.
-_QUERIES = weakref.WeakKeyDictionary()
-
-
-def _compiled_query(model):
-    """``model.query`` as a ``tf.function``, made once per model (held weakly: the function
-    reaches the model through a weak reference, so the cache does not keep it alive)."""
-    query = _QUERIES.get(model)
-    if query is None:
-        ref = weakref.ref(model)
-        query = tf.function(lambda inputs: ref().query(inputs), reduce_retracing=True)
-        _QUERIES[model] = query
-    return query
-
-
 class _FactoredScores:
     """Ranks of ``block_ranking.rank_targets_by_query`` on ``model.query`` and ``model.output_table()``."""
 
@@ -400,7 +384,7 @@ class _FactoredScores:
 
     def __init__(self, model):
         self.table, self.bias = model.output_table()  # once per evaluation: HSTU normalises it here
-        self.query = _compiled_query(model)
+        self.query = model.compiled_query
         self.num_items = int(self.table.shape[0])
 
     def rank(self, inputs, targets, seen, top=None):

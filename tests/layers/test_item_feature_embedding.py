@@ -62,4 +62,3 @@ def test_bad_tables_and_kinds_are_refused():
         layer.set_tables({**TABLES, "genre": TABLES["genre"][:3]})
     with pytest.raises(ValueError, match="kind of attribute 'x'"):
         ItemFeatureEmbedding(5, {"x": {"kind": "text"}}, 4)
-

@@ -499,6 +499,15 @@ class NextItemTask(*_BASES):
             object.__setattr__(self, "_score_graph", tf.function(self.score, reduce_retracing=True))
         return self._score_graph(window)
 
+    def compiled_query(self, inputs):
+        """``query`` of ``inputs``, compiled once per model (a ``tf.function`` on the TensorFlow
+        backend), so that evaluating the model again does not trace again."""
+        if not ON_TENSORFLOW:
+            return self.query(inputs)
+        if getattr(self, "_query_graph", None) is None:
+            object.__setattr__(self, "_query_graph", tf.function(self.query, reduce_retracing=True))
+        return self._query_graph(inputs)
+
     def _compiled_top_k(self):
         if not ON_TENSORFLOW:
             return self._top_k
