@@ -45,6 +45,9 @@ CODE_PATHS = (
     "tfseqrec/losses.py",
     "tfseqrec/data",
     "tfseqrec/training",
+    "tfseqrec/evaluation.py",
+    "tfseqrec/ranking.py",
+    "tfseqrec/block_ranking.py",
 )
 
 
