@@ -61,7 +61,6 @@ class SequentialBackbone(keras.Model):
         use_id_embeddings=True,
         item_feature_tables=None,
         event_features=None,
-        attribute_initializer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,8 +88,6 @@ class SequentialBackbone(keras.Model):
         self.normalize_first = normalize_first
         self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
         self.use_id_embeddings = bool(use_id_embeddings)
-        # The attributes' tables' initializer (None: the item embedding's).
-        self.attribute_initializer = attribute_initializer
         self.event_features = None
         if event_features:
             self.event_features = {
@@ -124,7 +121,7 @@ class SequentialBackbone(keras.Model):
                 self.hidden_dim,
                 # Without ids, padding and [MASK] still need a vector of their own.
                 reserved_rows=0 if self.use_id_embeddings else vocab.NUM_RESERVED,
-                embeddings_initializer=self.attribute_initializer or initializer,
+                embeddings_initializer=initializer,
                 name="feature_embedding",
             )
             if self._feature_tables is not None:
@@ -339,7 +336,6 @@ class SequentialBackbone(keras.Model):
                 "item_features": self.item_features,
                 "use_id_embeddings": self.use_id_embeddings,
                 "event_features": self.event_features,
-                "attribute_initializer": self.attribute_initializer,
             }
         )
         return config
