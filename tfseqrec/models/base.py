@@ -65,8 +65,7 @@ class SequentialBackbone(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # Probe: where the attributes enter ("both", "input": the history only, "output": scoring only,
-        # "frozen_output": both, but scoring passes no gradient to them).
+        # Probe: where the attributes enter ("both", "input": the history only, "output": scoring only).
         self.attribute_sides = attribute_sides
         if position_origin not in ("newest", "oldest"):
             raise ValueError(f"position_origin must be 'newest' or 'oldest', got {position_origin!r}")
@@ -180,8 +179,6 @@ class SequentialBackbone(keras.Model):
         if self.feature_embedding is None or self.attribute_sides == "input":
             return self.item_embedding.embeddings
         table = self.feature_embedding.table()
-        if self.attribute_sides == "frozen_output":
-            table = ops.stop_gradient(table)
         return table if self.item_embedding is None else self.item_embedding.embeddings + table
 
     def with_items(self, num_items, item_features=None, item_feature_tables=None):
