@@ -61,12 +61,9 @@ class SequentialBackbone(keras.Model):
         use_id_embeddings=True,
         item_feature_tables=None,
         event_features=None,
-        attribute_sides="both",
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # Probe: where the attributes enter ("both", "input": the history only, "output": scoring only).
-        self.attribute_sides = attribute_sides
         if position_origin not in ("newest", "oldest"):
             raise ValueError(f"position_origin must be 'newest' or 'oldest', got {position_origin!r}")
         # The model checks its own options (TrainConfig checks training options only).
@@ -165,7 +162,7 @@ class SequentialBackbone(keras.Model):
     def lookup_items(self, ids):
         """Each id's vector ``[..., hidden_dim]``: its id embedding plus its attributes'."""
         x = None if self.item_embedding is None else self.item_embedding(ids)
-        if self.feature_embedding is not None and self.attribute_sides != "output":
+        if self.feature_embedding is not None:
             features = self.feature_embedding(ids)
             x = features if x is None else x + features
         return x
@@ -176,7 +173,7 @@ class SequentialBackbone(keras.Model):
         Without attributes this is the id embedding's variable itself, which a sampled
         loss reads by rows (its gradient stays sparse).
         """
-        if self.feature_embedding is None or self.attribute_sides == "input":
+        if self.feature_embedding is None:
             return self.item_embedding.embeddings
         table = self.feature_embedding.table()
         return table if self.item_embedding is None else self.item_embedding.embeddings + table
@@ -339,7 +336,6 @@ class SequentialBackbone(keras.Model):
                 "item_features": self.item_features,
                 "use_id_embeddings": self.use_id_embeddings,
                 "event_features": self.event_features,
-                "attribute_sides": self.attribute_sides,
             }
         )
         return config
