@@ -49,7 +49,7 @@ def old_log(events):
     time on ML-100K, by position in SASRec's ``ml-1m.txt``) in the old log: each user's history
     less its last 10% of events (at least one; none of a one-event history)."""
     users = np.asarray(events.users, object)
-    row_splits = np.r_[np.flatnonzero(np.r_[True, users[1:] != users[:-1]]), len(users)]
+    row_splits = np.r_[np.flatnonzero(splits.user_boundaries(users)), len(users)]
     lengths = np.diff(row_splits)
     held = np.where(lengths > 1, np.maximum(1, lengths // 10), 0)
     return splits.ragged_mask(row_splits, lengths - held)

@@ -89,7 +89,7 @@ def read_histories(path, model=None, **read_kwargs):
     columns = list(getattr(model, "event_features", None) or ())
     log = readers.read_interactions(path, event_columns=columns or None, **read_kwargs)
     log, _ = splits.drop_duplicates(splits.sort_by_time(log))
-    starts = np.flatnonzero(np.concatenate([[True], log.users[1:] != log.users[:-1]]))
+    starts = np.flatnonzero(splits.user_boundaries(log.users))
     return Histories(_log_histories(log, columns, starts), len(starts))
 
 

@@ -284,8 +284,7 @@ def build_sequences(interactions, vocabulary=None, drop_repeats=False, event_voc
         if interactions.events is None:
             raise ValueError(f"the model reads event features {event_vocabulary.columns}; the log has none")
         context = event_vocabulary.encode(interactions.events)
-    boundary = np.ones(len(users), bool)
-    boundary[1:] = users[1:] != users[:-1]
+    boundary = user_boundaries(users)
     starts = np.flatnonzero(boundary)
     report = {"oov_interactions": int((ids == vocab_lib.OOV_ID).sum()), "removed_repeats": 0}
     if len(vocab_lib.factorize(users[starts])[0]) != len(starts):
@@ -640,6 +639,14 @@ def _split_counted(events, vocabulary, given, event_vocabulary, cut):
         sequences, vocabulary, report = build_sequences(events, vocabulary, event_vocabulary=event_vocabulary)
         result = cut(sequences)
     return result, sequences, vocabulary, event_vocabulary, report
+
+
+def user_boundaries(users):
+    """Boolean mask over a log's events, true at each event that starts a run of one user's events."""
+    users = np.asarray(users)
+    boundary = np.ones(len(users), bool)
+    boundary[1:] = users[1:] != users[:-1]
+    return boundary
 
 
 def ragged_mask(row_splits, keep_lengths):

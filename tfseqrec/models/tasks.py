@@ -493,20 +493,23 @@ class NextItemTask(*_BASES):
     def compiled_score(self, window):
         """``score`` of an int ``[batch, length]`` window, compiled once per model (a
         ``tf.function`` on the TensorFlow backend)."""
-        if not ON_TENSORFLOW:
-            return self.score(window)
-        if getattr(self, "_score_graph", None) is None:
-            object.__setattr__(self, "_score_graph", tf.function(self.score, reduce_retracing=True))
-        return self._score_graph(window)
+        return self._run_compiled("_score_graph", self.score, window)
 
     def compiled_query(self, inputs):
         """``query`` of ``inputs``, compiled once per model (a ``tf.function`` on the TensorFlow
         backend), so that evaluating the model again does not trace again."""
+        return self._run_compiled("_query_graph", self.query, inputs)
+
+    def _run_compiled(self, name, method, inputs):
+        """``method(inputs)`` through the ``tf.function`` this model keeps as ``name`` (made on
+        first use; the method itself off the TensorFlow backend)."""
         if not ON_TENSORFLOW:
-            return self.query(inputs)
-        if getattr(self, "_query_graph", None) is None:
-            object.__setattr__(self, "_query_graph", tf.function(self.query, reduce_retracing=True))
-        return self._query_graph(inputs)
+            return method(inputs)
+        graph = getattr(self, name, None)
+        if graph is None:
+            graph = tf.function(method, reduce_retracing=True)
+            object.__setattr__(self, name, graph)
+        return graph(inputs)
 
     def _compiled_top_k(self):
         if not ON_TENSORFLOW:
