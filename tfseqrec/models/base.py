@@ -61,6 +61,8 @@ class SequentialBackbone(keras.Model):
         use_id_embeddings=True,
         item_feature_tables=None,
         event_features=None,
+        attribute_shrinkage=10.0,
+        item_counts=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -76,6 +78,7 @@ class SequentialBackbone(keras.Model):
             check_number(name, value, minimum=1, integer=True)
         check_number("intermediate_dim", intermediate_dim, minimum=1, integer=True, optional=True)
         check_number("dropout", dropout, minimum=0, maximum=1, exclusive_maximum=True)
+        check_number("attribute_shrinkage", attribute_shrinkage, minimum=0)
         self.position_origin = position_origin
         self.num_items = num_items
         self.max_sequence_length = max_sequence_length
@@ -88,6 +91,7 @@ class SequentialBackbone(keras.Model):
         self.normalize_first = normalize_first
         self.item_features = {k: dict(v) for k, v in item_features.items()} if item_features else None
         self.use_id_embeddings = bool(use_id_embeddings)
+        self.attribute_shrinkage = float(attribute_shrinkage)
         self.event_features = None
         if event_features:
             self.event_features = {
@@ -95,6 +99,7 @@ class SequentialBackbone(keras.Model):
             }
         # The items' attribute values (not config: the weights carry them, as UniSRec's text vectors).
         self._feature_tables = item_feature_tables
+        self._item_counts = item_counts
         if item_feature_tables is not None and not self.item_features:
             raise ValueError("item_feature_tables without item_features (the attributes' kinds and sizes)")
         if not self.use_id_embeddings and not self.item_features and not self.reads_item_inputs:
@@ -126,6 +131,15 @@ class SequentialBackbone(keras.Model):
             )
             if self._feature_tables is not None:
                 self.feature_embedding.set_tables(self._feature_tables)
+        self.item_counts = None
+        if self.item_embedding is not None and self.feature_embedding is not None and self.attribute_shrinkage:
+            # Each id's training events: how far its id embedding is trusted over its attributes.
+            self.item_counts = keras.layers.Embedding(
+                rows, 1, embeddings_initializer="zeros", trainable=False, name="item_counts"
+            )
+            self.item_counts.build((None,))
+            if self._item_counts is not None:
+                self.set_item_counts(self._item_counts)
         self.make_event_embedding(initializer)
 
     def make_event_embedding(self, initializer):
@@ -160,12 +174,42 @@ class SequentialBackbone(keras.Model):
         return x + ops.cast(context, x.dtype) * scale
 
     def lookup_items(self, ids):
-        """Each id's vector ``[..., hidden_dim]``: its id embedding plus its attributes'."""
+        """Each id's vector ``[..., hidden_dim]``: its id embedding plus its attributes'
+        (weighed by ``attribute_weights``)."""
         x = None if self.item_embedding is None else self.item_embedding(ids)
         if self.feature_embedding is not None:
             features = self.feature_embedding(ids)
+            if self.item_counts is not None:
+                features *= ops.cast(self.attribute_weights(self.item_counts(ids)), features.dtype)
             x = features if x is None else x + features
         return x
+
+    def attribute_weights(self, counts):
+        """The weight of an item's attributes beside its id embedding, of its training events
+        ``counts``: ``k / (k + counts)``, ``k`` the ``attribute_shrinkage``.
+
+        The attributes are a prior that an item's own events outweigh, as in a shrinkage
+        estimate: an item never trained on (a new one) is its attributes, one of ``k``
+        events is half its attributes, a popular one almost only its id embedding. With
+        the attributes at full weight on every item, SASRec lost 4% NDCG@10 on ML-100K
+        (records ``features-init-attributes-seed-?``).
+        """
+        k = self.attribute_shrinkage
+        return k / (k + ops.cast(counts, "float32"))
+
+    def set_item_counts(self, counts):
+        """Writes each id's occurrences in the training sequences: int ``[NUM_RESERVED +
+        num_items]`` (``Sequences.item_counts``). They weigh the attributes
+        (``attribute_weights``); a model without both ids and attributes needs none."""
+        if self.item_counts is None:
+            return
+        counts = np.asarray(counts)
+        rows = vocab.NUM_RESERVED + self.num_items
+        if counts.shape != (rows,):
+            raise ValueError(f"item counts of shape {counts.shape}; the model wants ({rows},), one per id")
+        if counts.min(initial=0) < 0:
+            raise ValueError("item counts must not be negative")
+        self.item_counts.embeddings.assign(counts.astype(np.float32)[:, None])
 
     def item_table(self):
         """Every id's vector ``[NUM_RESERVED + num_items, hidden_dim]``, as ``lookup_items`` gives it.
@@ -176,7 +220,11 @@ class SequentialBackbone(keras.Model):
         if self.feature_embedding is None:
             return self.item_embedding.embeddings
         table = self.feature_embedding.table()
-        return table if self.item_embedding is None else self.item_embedding.embeddings + table
+        if self.item_embedding is None:
+            return table
+        if self.item_counts is not None:
+            table *= ops.cast(self.attribute_weights(self.item_counts.embeddings), table.dtype)
+        return self.item_embedding.embeddings + table
 
     def with_items(self, num_items, item_features=None, item_feature_tables=None):
         """A copy over ``num_items`` items (at least this one's): the first ones keep their weights.
@@ -336,6 +384,7 @@ class SequentialBackbone(keras.Model):
                 "item_features": self.item_features,
                 "use_id_embeddings": self.use_id_embeddings,
                 "event_features": self.event_features,
+                "attribute_shrinkage": self.attribute_shrinkage,
             }
         )
         return config
@@ -345,4 +394,7 @@ class SequentialBackbone(keras.Model):
         config = dict(config)
         # Models saved before position_origin existed counted from the newest item.
         config.setdefault("position_origin", "newest")
+        if config.get("item_features"):
+            # Models saved before attribute_shrinkage weighed every item's attributes fully.
+            config.setdefault("attribute_shrinkage", 0.0)
         return cls(**config)

@@ -643,9 +643,9 @@ def _compiled_model(spec, config, split, vocabulary, train_ds, strategy, normali
         model = build_model(spec, config, vocabulary.num_items, normalizer, **model_kwargs)
         if warm is not None:
             warm_lib.carry(warm["model"], model)
-        if spec.reads_item_text:
-            # With id embeddings: the items absent from the training sequences are scored by their text alone.
-            model.backbone.set_trained_items(split.train.item_counts(vocab.NUM_RESERVED + model.num_items))
+        # Each item's training events: UniSRec reads one never trained on by its text alone, an
+        # id model weighs an item's attributes by them (``attribute_shrinkage``).
+        model.backbone.set_item_counts(split.train.item_counts(vocab.NUM_RESERVED + model.num_items))
         if config.init_from:
             initialize(model, config.init_from)
         adam = RowSparseAdam if sparse_item_updates(config, vocabulary.num_items) else keras.optimizers.Adam

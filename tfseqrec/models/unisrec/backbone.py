@@ -141,6 +141,10 @@ class UniSRecBackbone(SASRecBackbone):
             )
         self.id_known.embeddings.assign((counts > 0).astype(np.float32)[:, None])
 
+    def set_item_counts(self, counts):
+        """As ``set_trained_items``: UniSRec reads its items' training counts for that only."""
+        self.set_trained_items(counts)
+
     def item_vectors(self, ids, training=None):
         """Adapted text vectors (plus id embeddings) of item ids: ``[..., hidden_dim]``."""
         x = self.adaptor(self.text_embedding(ids), training=training)
