@@ -132,7 +132,11 @@ class SequentialBackbone(keras.Model):
             if self._feature_tables is not None:
                 self.feature_embedding.set_tables(self._feature_tables)
         self.item_counts = None
-        if self.item_embedding is not None and self.feature_embedding is not None and self.attribute_shrinkage:
+        if (
+            self.item_embedding is not None
+            and self.feature_embedding is not None
+            and self.attribute_shrinkage
+        ):
             # Each id's training events: how far its id embedding is trusted over its attributes.
             self.item_counts = keras.layers.Embedding(
                 rows, 1, embeddings_initializer="zeros", trainable=False, name="item_counts"
