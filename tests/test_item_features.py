@@ -44,12 +44,51 @@ def test_each_id_model_trains_with_attributes_beside_ids(data_root, features_fil
     assert recorded["kinds"] == {"genres": "multi", "year": "numeric"}
     trained, _, _ = tfseqrec.load(str(out))
     backbone = trained.backbone
-    # Input and scoring read the same item vectors: the id embedding plus the attributes'.
-    expected = np.asarray(backbone.item_embedding.embeddings) + np.asarray(backbone.feature_embedding.table())
+    # Input and scoring read the same item vectors: the id embedding plus the attributes',
+    # which SASRec weighs 10 / (10 + events) and BERT4Rec and HSTU fully.
+    weights = np.ones(vocab.NUM_RESERVED + 1682)
+    if model == "sasrec":
+        # Training counted each item's events: all of the log's but each user's last two.
+        counts = np.asarray(backbone.item_counts.embeddings)[:, 0]
+        assert counts.sum() == 100_000 - 2 * 943 and counts[: vocab.NUM_RESERVED].sum() == 0
+        weights = 10.0 / (10.0 + counts)
+    else:
+        assert backbone.item_counts is None
+    expected = np.asarray(backbone.item_embedding.embeddings) + weights[:, None] * np.asarray(
+        backbone.feature_embedding.table()
+    )
     if getattr(backbone, "temperature", None) is not None:  # HSTU scores with unit-length rows
         expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     table, _ = backbone.output_table()
     np.testing.assert_allclose(np.asarray(table), expected[vocab.NUM_RESERVED :], rtol=1e-5, atol=1e-6)
+
+
+def test_an_item_weighs_its_attributes_less_the_more_it_was_trained_on():
+    spec = {"genre": {"kind": "multi", "values": 6, "width": 2}}
+    genres = np.array([[0, 0], [0, 0], [0, 0], [3, 0], [4, 5], [3, 4]])  # 3 reserved ids, 3 items
+    model = tfseqrec.SASRec(
+        num_items=3, max_sequence_length=4, hidden_dim=8, item_features=spec,
+        item_feature_tables={"genre": genres}, item_counts=[0, 0, 0, 10, 0, 30],
+    )  # fmt: skip
+    backbone = model.backbone
+    ids = np.array([[0, 3, 4, 5]])
+    # By hand: k / (k + events) with k = 10 is 1/2, 1 (never trained on) and 1/4.
+    expected = np.asarray(backbone.item_embedding(ids)) + np.array([1.0, 0.5, 1.0, 0.25])[
+        None, :, None
+    ] * np.asarray(backbone.feature_embedding(ids))
+    np.testing.assert_allclose(np.asarray(backbone.lookup_items(ids)), expected, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(backbone.item_table())[3:], expected[0, 1:], rtol=1e-6)
+    # Items added later have no events: their attributes weigh fully; the others keep their counts.
+    grown = model.with_items(4, item_feature_tables={"genre": np.concatenate([genres, [[5, 0]]])})
+    assert np.asarray(grown.backbone.item_counts.embeddings)[:, 0].tolist() == [0, 0, 0, 10, 0, 30, 0]
+    # Shrinkage 0 weighs every item's attributes fully, as BERT4Rec and HSTU do by default.
+    full = tfseqrec.SASRec(
+        num_items=3, max_sequence_length=4, hidden_dim=8, item_features=spec,
+        item_feature_tables={"genre": genres}, attribute_shrinkage=0,
+    )  # fmt: skip
+    assert full.backbone.item_counts is None
+    with pytest.raises(ValueError, match="one per id"):
+        backbone.set_item_counts([1, 2, 3])
 
 
 def test_attributes_alone_serve_items_never_trained_on(data_root, features_file, tmp_path):

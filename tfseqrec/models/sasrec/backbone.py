@@ -48,6 +48,9 @@ class SASRecBackbone(SequentialBackbone):
             ``max_sequence_length - 1`` (the original code's left padding);
             ``"oldest"``: the oldest item of the window has position 0 (the reference
             code's right padding).
+        attribute_shrinkage: with ``item_features``, an item of ``n`` training events
+            weighs its attributes ``k / (k + n)`` against its id embedding
+            (``SequentialBackbone.attribute_weights``); 0 weighs every item's fully.
     Call arguments:
         inputs: dict with ``item_ids`` int ``[batch, length]`` (left-padded, newest
             last) and optional ``padding_mask``; or the id tensor alone.
@@ -80,6 +83,7 @@ class SASRecBackbone(SequentialBackbone):
         normalized_residual=True,
         initializer_range=0.02,
         position_origin="oldest",
+        attribute_shrinkage=10.0,
         **kwargs,
     ):
         check_number("initializer_range", initializer_range, minimum=0, optional=True)
@@ -94,6 +98,7 @@ class SASRecBackbone(SequentialBackbone):
             activation,
             normalize_first,
             position_origin=position_origin,
+            attribute_shrinkage=attribute_shrinkage,
             **kwargs,
         )
         # === Config ===
