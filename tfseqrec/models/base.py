@@ -208,13 +208,18 @@ class SequentialBackbone(keras.Model):
         (``attribute_weights``); a model without both ids and attributes needs none."""
         if self.item_counts is None:
             return
+        counts = self.checked_item_counts(counts)
+        self.item_counts.embeddings.assign(counts.astype(np.float32)[:, None])
+
+    def checked_item_counts(self, counts):
+        """``counts`` as an array, refused unless it holds one count per id, none negative."""
         counts = np.asarray(counts)
         rows = vocab.NUM_RESERVED + self.num_items
         if counts.shape != (rows,):
             raise ValueError(f"item counts of shape {counts.shape}; the model wants ({rows},), one per id")
         if counts.min(initial=0) < 0:
             raise ValueError("item counts must not be negative")
-        self.item_counts.embeddings.assign(counts.astype(np.float32)[:, None])
+        return counts
 
     def item_table(self):
         """Every id's vector ``[NUM_RESERVED + num_items, hidden_dim]``, as ``lookup_items`` gives it.

@@ -134,11 +134,7 @@ class UniSRecBackbone(SASRecBackbone):
         """
         if self.id_known is None:
             return
-        counts = np.asarray(counts)
-        if counts.shape != (vocab.NUM_RESERVED + self.num_items,):
-            raise ValueError(
-                f"counts of shape {counts.shape}; the model wants ({vocab.NUM_RESERVED + self.num_items},)"
-            )
+        counts = self.checked_item_counts(counts)
         self.id_known.embeddings.assign((counts > 0).astype(np.float32)[:, None])
 
     def set_item_counts(self, counts):
