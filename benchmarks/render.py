@@ -112,7 +112,11 @@ COMPUTED = {
 
 
 def _val_at(rec, minutes):
-    """The best validation NDCG@10 of ``rec``'s curve by ``minutes`` of training (``None``: no epoch yet)."""
+    """The best validation NDCG@10 of ``rec``'s curve by ``minutes`` of training (``None``: no epoch
+    yet, or a run whose budget ended before ``minutes``)."""
+    budget = (rec.get("options") or {}).get("max_train_minutes")
+    if budget is not None and budget < minutes:
+        return None
     points = [
         c["val_ndcg@10"] for c in rec["curve"] if c["minutes"] <= minutes and c.get("val_ndcg@10") is not None
     ]

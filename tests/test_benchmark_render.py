@@ -232,3 +232,7 @@ def test_validation_at_a_budget_and_against_sasrec():
     assert render.value(bert, ["", "vs_sasrec/val_at/10"], peers) == pytest.approx(0.25)
     assert render.value(bert, ["", "vs_sasrec/val_at/20"], peers) == pytest.approx(0.8)
     assert render.value(bert, ["", "vs_sasrec/val_at/5"], peers) is None
+    # A run of a 10-minute budget has no figure by 20 minutes, however late its last epoch ended.
+    short = run("bert4rec", 0, [(6.0, 0.10), (10.5, 0.32)])
+    short["options"] = {"max_train_minutes": 10.0}
+    assert [render.value(short, ["", f"val_at/{m}"]) for m in (5, 10, 20)] == [None, 0.10, None]

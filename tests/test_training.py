@@ -539,20 +539,20 @@ def test_the_default_batch_size_gives_24_batches_an_epoch_and_scales_a_settled_r
     assert 0 < outside < total and f"{outside:,} of {total:,} training targets" in captured.err
     run = json.load(open(tmp_path / "auto" / "train_config.json"))
     recorded = run["config"]
-    # Windows of 8 are short histories: 1e-3 at batches of 128, times sqrt(32/128) = 1/2.
-    assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(5e-4))
+    # Windows of 8 are short histories: 4e-3 at batches of 128, times sqrt(32/128) = 1/2.
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (32, pytest.approx(2e-3))
     # The run records each choice, as for_data makes it on the same sequences.
     chosen = presets.for_data("bert4rec", split.train, bert4rec.options(config))
     assert {k: v["value"] for k, v in run["choices"].items()} == dict(chosen)
     # Short histories train one layer; the model the run keeps has one.
     assert recorded["model_options"]["num_layers"] == 1
     model, _, _ = tfseqrec.load(str(tmp_path / "auto"))
-    assert model.backbone.num_layers == 1
+    assert (model.backbone.num_layers, model.backbone.initializer_range) == (1, 0.1)
     bert4rec.train(data, tmp_path / "given", {**config, "batch_size": 128, "window_stride": 8}, verbose=2)
     err = capsys.readouterr().err
     assert "batch_size" not in err and "training targets" not in err  # windows 8 apart hold them all
     recorded = json.load(open(tmp_path / "given" / "train_config.json"))["config"]
-    assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 1e-3)
+    assert (recorded["batch_size"], recorded["learning_rate"]) == (128, 4e-3)
     # A learning rate given is kept at the batch the data settle.
     bert4rec.train(data, tmp_path / "rate", {**config, "learning_rate": 3e-3}, verbose=2)
     assert "learning_rate" not in capsys.readouterr().err
@@ -579,11 +579,17 @@ def test_batch_widths_and_bert4rec_training_follow_the_history_length():
     at_128 = {"batch_size": 128}  # the rates as set for batches of 128
     chosen = presets.for_data("bert4rec", short, at_128)
     assert (chosen["learning_rate"], chosen["mask_prob"], chosen["bucket_boundaries"]) == (
-        1e-3,
+        4e-3,
         0.4,
         [10, 20, 50, 100],
     )
-    assert chosen.model_options == {"num_layers": 1, "mask_prob": 0.4, "max_sequence_length": 200}
+    assert chosen.model_options == {
+        "num_layers": 1,
+        "mask_prob": 0.4,
+        "initializer_range": 0.1,
+        "max_sequence_length": 200,
+    }
+    assert chosen.reasons["initializer_range"] == chosen.reasons["mask_prob"]
     assert chosen.reasons["num_layers"] == chosen.reasons["mask_prob"]  # one rule, one reason
     chosen = presets.for_data("bert4rec", long, at_128)
     assert (chosen["learning_rate"], chosen["mask_prob"], chosen["bucket_boundaries"]) == (
@@ -591,7 +597,7 @@ def test_batch_widths_and_bert4rec_training_follow_the_history_length():
         0.2,
         [50, 100],
     )
-    assert chosen["num_layers"] == 2
+    assert (chosen["num_layers"], chosen["initializer_range"]) == (2, 0.02)
     # A model option given stays (not chosen); the others are.
     chosen = presets.for_data("bert4rec", short, {**at_128, "model_options": {"num_layers": 3}})
     assert "num_layers" not in chosen and chosen["mask_prob"] == 0.4

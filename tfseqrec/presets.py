@@ -1,7 +1,7 @@
 """What a model trains with: its training defaults, and the options the data settle.
 
 ``for_data(model, sequences)`` is the one place where a choice that depends on the data
-is made (number of layers, Cloze mask share, learning rate, batch size and widths by the
+is made (number of layers, Cloze mask share, initial spread, learning rate, batch size and widths by the
 length of the histories; HSTU's time bias by whether the events carry times). The command
 line calls it (``tfseqrec train`` prints each choice on stderr and records them in the run
 directory's ``train_config.json``), and Python users call it before building a model:
@@ -12,9 +12,9 @@ directory's ``train_config.json``), and Python users call it before building a m
 >>> short = splits.Sequences(np.arange(40), np.tile([2, 3, 4, 5], 40), np.arange(0, 161, 4))
 >>> choices = presets.for_data("bert4rec", short)
 >>> choices["num_layers"], choices["mask_prob"], choices["batch_size"], round(choices["learning_rate"], 6)
-(1, 0.4, 16, 0.000354)
+(1, 0.4, 16, 0.001414)
 >>> sorted(choices.model_options)
-['mask_prob', 'max_sequence_length', 'num_layers']
+['initializer_range', 'mask_prob', 'max_sequence_length', 'num_layers']
 
 The training defaults of each model (``training``) and its named presets live in
 ``tfseqrec.registry``; a model option's default lives in its constructor.
